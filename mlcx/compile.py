@@ -1,0 +1,141 @@
+"""`mlcx compile`: model source -> compiled library + converted weights + tokenizer + config."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mlcx.errors import ModelSourceError
+from mlcx.frontends.source import ModelSource, load_source
+from mlcx.ops.attention import KVLayout, PagedKVOps
+from mlcx.passes.quantization.convert import iter_params, plan_formats
+from mlcx.passes.quantization.schemes import get_quantization
+from mlcx.runtime.artifact import CONFIG_FILE, ArtifactConfig
+from mlcx.runtime.weight_shards import ShardWriter
+from mlcx.targets.base import BuildOptions
+from mlcx.targets.registry import get_target
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+DEFAULT_SAMPLING = {"temperature": 0.7, "top_p": 0.95}
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    model: str
+    target: str = "cpu"
+    quantization: str | None = None
+    output: Path = Path("dist/model")
+    context_window: int | None = None
+    prefill_chunk: int = 512
+    page_size: int = 16
+    options: BuildOptions = BuildOptions()
+
+    def __post_init__(self) -> None:
+        if self.page_size not in (8, 16, 32, 64):
+            raise ValueError(f"page size must be 8, 16, 32 or 64, not {self.page_size}")
+        if self.prefill_chunk < 1:
+            raise ValueError(f"prefill chunk must be positive, not {self.prefill_chunk}")
+        if self.context_window is not None and self.context_window < 1:
+            raise ValueError(f"context window must be positive, not {self.context_window}")
+
+
+def _context_window(source: ModelSource, requested: int | None) -> int:
+    trained = source.config.context_window
+    if requested is None:
+        return trained
+    if requested > trained:
+        raise ValueError(f"context window {requested} exceeds the model's {trained} tokens")
+    return requested
+
+
+def _sampling(source: ModelSource) -> dict:
+    gen = source.generation_config
+    keys = ("temperature", "top_p", "top_k", "repetition_penalty")
+    found = {k: gen[k] for k in keys if isinstance(gen.get(k), int | float)}
+    return found or dict(DEFAULT_SAMPLING)
+
+
+def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path:
+    report = progress or (lambda stage, done, total: None)
+    started = time.perf_counter()
+    source = load_source(req.model)
+    target = get_target(req.target)
+    quant = get_quantization(req.quantization or target.default_quantization(source.kind == "gguf"))
+    if quant.keeps_source_formats and source.kind != "gguf":
+        raise ModelSourceError(
+            f"quantization {quant.name!r} needs a GGUF source; {source.path} "
+            "is a Hugging Face folder (use q4f16, q4f32, q8f32, q0f32 ...)"
+        )
+    cfg = source.config
+    formats = plan_formats(source.weights, source.tensors, quant)
+    tvm_target = target.tvm_target(req.options)
+    layout = KVLayout(
+        cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, req.page_size, quant.activation_dtype
+    )
+    model = source.arch.build(cfg, formats, PagedKVOps(layout, target.kernel_kind, tvm_target))
+    report("export", 0, 1)
+    mod, params = model.export_tvm(spec=model.export_spec())
+    report("build", 0, 1)
+    executable = target.build(mod, tvm_target, req.options)
+    out = req.output
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    library = target.export(executable, out, req.options)
+    _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
+    source.tokenizer_assets().write(out)
+    config = ArtifactConfig(
+        model_name=source.name,
+        architecture=source.arch.name,
+        model=cfg,
+        quantization=quant.name,
+        activation_dtype=quant.activation_dtype,
+        target=target.name,
+        tvm_target=_plain(tvm_target.export()),
+        library=library,
+        context_window=_context_window(source, req.context_window),
+        prefill_chunk=req.prefill_chunk,
+        page_size=req.page_size,
+        sampling=_sampling(source),
+        weight_formats={name: fmt.name for name, fmt in formats.items()},
+    )
+    (out / CONFIG_FILE).write_text(config.to_json())
+    log.info(
+        "compiled %s for %s in %.1f s", source.name, target.name, time.perf_counter() - started
+    )
+    return out
+
+
+def _plain(value):
+    """TVM's Map/Array/String values as JSON-ready Python values."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value if not isinstance(value, str) else str(value)
+    if hasattr(value, "items"):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if hasattr(value, "__iter__"):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def _write_weights(source, formats, act_dtype, params, folder: Path, report: Progress) -> None:
+    expected = {name: (tuple(int(d) for d in p.shape), p.dtype) for name, p in params}
+    writer = ShardWriter(folder)
+    order = [name for name, _ in params]
+    for done, (name, array) in enumerate(
+        iter_params(source.weights, source.tensors, formats, act_dtype, order)
+    ):
+        shape, dtype = expected[name]
+        if tuple(array.shape) != shape or str(array.dtype) != dtype:
+            raise ModelSourceError(
+                f"weight {name} converts to {tuple(array.shape)} {array.dtype}, but the model "
+                f"config implies {shape} {dtype}; config.json and the weights disagree"
+            )
+        writer.add(name, array)
+        report("weights", done + 1, len(order))
+    writer.finish()

@@ -1,0 +1,37 @@
+"""Lossless unpacking of GGUF Q4_0 / Q4_1 / Q8_0 blocks into mlcx's split-plane layout.
+
+A block covers 32 consecutive weights of a row. Q4_0: f16 scale d, 16 bytes of nibbles,
+w = (q - 8) * d. Q4_1: f16 d, f16 m, 16 bytes of nibbles, w = q * d + m. Q8_0: f16 d, 32 int8,
+w = q * d. Byte j of the nibbles holds weight j (low nibble) and weight j + 16 (high nibble).
+The codes and scales are kept bit for bit; only their arrangement changes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gguf import GGMLQuantizationType as GT
+
+from mlcx.passes.quantization.formats import GroupIntFormat
+
+_BLOCK_BYTES = {GT.Q4_0: 18, GT.Q4_1: 20, GT.Q8_0: 34}
+
+
+def _nibbles(qs: np.ndarray) -> np.ndarray:
+    """[rows, blocks, 16] bytes -> [rows, blocks, 32] codes in weight order."""
+    return np.concatenate([qs & 0x0F, qs >> 4], axis=2)
+
+
+def unpack_blocks(raw: np.ndarray, gguf_type: GT, fmt: GroupIntFormat) -> dict[str, np.ndarray]:
+    """raw uint8 [rows, blocks * block_bytes] -> the params of `fmt`."""
+    if gguf_type not in _BLOCK_BYTES:
+        raise ValueError(f"GGUF type {gguf_type.name} has no lossless unpacking")
+    rows = raw.shape[0]
+    blocks = np.ascontiguousarray(raw).reshape(rows, -1, _BLOCK_BYTES[gguf_type])
+    scale = blocks[:, :, 0:2].copy().view(np.float16)[..., 0]
+    if gguf_type == GT.Q8_0:
+        codes = blocks[:, :, 2:34].copy().view(np.int8).astype(np.int16) + 128
+        return fmt.from_ints(codes.reshape(rows, -1), scale)
+    if gguf_type == GT.Q4_0:
+        return fmt.from_ints(_nibbles(blocks[:, :, 2:18]).reshape(rows, -1), scale)
+    minimum = blocks[:, :, 2:4].copy().view(np.float16)[..., 0]
+    return fmt.from_ints(_nibbles(blocks[:, :, 4:20]).reshape(rows, -1), scale, minimum)

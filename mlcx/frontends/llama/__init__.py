@@ -1,0 +1,1 @@
+"""Llama family: Llama 2/3, SmolLM, TinyLlama; HF folders and llama.cpp GGUF files."""

@@ -1,0 +1,82 @@
+"""Transformer blocks shared by the Llama-family architectures (pre-norm, RoPE, SwiGLU)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tvm.relax.frontend import nn
+from tvm.relax.frontend.nn import op
+
+from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.nn.linear import QLinear
+from mlcx.ops.attention import PagedKVOps, StepTensors
+from mlcx.ops.rope import rope_te
+from mlcx.passes.quantization.formats import WeightFormat
+
+Formats = Mapping[str, WeightFormat]
+
+
+class PagedAttention(nn.Module):
+    """Fused qkv projection, RoPE by position, KV append into pages, paged attention, o_proj."""
+
+    def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps):
+        dtype = kv.layout.dtype
+        self.cfg = cfg
+        self.kv = kv
+        fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
+        self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
+        self.o = QLinear(
+            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, False
+        )
+
+    def forward(
+        self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
+    ) -> tuple[nn.Tensor, nn.Tensor]:
+        cfg = self.cfg
+        tokens = x.shape[0]
+        qkv = op.reshape(self.qkv(x), (tokens, cfg.num_heads + 2 * cfg.num_kv_heads, cfg.head_dim))
+        q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
+        q = self._rope(q, step.positions)
+        k = self._rope(k, step.positions)
+        pages = self.kv.append(pages, k, v, step.slots)
+        out = self.kv.attend(q, pages, step, decode)
+        return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
+
+    def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
+        theta, scaling = self.cfg.rope_theta, dict(self.cfg.rope_scaling)
+        return op.tensor_expr_op(
+            lambda xt, pt: rope_te(xt, pt, theta, scaling), "rope", [x, positions]
+        )
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, dtype: str):
+        self.gate_up = QLinear(
+            cfg.hidden_size, 2 * cfg.intermediate_size, formats[prefix + "gate_up"], dtype, False
+        )
+        self.down = QLinear(
+            cfg.intermediate_size, cfg.hidden_size, formats[prefix + "down"], dtype, False
+        )
+
+    def forward(self, x: nn.Tensor) -> nn.Tensor:
+        gate, up = op.split(self.gate_up(x), 2, axis=-1)
+        return self.down(op.silu(gate) * up)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps):
+        prefix = f"layers.{index}."
+        dtype = kv.layout.dtype
+        self.input_norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
+        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv)
+        self.post_attn_norm = nn.RMSNorm(
+            cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
+        )
+        self.mlp = SwiGLU(cfg, formats, prefix + "mlp.", dtype)
+
+    def forward(
+        self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
+    ) -> tuple[nn.Tensor, nn.Tensor]:
+        attn, pages = self.attn(self.input_norm(x), pages, step, decode)
+        x = x + attn
+        return x + self.mlp(self.post_attn_norm(x)), pages

@@ -1,0 +1,69 @@
+"""Linear and embedding layers whose weights can be stored in any `WeightFormat`."""
+
+from __future__ import annotations
+
+from tvm.relax.frontend import nn
+from tvm.relax.frontend.nn import op
+
+from mlcx.ops.linear import embedding_te, matmul_te
+from mlcx.passes.quantization.formats import WeightFormat
+
+
+def _declare(module: nn.Module, fmt: WeightFormat, rows: int, cols: int) -> list[str]:
+    names = []
+    for suffix, (shape, dtype) in fmt.param_specs(rows, cols).items():
+        setattr(module, suffix, nn.Parameter(shape, dtype))
+        names.append(suffix)
+    return names
+
+
+class QLinear(nn.Module):
+    """y = x @ W.T (+ bias) for x [tokens, in_features]; one kernel per call."""
+
+    def __init__(
+        self, in_features: int, out_features: int, fmt: WeightFormat, dtype: str, bias: bool
+    ):
+        self.in_features = in_features
+        self.out_features = out_features
+        self.fmt = fmt
+        self.weight_names = _declare(self, fmt, out_features, in_features)
+        self.bias = nn.Parameter((out_features,), dtype) if bias else None
+
+    def forward(self, x: nn.Tensor) -> nn.Tensor:
+        names, fmt, rows = self.weight_names, self.fmt, self.out_features
+
+        def compute(xt, *weights):
+            return matmul_te(xt, dict(zip(names, weights, strict=True)), fmt, rows)
+
+        y = op.tensor_expr_op(compute, "matmul", [x, *(getattr(self, n) for n in names)])
+        return y if self.bias is None else y + self.bias
+
+
+class QEmbedding(nn.Module):
+    """Token embedding; `as_head` reuses the same table as a tied lm_head."""
+
+    def __init__(self, vocab_size: int, hidden_size: int, fmt: WeightFormat, dtype: str):
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.fmt = fmt
+        self.dtype = dtype
+        self.weight_names = _declare(self, fmt, vocab_size, hidden_size)
+
+    def _weights(self) -> list[nn.Tensor]:
+        return [getattr(self, n) for n in self.weight_names]
+
+    def forward(self, ids: nn.Tensor) -> nn.Tensor:
+        names, fmt, hidden, dtype = self.weight_names, self.fmt, self.hidden_size, self.dtype
+
+        def compute(idt, *weights):
+            return embedding_te(idt, dict(zip(names, weights, strict=True)), fmt, hidden, dtype)
+
+        return op.tensor_expr_op(compute, "embedding", [ids, *self._weights()])
+
+    def as_head(self, x: nn.Tensor) -> nn.Tensor:
+        names, fmt, rows = self.weight_names, self.fmt, self.vocab_size
+
+        def compute(xt, *weights):
+            return matmul_te(xt, dict(zip(names, weights, strict=True)), fmt, rows)
+
+        return op.tensor_expr_op(compute, "lm_head", [x, *self._weights()])

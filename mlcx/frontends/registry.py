@@ -1,0 +1,89 @@
+"""The architectures mlcx can compile; the CLI's choices come from here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tvm.relax.frontend import nn
+
+from mlcx.errors import UnsupportedModelError
+from mlcx.frontends import llama_family
+from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.llama import config as llama_config
+from mlcx.frontends.llama import model as llama_model
+from mlcx.frontends.llama import weights as llama_weights
+from mlcx.frontends.mistral import config as mistral_config
+from mlcx.frontends.nn.blocks import Formats
+from mlcx.frontends.qwen2 import config as qwen2_config
+from mlcx.frontends.weight_spec import WeightSpec
+from mlcx.ops.attention import PagedKVOps
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str
+    hf_names: tuple[str, ...]
+    config_from_hf: Callable[[dict[str, Any]], DecoderConfig]
+    build: Callable[[DecoderConfig, Formats, PagedKVOps], nn.Module]
+    hf_weights: Callable[[DecoderConfig], list[WeightSpec]]
+    gguf_name: str | None = None
+    config_from_gguf: Callable[[GGUFCheckpoint], DecoderConfig] | None = None
+    gguf_weights: Callable[[DecoderConfig], list[WeightSpec]] | None = None
+
+
+ARCHITECTURES: dict[str, Architecture] = {
+    a.name: a
+    for a in [
+        Architecture(
+            "llama",
+            ("LlamaForCausalLM", "llama"),
+            llama_config.from_hf,
+            llama_model.build,
+            llama_weights.hf_weights,
+            "llama",
+            llama_config.from_gguf,
+            llama_weights.gguf_weights,
+        ),
+        Architecture(
+            "mistral",
+            ("MistralForCausalLM", "mistral"),
+            mistral_config.from_hf,
+            llama_model.build,
+            llama_family.hf_weights,
+        ),
+        Architecture(
+            "qwen2",
+            ("Qwen2ForCausalLM", "qwen2"),
+            qwen2_config.from_hf,
+            llama_model.build,
+            llama_family.hf_weights,
+        ),
+    ]
+}
+
+
+def _supported() -> str:
+    return ", ".join(name for a in ARCHITECTURES.values() for name in a.hf_names[:1])
+
+
+def for_hf(name: str) -> Architecture:
+    for arch in ARCHITECTURES.values():
+        if name in arch.hf_names:
+            return arch
+    raise UnsupportedModelError(
+        f"architecture {name or '(none)'!r} is not supported; mlcx compiles: {_supported()}"
+    )
+
+
+def for_gguf(name: str) -> Architecture:
+    for arch in ARCHITECTURES.values():
+        if arch.gguf_name == name:
+            return arch
+    gguf = [a.gguf_name for a in ARCHITECTURES.values() if a.gguf_name]
+    raise UnsupportedModelError(
+        f"GGUF architecture {name or '(none)'!r} is not supported; mlcx reads GGUF files of: "
+        f"{', '.join(gguf)} (other architectures: compile their Hugging Face folder)"
+    )

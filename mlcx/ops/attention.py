@@ -1,0 +1,157 @@
+"""The paged-KV kernels one model uses, built once and called from the `nn` graph.
+
+The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read and write them:
+- append: TVM's `_kv_cache_transpose_append`, writes new keys/values at their slots;
+- attend: causal attention over each sequence's pages — mlcx's CPU kernel on llvm targets,
+  TVM's prefill/decode kernels on GPU targets;
+- copy: copies whole pages (copy-on-write of a shared page).
+
+TVM's kernels take their scalar knobs (causal, rotary mode, scales) after the output buffers,
+which `call_tir` cannot express, so they are specialized to constants here: RoPE is applied
+before the append (rotary_mode 0), attention is causal, sm_scale = 1/sqrt(head_dim).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from tvm import tirx
+from tvm.relax.frontend import nn
+from tvm.relax.frontend.nn import op
+from tvm.relax.frontend.nn.llm import _decode_kernels, _page_kernels, _prefill_kernels
+from tvm.target import Target
+
+from mlcx.ops import attention_cpu
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    """Shape of one layer's pages: [num_pages, 2, num_kv_heads, page_size, head_dim]."""
+
+    num_q_heads: int
+    num_kv_heads: int
+    head_dim: int
+    page_size: int
+    dtype: str
+
+    def pages_shape(self, num_pages: int | str) -> list[int | str]:
+        return [num_pages, 2, self.num_kv_heads, self.page_size, self.head_dim]
+
+
+@dataclass
+class StepTensors:
+    """The page-table arrays of one step, as graph tensors (see KVCacheManager.build_arrays)."""
+
+    positions: nn.Tensor
+    slots: nn.Tensor
+    q_indptr: nn.Tensor
+    page_indptr: nn.Tensor
+    page_values: nn.Tensor
+    last_page_len: nn.Tensor
+
+
+def _constants(func: tirx.PrimFunc, values: list[float]) -> tirx.PrimFunc:
+    """Bind the trailing scalar parameters of `func` to constants."""
+    params = func.params[-len(values) :]
+    binding = {}
+    for param, value in zip(params, values, strict=True):
+        dtype = str(param.ty)
+        binding[param] = (
+            tirx.IntImm(dtype, int(value)) if "int" in dtype else tirx.FloatImm(dtype, value)
+        )
+    return func.specialize(binding)
+
+
+def _private(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    # One PrimFunc is shared by every layer; the IRModule names it once.
+    return func.without_attr("global_symbol")
+
+
+class PagedKVOps:
+    """Builds the kernels for one KV layout and target kind ("cpu" or "gpu")."""
+
+    def __init__(self, layout: KVLayout, kernel_kind: str, target: Target | None = None):
+        if kernel_kind not in ("cpu", "gpu"):
+            raise ValueError(f"kernel kind must be 'cpu' or 'gpu', not {kernel_kind!r}")
+        if kernel_kind == "gpu" and target is None:
+            raise ValueError("GPU attention kernels need the TVM target")
+        self.layout = layout
+        self.kind = kernel_kind
+        self.target = target
+
+    @cached_property
+    def _append(self) -> tirx.PrimFunc:
+        lay = self.layout
+        func = _page_kernels._kv_cache_transpose_append(
+            lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size
+        )
+        return _private(func)
+
+    @cached_property
+    def _copy(self) -> tirx.PrimFunc:
+        lay = self.layout
+        return attention_cpu.copy_pages(lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size)
+
+    @cached_property
+    def _cpu_attend(self) -> tirx.PrimFunc:
+        lay = self.layout
+        return attention_cpu.paged_attention_cpu(
+            lay.num_kv_heads, lay.num_q_heads, lay.head_dim, lay.dtype, lay.page_size
+        )
+
+    @cached_property
+    def _gpu_prefill(self) -> tirx.PrimFunc:
+        lay = self.layout
+        func = _prefill_kernels._attention_prefill(
+            lay.num_kv_heads,
+            lay.num_q_heads,
+            lay.head_dim,
+            lay.dtype,
+            False,
+            {},
+            self.target,
+            lay.page_size,
+        )
+        scale = 1.0 / math.sqrt(lay.head_dim)
+        return _private(_constants(func, [1, 0, 1.0, 1.0, scale]))
+
+    @cached_property
+    def _gpu_decode(self) -> tirx.PrimFunc:
+        lay = self.layout
+        func = _decode_kernels._attention_decode(
+            lay.num_kv_heads,
+            lay.num_q_heads,
+            lay.head_dim,
+            lay.dtype,
+            False,
+            {},
+            self.target,
+            lay.page_size,
+        )
+        scale = 1.0 / math.sqrt(lay.head_dim)
+        return _private(_constants(func, [0, 1.0, 1.0, scale]))
+
+    def append(self, pages: nn.Tensor, k: nn.Tensor, v: nn.Tensor, slots: nn.Tensor) -> nn.Tensor:
+        out = nn.Tensor.placeholder(pages.shape, pages.dtype)
+        return op.tensor_ir_inplace_op(self._append, "kv_append", [pages, k, v, slots], [0], out)
+
+    def copy(self, pages: nn.Tensor, pairs: nn.Tensor) -> nn.Tensor:
+        out = nn.Tensor.placeholder(pages.shape, pages.dtype)
+        return op.tensor_ir_inplace_op(self._copy, "copy_pages", [pages, pairs], [0], out)
+
+    def attend(self, q: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool) -> nn.Tensor:
+        """q [tokens, h_q, d] -> attention output [tokens, h_q, d]."""
+        out = nn.Tensor.placeholder(q.shape, q.dtype)
+        tables = [step.page_indptr, step.page_values, step.last_page_len]
+        if self.kind == "cpu":
+            args = [q, step.q_indptr, pages, *tables]
+            return op.tensor_ir_op(self._cpu_attend, "attention", args, out)
+        lse = nn.Tensor.placeholder(q.shape[:2], "float32")
+        rope_args = [step.last_page_len, step.positions]  # unused: rotary_mode is 0
+        if decode:
+            args = [q, pages, *tables, *rope_args]
+            return op.tensor_ir_op(self._gpu_decode, "attention_decode", args, [out, lse])[0]
+        args = [q, step.q_indptr, pages, *tables, *rope_args]
+        return op.tensor_ir_op(self._gpu_prefill, "attention_prefill", args, [out, lse])[0]

@@ -1,0 +1,166 @@
+"""Weight storage formats.
+
+A `WeightFormat` says how one 2-D weight `[out_features, in_features]` is stored (which arrays,
+shapes and dtypes), how to pack a float matrix into it, how to unpack it again (numpy, for
+checks and for lossy conversions), and how to read one element inside a TE compute, so that
+dequantization happens inside the kernel that consumes the weight.
+
+Quantized formats group `group_size` consecutive input features under one scale (and, for
+affine formats, one minimum). 4-bit values are packed eight to a uint32, element `k` of a row
+in word `k // 8`, bits `4 * (k % 8)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tvm import te, tirx
+
+ParamSpecs = dict[str, tuple[tuple[int, ...], str]]
+
+
+@dataclass(frozen=True)
+class DenseFormat:
+    """A plain float matrix stored in `dtype`."""
+
+    dtype: str
+
+    @property
+    def name(self) -> str:
+        return self.dtype
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        return ("weight",)
+
+    def param_specs(self, out_features: int, in_features: int) -> ParamSpecs:
+        return {"weight": ((out_features, in_features), self.dtype)}
+
+    def pack(self, weight: np.ndarray) -> dict[str, np.ndarray]:
+        return {"weight": np.ascontiguousarray(weight, dtype=self.dtype)}
+
+    def unpack(self, params: dict[str, np.ndarray]) -> np.ndarray:
+        return params["weight"].astype(np.float32)
+
+    def element(self, params: dict[str, te.Tensor], n, k, dtype: str) -> tirx.PrimExpr:
+        value = params["weight"][n, k]
+        return value if self.dtype == dtype else value.astype(dtype)
+
+
+@dataclass(frozen=True)
+class GroupIntFormat:
+    """Integer weights with one float scale (and optionally one minimum) per group.
+
+    symmetric: value = (q - zero_point) * scale, zero_point = 2 ** (bits - 1)
+    affine:    value = q * scale + min
+    """
+
+    bits: int
+    group_size: int
+    scale_dtype: str
+    affine: bool = False
+
+    def __post_init__(self) -> None:
+        if self.bits not in (4, 8):
+            raise ValueError(f"group quantization supports 4 or 8 bits, not {self.bits}")
+        if self.group_size % 8:
+            raise ValueError(f"group size must be a multiple of 8, not {self.group_size}")
+
+    @property
+    def name(self) -> str:
+        kind = "affine" if self.affine else "sym"
+        return f"int{self.bits}-{kind}-g{self.group_size}-{self.scale_dtype}"
+
+    @property
+    def zero_point(self) -> int:
+        return 0 if self.affine else 1 << (self.bits - 1)
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        return ("scales", "qweight", "mins") if self.affine else ("scales", "qweight")
+
+    def check_shape(self, out_features: int, in_features: int) -> None:
+        if in_features % self.group_size:
+            raise ValueError(
+                f"in_features {in_features} is not a multiple of the group size "
+                f"{self.group_size}; choose an unquantized format for this weight"
+            )
+
+    def param_specs(self, out_features: int, in_features: int) -> ParamSpecs:
+        self.check_shape(out_features, in_features)
+        groups = in_features // self.group_size
+        specs: ParamSpecs = {"scales": ((out_features, groups), self.scale_dtype)}
+        if self.bits == 4:
+            specs["qweight"] = ((out_features, in_features // 8), "uint32")
+        else:
+            specs["qweight"] = ((out_features, in_features), "int8")
+        if self.affine:
+            specs["mins"] = ((out_features, groups), self.scale_dtype)
+        return specs
+
+    def pack(self, weight: np.ndarray) -> dict[str, np.ndarray]:
+        """Round-to-nearest quantization of a float matrix."""
+        out_features, in_features = weight.shape
+        self.check_shape(out_features, in_features)
+        w = weight.astype(np.float32).reshape(out_features, -1, self.group_size)
+        qmax = (1 << self.bits) - 1
+        if self.affine:
+            lo, hi = w.min(axis=2), w.max(axis=2)
+            scale = (hi - lo) / qmax
+            safe = np.where(scale == 0, 1.0, scale)
+            q = np.rint((w - lo[..., None]) / safe[..., None])
+            return self.from_ints(q.reshape(out_features, in_features), scale, lo)
+        scale = np.abs(w).max(axis=2) / (self.zero_point - 1)
+        safe = np.where(scale == 0, 1.0, scale)
+        q = np.rint(w / safe[..., None]) + self.zero_point
+        return self.from_ints(np.clip(q, 0, qmax).reshape(out_features, in_features), scale)
+
+    def from_ints(
+        self, q: np.ndarray, scale: np.ndarray, minimum: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """Store unsigned integer codes `q [N, K]` (0 .. 2**bits - 1) with their scales."""
+        params = {"scales": np.ascontiguousarray(scale, dtype=self.scale_dtype)}
+        if self.affine:
+            if minimum is None:
+                raise ValueError("affine formats need a minimum per group")
+            params["mins"] = np.ascontiguousarray(minimum, dtype=self.scale_dtype)
+        if self.bits == 4:
+            nibbles = q.astype(np.uint32).reshape(q.shape[0], -1, 8)
+            shifts = (np.arange(8, dtype=np.uint32) * 4)[None, None, :]
+            params["qweight"] = np.bitwise_or.reduce(nibbles << shifts, axis=2)
+        else:
+            params["qweight"] = (q.astype(np.int16) - self.zero_point).astype(np.int8)
+        return params
+
+    def unpack(self, params: dict[str, np.ndarray]) -> np.ndarray:
+        q = self.codes(params["qweight"]).astype(np.float32)
+        out_features, in_features = q.shape
+        q = q.reshape(out_features, -1, self.group_size)
+        scale = params["scales"].astype(np.float32)[..., None]
+        if self.affine:
+            w = q * scale + params["mins"].astype(np.float32)[..., None]
+        else:
+            w = (q - self.zero_point) * scale
+        return w.reshape(out_features, in_features)
+
+    def codes(self, qweight: np.ndarray) -> np.ndarray:
+        """Unsigned integer codes `[N, K]` of a stored `qweight`."""
+        if self.bits == 8:
+            return qweight.astype(np.int16) + self.zero_point
+        shifts = (np.arange(8, dtype=np.uint32) * 4)[None, None, :]
+        return ((qweight[..., None] >> shifts) & 0xF).reshape(qweight.shape[0], -1)
+
+    def element(self, params: dict[str, te.Tensor], n, k, dtype: str) -> tirx.PrimExpr:
+        scale = params["scales"][n, k // self.group_size].astype(dtype)
+        if self.bits == 4:
+            word = params["qweight"][n, k // 8]
+            code = ((word >> (k % 8 * 4).astype("uint32")) & tirx.const(15, "uint32")).astype(dtype)
+        else:
+            code = params["qweight"][n, k].astype(dtype) + tirx.const(self.zero_point, dtype)
+        if self.affine:
+            return code * scale + params["mins"][n, k // self.group_size].astype(dtype)
+        return (code - tirx.const(self.zero_point, dtype)) * scale
+
+
+WeightFormat = DenseFormat | GroupIntFormat

@@ -1,0 +1,90 @@
+"""A compiled artifact directory and its `mlcx-config.json`.
+
+Layout:
+    mlcx-config.json        this file's ArtifactConfig
+    <library>               the compiled model (shared library, dylib, plan, ...; per target)
+    params/index.json       weight index with a sha256 per shard (see weight_shards)
+    params/shard-*.bin
+    tokenizer.json, mlcx-tokenizer.json
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from mlcx.errors import ArtifactError
+from mlcx.frontends.decoder_config import DecoderConfig
+
+CONFIG_FILE = "mlcx-config.json"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ArtifactConfig:
+    model_name: str
+    architecture: str
+    model: DecoderConfig
+    quantization: str
+    activation_dtype: str
+    target: str
+    tvm_target: dict[str, Any]
+    library: str
+    context_window: int
+    prefill_chunk: int
+    page_size: int
+    sampling: dict[str, Any] = field(default_factory=dict)
+    weight_formats: dict[str, str] = field(default_factory=dict)
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self) -> None:
+        if self.page_size <= 0 or self.prefill_chunk <= 0 or self.context_window <= 0:
+            raise ValueError("page_size, prefill_chunk and context_window must be positive")
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["model"] = self.model.to_dict()
+        return json.dumps(data, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> ArtifactConfig:
+        data = json.loads(text)
+        if data.get("format_version") != FORMAT_VERSION:
+            raise ArtifactError(
+                f"artifact format {data.get('format_version')} is not {FORMAT_VERSION}; "
+                "recompile the model with this version of mlcx"
+            )
+        known = {f.name for f in fields(cls)}
+        data["model"] = DecoderConfig.from_dict(data["model"])
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class Artifact:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        config_path = self.path / CONFIG_FILE
+        if not config_path.exists():
+            raise ArtifactError(
+                f"{self.path} is not an mlcx artifact ({CONFIG_FILE} missing); create one with "
+                "`mlcx compile MODEL -o DIR`"
+            )
+        try:
+            self.config = ArtifactConfig.from_json(config_path.read_text())
+        except (ValueError, KeyError, TypeError) as err:
+            raise ArtifactError(
+                f"{config_path} is malformed ({err}); recompile the model"
+            ) from None
+
+    @property
+    def library_path(self) -> Path:
+        return self.path / self.config.library
+
+    @property
+    def params_dir(self) -> Path:
+        return self.path / "params"
+
+    @staticmethod
+    def is_artifact(path: Path | str) -> bool:
+        return (Path(path) / CONFIG_FILE).exists()

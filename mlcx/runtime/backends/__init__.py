@@ -1,0 +1,1 @@
+"""Model runners: execute one forward step of a compiled artifact on a device."""

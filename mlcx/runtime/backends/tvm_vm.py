@@ -1,0 +1,79 @@
+"""Runs an artifact's compiled functions with TVM's Relax VM (cpu, cuda, metal).
+
+The runner owns all device memory: the weights and one page tensor per layer, sized by the
+number of KV blocks the engine's cache manager hands out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from mlcx.errors import ArtifactError
+from mlcx.runtime.artifact import Artifact
+from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.runtime.weight_shards import load_arrays
+
+DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
+
+
+def kv_block_bytes(artifact: Artifact) -> int:
+    """Device bytes of one KV block across all layers."""
+    cfg, art = artifact.config.model, artifact.config
+    per_layer = 2 * cfg.num_kv_heads * art.page_size * cfg.head_dim
+    return cfg.num_layers * per_layer * np.dtype(art.activation_dtype).itemsize
+
+
+class TVMRunner:
+    def __init__(self, artifact: Artifact, num_blocks: int, device: str | None = None):
+        config = artifact.config
+        kind = device or config.target
+        if kind not in DEVICES:
+            raise ArtifactError(f"target {config.target!r} does not run on TVM's Relax VM here")
+        self.device = DEVICES[kind](0)
+        try:
+            module = tvm.runtime.load_module(str(artifact.library_path))
+        except Exception as err:
+            raise ArtifactError(f"cannot load {artifact.library_path} ({err}); recompile") from None
+        self.vm = relax.VirtualMachine(module, self.device)
+        self.params = [
+            tvm.runtime.tensor(np.asarray(a), self.device)
+            for _, a in load_arrays(artifact.params_dir)
+        ]
+        cfg = config.model
+        shape = (num_blocks, 2, cfg.num_kv_heads, config.page_size, cfg.head_dim)
+        self.kv_pages = [
+            tvm.runtime.empty(shape, config.activation_dtype, self.device)
+            for _ in range(cfg.num_layers)
+        ]
+        self.num_blocks = num_blocks
+
+    def _i32(self, array: np.ndarray) -> tvm.runtime.Tensor:
+        return tvm.runtime.tensor(np.ascontiguousarray(array, dtype=np.int32), self.device)
+
+    def copy_pages(self, copies: list[tuple[int, int]]) -> None:
+        if copies:
+            self.vm["copy_pages"](self.kv_pages, self._i32(np.array(copies).reshape(-1, 2)))
+
+    def forward(self, batch: ForwardBatch) -> np.ndarray:
+        """Logits [rows, vocab] (float32) for the batch's logit rows."""
+        self.copy_pages(batch.copies)
+        t = batch.tables
+        args = [
+            self._i32(a)
+            for a in (
+                batch.input_ids,
+                t.positions,
+                t.slots,
+                t.q_indptr,
+                t.page_indptr,
+                t.page_values,
+                t.last_page_len,
+            )
+        ]
+        if batch.is_decode and batch.logit_rows is None:
+            logits, _ = self.vm["decode"](*args, self.kv_pages, self.params)
+        else:
+            logits, _ = self.vm["prefill"](*args, self._i32(batch.rows), self.kv_pages, self.params)
+        return logits.numpy()

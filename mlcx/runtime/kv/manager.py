@@ -1,0 +1,260 @@
+"""Which KV cache blocks each sequence uses, with prefix sharing and copy-on-write forks.
+
+Life of a sequence, one forward step at a time:
+
+    cached = manager.add_sequence(seq_id, prompt)   # reuses cached prefix blocks
+    copies = manager.append(seq_id, prompt[cached:])  # reserves slots (may raise OutOfBlocks)
+    arrays = manager.build_arrays([(seq_id, len(prompt) - cached), ...])
+    ... the runner copies `copies` pages, runs the model, samples `token` ...
+    manager.commit(seq_id)                           # written blocks become shareable
+    copies = manager.append(seq_id, [token])         # next decode step, and so on
+    manager.free(seq_id)                             # on finish or abort
+
+The manager knows no tensors: block ids are page indices into the runner's per-layer
+`pages[num_blocks, 2, h_kv, page_size, head_dim]` tensors.
+"""
+
+from collections.abc import Sequence
+
+from mlcx.runtime.kv.block_pool import BlockPool, OutOfBlocks
+from mlcx.runtime.kv.page_tables import PageTableArrays, SequenceStep, build_page_table_arrays
+from mlcx.runtime.kv.prefix_hash import hash_block
+from mlcx.runtime.kv.sequence_blocks import SeqId, SequenceBlocks
+
+_MAX_SLOT = 2**31 - 1
+
+
+class KVCacheManager:
+    """Allocates KV cache blocks to sequences and builds the kernels' page-table arrays."""
+
+    def __init__(self, num_blocks: int, page_size: int, enable_prefix_caching: bool = True) -> None:
+        if page_size < 1:
+            raise ValueError(f"page_size must be at least 1, got {page_size}")
+        if num_blocks * page_size - 1 > _MAX_SLOT:
+            raise ValueError(
+                f"{num_blocks} blocks of {page_size} tokens overflow the int32 slot indices"
+            )
+        self._pool = BlockPool(num_blocks)
+        self._page_size = page_size
+        self._prefix_caching = enable_prefix_caching
+        self._seqs: dict[SeqId, SequenceBlocks] = {}
+        self._hit_tokens = 0
+        self._query_tokens = 0
+
+    # -- read-only views ------------------------------------------------------------------
+
+    @property
+    def pool(self) -> BlockPool:
+        return self._pool
+
+    @property
+    def page_size(self) -> int:
+        return self._page_size
+
+    @property
+    def enable_prefix_caching(self) -> bool:
+        return self._prefix_caching
+
+    @property
+    def prefix_hit_tokens(self) -> int:
+        """Prompt tokens, over all `add_sequence` calls, whose KV was reused from the cache."""
+        return self._hit_tokens
+
+    @property
+    def prefix_query_tokens(self) -> int:
+        """Prompt tokens, over all `add_sequence` calls, looked up in the cache."""
+        return self._query_tokens
+
+    def usage(self) -> float:
+        """Blocks held by live sequences / all blocks; unreferenced cached blocks count as free."""
+        return self._pool.usage()
+
+    def __contains__(self, seq_id: object) -> bool:
+        return seq_id in self._seqs
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    def num_tokens(self, seq_id: SeqId) -> int:
+        """Tokens whose KV is written or reserved."""
+        return self._get(seq_id).num_tokens
+
+    def num_computed(self, seq_id: SeqId) -> int:
+        """Tokens whose KV is written (as of the last `commit`)."""
+        return self._get(seq_id).num_computed
+
+    def token_ids(self, seq_id: SeqId) -> tuple[int, ...]:
+        return tuple(self._get(seq_id).token_ids)
+
+    def page_table(self, seq_id: SeqId) -> tuple[int, ...]:
+        return tuple(self._get(seq_id).page_table)
+
+    # -- sequence life cycle --------------------------------------------------------------
+
+    def match_prefix(self, prompt_token_ids: Sequence[int]) -> int:
+        """Prompt tokens `add_sequence` would find cached now; changes nothing."""
+        return len(self._match(prompt_token_ids)[0]) * self._page_size
+
+    def add_sequence(self, seq_id: SeqId, prompt_token_ids: Sequence[int]) -> int:
+        """Register a sequence, reusing the longest cached chain of full prompt blocks.
+
+        At least one prompt token is always left uncached so that the model computes the
+        logits of the last one. Returns the number of prompt tokens already in the cache;
+        the caller reserves the others with `append(seq_id, prompt[returned:])`. Never
+        allocates, so it never raises `OutOfBlocks`.
+        """
+        if seq_id in self._seqs:
+            raise ValueError(f"sequence {seq_id!r} is already registered")
+        if len(prompt_token_ids) == 0:
+            raise ValueError("the prompt must contain at least one token")
+        blocks, hashes = self._match(prompt_token_ids)
+        for block_id in blocks:
+            self._pool.touch(block_id)
+        num_hit = len(blocks) * self._page_size
+        self._seqs[seq_id] = SequenceBlocks(
+            token_ids=[int(t) for t in prompt_token_ids[:num_hit]],
+            page_table=blocks,
+            num_computed=num_hit,
+            block_hashes=hashes,
+        )
+        self._hit_tokens += num_hit
+        self._query_tokens += len(prompt_token_ids)
+        return num_hit
+
+    def blocks_needed(self, seq_id: SeqId, num_tokens: int) -> int:
+        """Free blocks `append` needs for `num_tokens` more tokens, copy-on-write included."""
+        if num_tokens < 0:
+            raise ValueError(f"num_tokens must be non-negative, got {num_tokens}")
+        seq = self._get(seq_id)
+        if num_tokens == 0:
+            return 0
+        total_blocks = -(-(seq.num_tokens + num_tokens) // self._page_size)
+        return total_blocks - len(seq.page_table) + int(self._needs_copy_on_write(seq))
+
+    def can_append(self, seq_id: SeqId, num_tokens: int) -> bool:
+        """Whether `append` of `num_tokens` tokens would succeed now."""
+        return self.blocks_needed(seq_id, num_tokens) <= self._pool.num_free
+
+    def append(self, seq_id: SeqId, token_ids: Sequence[int]) -> list[tuple[int, int]]:
+        """Reserve slots for `token_ids`, whose KV the next forward step writes.
+
+        All or nothing: raises `OutOfBlocks` and changes nothing if blocks are short.
+        Returns `(src_block, dst_block)` page copies the runner must do, in order, before the
+        forward: a partially filled last block shared with a fork is copied on first write.
+        """
+        seq = self._get(seq_id)
+        if len(token_ids) == 0:
+            return []
+        needed = self.blocks_needed(seq_id, len(token_ids))
+        if needed > self._pool.num_free:
+            raise OutOfBlocks(needed=needed, available=self._pool.num_free)
+        copies = [self._copy_last_block(seq)] if self._needs_copy_on_write(seq) else []
+        total_blocks = -(-(seq.num_tokens + len(token_ids)) // self._page_size)
+        seq.page_table.extend(self._pool.allocate_many(total_blocks - len(seq.page_table)))
+        seq.token_ids.extend(int(t) for t in token_ids)
+        return copies
+
+    def build_arrays(self, batch: Sequence[tuple[SeqId, int]]) -> PageTableArrays:
+        """Kernel inputs for one forward step over `(seq_id, num_new_tokens)` pairs.
+
+        `num_new_tokens` must equal the tokens reserved with `append` since the last
+        `commit`: they are the last tokens of the sequence, and all of them are computed.
+        """
+        if len({seq_id for seq_id, _ in batch}) != len(batch):
+            raise ValueError("a sequence appears more than once in the batch")
+        steps = [self._step(seq_id, num_new) for seq_id, num_new in batch]
+        return build_page_table_arrays(steps, self._page_size)
+
+    def commit(self, seq_id: SeqId) -> None:
+        """Mark the reserved tokens as written; newly full blocks join the prefix cache.
+
+        Separate from `append` because a block may only be shared once its KV is on the
+        device, i.e. after the forward step ran.
+        """
+        seq = self._get(seq_id)
+        seq.num_computed = seq.num_tokens
+        if self._prefix_caching:
+            self._register_full_blocks(seq)
+
+    def fork(self, parent_id: SeqId, child_id: SeqId) -> None:
+        """Register `child_id` sharing every block and token of `parent_id`.
+
+        The parent must have no reserved, unwritten tokens. A shared partially filled last
+        block is copied on the first `append` of either sequence.
+        """
+        parent = self._get(parent_id)
+        if child_id in self._seqs:
+            raise ValueError(f"sequence {child_id!r} is already registered")
+        if parent.num_pending:
+            raise ValueError(
+                f"sequence {parent_id!r} has {parent.num_pending} reserved token(s) not yet "
+                "committed; fork it after the forward step and commit"
+            )
+        for block_id in parent.page_table:
+            self._pool.touch(block_id)
+        self._seqs[child_id] = parent.copy()
+
+    def free(self, seq_id: SeqId) -> None:
+        """Release a finished or aborted sequence; its cached blocks stay evictable."""
+        seq = self._seqs.pop(seq_id, None)
+        if seq is None:
+            raise KeyError(f"cannot free unknown (or already freed) sequence {seq_id!r}")
+        # Tail blocks go first into the LRU queue so they are evicted before the prefix
+        # blocks, which other prompts are more likely to share.
+        for block_id in reversed(seq.page_table):
+            self._pool.free(block_id)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _get(self, seq_id: SeqId) -> SequenceBlocks:
+        seq = self._seqs.get(seq_id)
+        if seq is None:
+            raise KeyError(f"unknown sequence {seq_id!r}")
+        return seq
+
+    def _match(self, prompt_token_ids: Sequence[int]) -> tuple[list[int], list[int]]:
+        if not self._prefix_caching:
+            return [], []
+        blocks: list[int] = []
+        hashes: list[int] = []
+        # (n - 1) // page_size full blocks at most: the last prompt token stays uncached.
+        for i in range((len(prompt_token_ids) - 1) // self._page_size):
+            chunk = prompt_token_ids[i * self._page_size : (i + 1) * self._page_size]
+            block_hash = hash_block(hashes[-1] if hashes else None, chunk)
+            block_id = self._pool.lookup(block_hash)
+            if block_id is None:
+                break
+            blocks.append(block_id)
+            hashes.append(block_hash)
+        return blocks, hashes
+
+    def _needs_copy_on_write(self, seq: SequenceBlocks) -> bool:
+        last_is_partial = seq.num_tokens % self._page_size != 0
+        return last_is_partial and self._pool.refcount(seq.page_table[-1]) > 1
+
+    def _copy_last_block(self, seq: SequenceBlocks) -> tuple[int, int]:
+        src = seq.page_table[-1]
+        dst = self._pool.allocate()
+        seq.page_table[-1] = dst
+        # The other holders keep src referenced, so it is not reallocated before the copy.
+        self._pool.free(src)
+        return src, dst
+
+    def _step(self, seq_id: SeqId, num_new: int) -> SequenceStep:
+        seq = self._get(seq_id)
+        if num_new < 1 or num_new != seq.num_pending:
+            raise ValueError(
+                f"sequence {seq_id!r} has {seq.num_pending} reserved token(s) to compute, "
+                f"the batch asks for {num_new}"
+            )
+        return SequenceStep(seq.page_table, seq.num_tokens, num_new)
+
+    def _register_full_blocks(self, seq: SequenceBlocks) -> None:
+        page = self._page_size
+        for i in range(len(seq.block_hashes), seq.num_computed // page):
+            parent = seq.block_hashes[-1] if seq.block_hashes else None
+            block_hash = hash_block(parent, seq.token_ids[i * page : (i + 1) * page])
+            seq.block_hashes.append(block_hash)
+            # Returns False when another block already caches this prefix; this block then
+            # stays private, and later blocks still chain on the content hash.
+            self._pool.register(seq.page_table[i], block_hash)

@@ -1,0 +1,37 @@
+"""What every compilation target provides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import tvm
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Target knobs from the command line; each target reads the ones it knows."""
+
+    num_threads: int | None = None
+    gpu_arch: str | None = None
+    tuning_db: Path | None = None
+
+
+class Target(Protocol):
+    name: str
+    summary: str
+    kernel_kind: str  # which attention kernels the model uses: "cpu" or "gpu"
+    runtime: str  # what runs the artifact: "tvm" (Relax VM), "wgpu", or "app" (mobile)
+
+    def tvm_target(self, options: BuildOptions) -> tvm.target.Target: ...
+
+    def default_quantization(self, from_gguf: bool) -> str: ...
+
+    def build(
+        self, mod: tvm.IRModule, target: tvm.target.Target, options: BuildOptions
+    ) -> tvm.runtime.Executable: ...
+
+    def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
+        """Write the compiled library into out_dir; return its file name."""
+        ...

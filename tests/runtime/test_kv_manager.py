@@ -1,0 +1,380 @@
+import random
+
+import numpy as np
+import pytest
+
+from mlcx.runtime.kv import KVCacheManager, OutOfBlocks
+
+PAGE = 4
+VOCAB = 3
+
+
+def manager(num_blocks: int = 8, prefix_caching: bool = True) -> KVCacheManager:
+    return KVCacheManager(num_blocks, PAGE, enable_prefix_caching=prefix_caching)
+
+
+def prefill(m: KVCacheManager, seq_id, prompt: list[int]) -> int:
+    """add + append + one forward step + commit; returns the cached prompt tokens."""
+    cached = m.add_sequence(seq_id, prompt)
+    m.append(seq_id, prompt[cached:])
+    m.build_arrays([(seq_id, len(prompt) - cached)])
+    m.commit(seq_id)
+    return cached
+
+
+def decode(m: KVCacheManager, seq_id, token: int) -> list[tuple[int, int]]:
+    copies = m.append(seq_id, [token])
+    m.build_arrays([(seq_id, 1)])
+    m.commit(seq_id)
+    return copies
+
+
+def refcounts(m: KVCacheManager) -> list[int]:
+    return [m.pool.refcount(b) for b in range(m.pool.num_blocks)]
+
+
+def snapshot(m: KVCacheManager, seq_ids) -> tuple:
+    seqs = {s: (m.page_table(s), m.token_ids(s), m.num_computed(s)) for s in seq_ids}
+    return refcounts(m), m.pool.free_order(), m.pool.num_cached, seqs
+
+
+def test_prefill_allocates_blocks_in_id_order():
+    m = manager()
+    assert m.add_sequence("a", list(range(1, 10))) == 0
+    assert m.append("a", list(range(1, 10))) == []
+    assert m.page_table("a") == (0, 1, 2)
+    assert (m.num_tokens("a"), m.num_computed("a")) == (9, 0)
+    assert m.pool.num_free == 5
+    assert m.usage() == 3 / 8
+    m.build_arrays([("a", 9)])
+    m.commit("a")
+    assert m.num_computed("a") == 9
+    assert m.pool.num_cached == 2
+
+
+def test_second_sequence_reuses_committed_full_prefix_blocks():
+    m = manager()
+    prefill(m, "a", list(range(1, 11)))
+    assert m.page_table("a") == (0, 1, 2)
+
+    prompt = [*range(1, 9), 20, 21, 22]
+    assert m.add_sequence("b", prompt) == 8
+    assert m.page_table("b") == (0, 1)
+    assert m.token_ids("b") == tuple(range(1, 9))
+    assert refcounts(m)[:4] == [2, 2, 1, 0]
+    assert m.append("b", [20, 21, 22]) == []
+    assert m.page_table("b") == (0, 1, 3)
+    assert (m.prefix_hit_tokens, m.prefix_query_tokens) == (8, 21)
+
+
+def test_blocks_are_shareable_only_after_commit():
+    m = manager()
+    m.add_sequence("a", list(range(1, 11)))
+    m.append("a", list(range(1, 11)))
+    assert m.add_sequence("b", list(range(1, 11))) == 0
+    m.build_arrays([("a", 10)])
+    m.commit("a")
+    assert m.match_prefix(list(range(1, 11))) == 8
+    assert m.add_sequence("c", list(range(1, 11))) == 8
+
+
+def test_at_least_one_prompt_token_is_left_uncached():
+    m = manager()
+    prefill(m, "a", list(range(1, 9)))
+    assert m.pool.num_cached == 2
+    # Both blocks of the 8-token prompt are cached, yet only the first is reused.
+    assert m.add_sequence("b", list(range(1, 9))) == 4
+    assert m.page_table("b") == (0,)
+    assert m.add_sequence("c", list(range(1, 10))) == 8
+    assert m.add_sequence("d", [1, 2, 3, 4]) == 0
+    assert (m.prefix_hit_tokens, m.prefix_query_tokens) == (12, 29)
+
+
+def test_prefix_caching_disabled_never_hits():
+    m = manager(prefix_caching=False)
+    prefill(m, "a", list(range(1, 11)))
+    assert m.pool.num_cached == 0
+    assert m.add_sequence("b", list(range(1, 11))) == 0
+    assert (m.prefix_hit_tokens, m.prefix_query_tokens) == (0, 20)
+
+
+def test_fork_shares_blocks_and_copies_partial_block_on_first_write():
+    m = manager()
+    prefill(m, "a", [1, 2, 3, 4, 5, 6])
+    m.fork("a", "b")
+    assert m.page_table("b") == (0, 1)
+    assert m.token_ids("b") == (1, 2, 3, 4, 5, 6)
+    assert refcounts(m)[:3] == [2, 2, 0]
+    assert m.blocks_needed("b", 1) == 1
+
+    assert m.append("b", [7]) == [(1, 2)]
+    assert m.page_table("b") == (0, 2)
+    assert refcounts(m)[:3] == [2, 1, 1]
+    # The parent now owns block 1 alone and writes into it directly.
+    assert m.append("a", [70]) == []
+    assert m.page_table("a") == (0, 1)
+    arrays = m.build_arrays([("a", 1), ("b", 1)])
+    assert arrays.slots.tolist() == [1 * PAGE + 2, 2 * PAGE + 2]
+
+
+def test_copy_on_write_together_with_new_blocks():
+    m = manager()
+    prefill(m, "a", [1, 2, 3, 4, 5, 6])
+    m.fork("a", "b")
+    assert m.blocks_needed("b", 3) == 2
+    assert m.append("b", [7, 8, 9]) == [(1, 2)]
+    assert m.page_table("b") == (0, 2, 3)
+
+
+def test_fork_of_full_last_block_needs_no_copy():
+    m = manager()
+    prefill(m, "a", list(range(1, 9)))
+    m.fork("a", "b")
+    assert m.append("b", [9]) == []
+    assert m.page_table("b") == (0, 1, 2)
+    assert refcounts(m)[:3] == [2, 2, 1]
+
+
+def test_fork_rejects_uncommitted_parent_and_existing_child():
+    m = manager()
+    m.add_sequence("a", [1, 2, 3])
+    m.append("a", [1, 2, 3])
+    with pytest.raises(ValueError, match="3 reserved token"):
+        m.fork("a", "b")
+    m.build_arrays([("a", 3)])
+    m.commit("a")
+    m.fork("a", "b")
+    with pytest.raises(ValueError, match="already registered"):
+        m.fork("a", "b")
+
+
+def test_out_of_blocks_reports_counts_and_changes_nothing():
+    m = manager()
+    prefill(m, "a", list(range(20)))
+    m.add_sequence("b", list(range(100, 113)))
+    before = snapshot(m, ["a", "b"])
+    assert not m.can_append("b", 13)
+    with pytest.raises(OutOfBlocks) as info:
+        m.append("b", list(range(100, 113)))
+    assert (info.value.needed, info.value.available) == (4, 3)
+    assert snapshot(m, ["a", "b"]) == before
+    assert m.can_append("b", 12)
+
+
+def test_out_of_blocks_on_copy_on_write_changes_nothing():
+    m = manager(num_blocks=4)
+    prefill(m, "a", [1, 2, 3, 4, 5, 6])
+    m.fork("a", "b")
+    prefill(m, "c", list(range(10, 18)))
+    assert m.pool.num_free == 0
+    before = snapshot(m, ["a", "b", "c"])
+    with pytest.raises(OutOfBlocks) as info:
+        m.append("b", [7])
+    assert (info.value.needed, info.value.available) == (1, 0)
+    assert snapshot(m, ["a", "b", "c"]) == before
+
+
+def test_finished_sequence_returns_blocks_and_keeps_its_prefix_evictable():
+    m = manager()
+    prefill(m, "a", [1, 2, 3, 4, 5, 6])
+    decode(m, "a", 7)
+    m.free("a")
+    assert "a" not in m and len(m) == 0
+    # Block 1 (partial, uncached) is reusable at once; block 0 keeps its cached prefix.
+    assert m.pool.free_order() == [2, 3, 4, 5, 6, 7, 1, 0]
+    assert (m.pool.num_free, m.pool.num_cached, m.usage()) == (8, 1, 0.0)
+    assert m.match_prefix([1, 2, 3, 4, 5]) == 4
+
+
+def test_aborted_sequence_returns_uncommitted_blocks_uncached():
+    m = manager()
+    m.add_sequence("a", list(range(9)))
+    m.append("a", list(range(9)))
+    m.free("a")
+    assert m.pool.free_order() == [3, 4, 5, 6, 7, 2, 1, 0]
+    assert (m.pool.num_free, m.pool.num_cached) == (8, 0)
+
+
+def test_free_of_unknown_or_already_freed_sequence_raises():
+    m = manager()
+    prefill(m, "a", [1, 2])
+    m.free("a")
+    with pytest.raises(KeyError, match="already freed"):
+        m.free("a")
+    with pytest.raises(KeyError, match="unknown sequence"):
+        m.append("a", [3])
+    assert m.pool.num_free == 8
+
+
+def test_cached_prefixes_are_evicted_least_recently_used_first():
+    m = manager(num_blocks=4)
+    prefill(m, "a", [1, 2, 3, 4, 5])
+    m.free("a")
+    prefill(m, "b", [11, 12, 13, 14, 15])
+    assert m.page_table("b") == (2, 3)
+    m.free("b")
+    assert m.pool.free_order() == [1, 3, 0, 2]
+
+    prefill(m, "c", list(range(21, 30)))
+    assert m.page_table("c") == (1, 3, 0)
+    assert m.match_prefix([1, 2, 3, 4, 5]) == 0
+    assert m.match_prefix([11, 12, 13, 14, 15]) == 4
+
+
+def test_build_arrays_for_ragged_prefill_and_decode_batch():
+    m = manager()
+    prefill(m, "a", [1, 2, 3, 4, 5, 6])
+    assert m.append("a", [7]) == []
+    assert m.add_sequence("b", [1, 2, 3, 4, 11, 12, 13, 14, 15, 16]) == 4
+    m.append("b", [11, 12, 13, 14, 15, 16])
+    assert m.page_table("b") == (0, 2, 3)
+
+    arrays = m.build_arrays([("b", 6), ("a", 1)])
+    assert arrays.q_indptr.tolist() == [0, 6, 7]
+    assert arrays.positions.tolist() == [4, 5, 6, 7, 8, 9, 6]
+    assert arrays.slots.tolist() == [8, 9, 10, 11, 12, 13, 6]
+    assert arrays.page_indptr.tolist() == [0, 3, 5]
+    assert arrays.page_values.tolist() == [0, 2, 3, 0, 1]
+    assert arrays.last_page_len.tolist() == [2, 3]
+    assert arrays.logit_positions.tolist() == [5, 6]
+    assert arrays.kv_lens.tolist() == [10, 7]
+    assert (arrays.batch_size, arrays.num_new_tokens, arrays.page_size) == (2, 7, PAGE)
+    for name in ["q_indptr", "positions", "slots", "page_indptr", "page_values"]:
+        assert getattr(arrays, name).dtype == np.int32
+    assert arrays.last_page_len.dtype == arrays.logit_positions.dtype == np.int32
+
+    m.commit("b")
+    m.commit("a")
+    assert m.match_prefix([1, 2, 3, 4, 11, 12, 13, 14, 99]) == 8
+
+
+def test_build_arrays_rejects_inconsistent_batches():
+    m = manager()
+    prefill(m, "a", [1, 2, 3])
+    m.append("a", [4])
+    with pytest.raises(ValueError, match="1 reserved token"):
+        m.build_arrays([("a", 2)])
+    with pytest.raises(ValueError, match="more than once"):
+        m.build_arrays([("a", 1), ("a", 1)])
+    with pytest.raises(ValueError, match="at least one sequence"):
+        m.build_arrays([])
+    with pytest.raises(KeyError):
+        m.build_arrays([("zz", 1)])
+
+
+def test_argument_validation():
+    with pytest.raises(ValueError, match="page_size"):
+        KVCacheManager(8, 0)
+    with pytest.raises(ValueError, match="int32"):
+        KVCacheManager(2**20, 2**12)
+    m = manager()
+    with pytest.raises(ValueError, match="at least one token"):
+        m.add_sequence("a", [])
+    m.add_sequence("a", [1])
+    with pytest.raises(ValueError, match="already registered"):
+        m.add_sequence("a", [1])
+    with pytest.raises(ValueError, match="non-negative"):
+        m.blocks_needed("a", -1)
+    assert m.append("a", []) == []
+
+
+def fake_kv(tokens: tuple[int, ...]) -> list[int]:
+    """Stand-in for a token's KV: like the real one, it depends on the whole prefix."""
+    kv, running = [], 0
+    for token in tokens:
+        running = hash((running, token)) % 2**62
+        kv.append(running)
+    return kv
+
+
+def check_invariants(m: KVCacheManager, live: list, device: np.ndarray) -> None:
+    pool = m.pool
+    holders = [0] * pool.num_blocks
+    for seq_id in live:
+        table = m.page_table(seq_id)
+        assert len(set(table)) == len(table)
+        assert len(table) == -(-m.num_tokens(seq_id) // PAGE)
+        for block_id in table:
+            holders[block_id] += 1
+        # Every written token's KV sits where the page table says (prefix reuse, COW).
+        kv = fake_kv(m.token_ids(seq_id))
+        for pos in range(m.num_computed(seq_id)):
+            assert device[table[pos // PAGE], pos % PAGE] == kv[pos]
+    assert refcounts(m) == holders
+    free = pool.free_order()
+    assert sorted(free) == [b for b in range(pool.num_blocks) if holders[b] == 0]
+    assert pool.num_free + pool.num_used == pool.num_blocks == len(free) + pool.num_used
+    for block_id in range(pool.num_blocks):
+        block_hash = pool.block_hash(block_id)
+        assert block_hash is None or pool.lookup(block_hash) == block_id
+    assert m.usage() == pool.num_used / pool.num_blocks
+
+
+def forward(m: KVCacheManager, device: np.ndarray, batch: list, copies: list) -> None:
+    for src, dst in copies:
+        device[dst] = device[src]
+    arrays = m.build_arrays(batch)
+    new_kv = [kv for seq_id, n in batch for kv in fake_kv(m.token_ids(seq_id))[-n:]]
+    device.reshape(-1)[arrays.slots] = new_kv
+    for seq_id, _ in batch:
+        m.commit(seq_id)
+
+
+def test_random_operations_keep_invariants():
+    # A tiny vocabulary makes equal blocks under different prefixes likely; `fake_kv` tells
+    # them apart, so a prefix hit that ignores the hash chain would fail the device check.
+    rng = random.Random(1234)
+    num_blocks = 24
+    m = KVCacheManager(num_blocks, PAGE)
+    device = np.full((num_blocks, PAGE), -1, dtype=np.int64)
+    prefixes = [[rng.randrange(VOCAB) for _ in range(rng.randrange(1, 14))] for _ in range(4)]
+    live: list = []
+    events = dict.fromkeys(["oob", "cow", "hit", "fork", "free"], 0)
+
+    def try_append(seq_id, tokens) -> list | None:
+        before = snapshot(m, live)
+        try:
+            return m.append(seq_id, tokens)
+        except OutOfBlocks:
+            events["oob"] += 1
+            assert snapshot(m, live) == before
+            return None
+
+    for step in range(600):
+        op = rng.random()
+        if op < 0.25 or not live:
+            seq_id = step
+            prompt = rng.choice(prefixes) + [rng.randrange(VOCAB) for _ in range(rng.randrange(6))]
+            cached = m.add_sequence(seq_id, prompt)
+            events["hit"] += cached > 0
+            live.append(seq_id)
+            copies = try_append(seq_id, prompt[cached:])
+            if copies is None:
+                m.free(seq_id)
+                live.remove(seq_id)
+            else:
+                forward(m, device, [(seq_id, len(prompt) - cached)], copies)
+        elif op < 0.65:
+            batch, copies = [], []
+            for seq_id in rng.sample(live, rng.randint(1, len(live))):
+                n = rng.randint(1, 3)
+                step_copies = try_append(seq_id, [rng.randrange(VOCAB) for _ in range(n)])
+                if step_copies is not None:
+                    batch.append((seq_id, n))
+                    copies += step_copies
+            events["cow"] += len(copies)
+            if batch:
+                forward(m, device, batch, copies)
+        elif op < 0.8:
+            m.fork(rng.choice(live), step)
+            live.append(step)
+            events["fork"] += 1
+        else:
+            seq_id = rng.choice(live)
+            m.free(seq_id)
+            live.remove(seq_id)
+            events["free"] += 1
+        check_invariants(m, live, device)
+
+    assert all(count > 0 for count in events.values()), events
+    assert 0 < m.prefix_hit_tokens < m.prefix_query_tokens
