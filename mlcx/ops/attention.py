@@ -92,7 +92,9 @@ class PagedKVOps:
     @cached_property
     def _copy(self) -> tirx.PrimFunc:
         lay = self.layout
-        return attention_cpu.copy_pages(lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size)
+        return attention_cpu.copy_pages(
+            lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size, gpu=self.kind == "gpu"
+        )
 
     @cached_property
     def _cpu_attend(self) -> tirx.PrimFunc:
