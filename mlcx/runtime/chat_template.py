@@ -1,0 +1,117 @@
+"""Rendering a model's chat template (Jinja, as Hugging Face tokenizers ship it) into a prompt.
+
+Templates are untrusted code from the model source, so they run in jinja2's immutable sandbox with
+the same options and helpers transformers gives them (`trim_blocks`, `lstrip_blocks`,
+`raise_exception`, `tojson`, `strftime_now`, `{% break %}`/`{% continue %}`).
+
+A model that ships no template gets `FALLBACK_TEMPLATE`: one `role: content` line per message and,
+for a generation prompt, a final `assistant:` (no trailing space, so a byte-level BPE model starts
+its reply with its own space token, as it saw in training text). It is plain text on purpose: a
+base model has no chat format, and inventing special tokens it never saw would only confuse it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, NoReturn
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+FALLBACK_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ message['role'] + ': ' + message['content'] + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}"
+)
+
+
+class ChatTemplate:
+    def __init__(
+        self, source: str | None, bos_token: str | None = None, eos_token: str | None = None
+    ) -> None:
+        self.source = FALLBACK_TEMPLATE if source is None else source
+        self.is_fallback = source is None
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        self._template = _compile(self.source)
+
+    def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True) -> str:
+        """The prompt text for `messages`; with `add_generation_prompt`, ready for the reply."""
+        checked = validate_messages(messages)
+        try:
+            return self._template.render(
+                messages=checked,
+                add_generation_prompt=add_generation_prompt,
+                bos_token=self.bos_token or "",
+                eos_token=self.eos_token or "",
+            )
+        except (jinja2.TemplateError, TypeError) as error:
+            raise ValueError(
+                f"the model's chat template failed on these messages: {error}; "
+                "check the messages against the format the model expects"
+            ) from error
+
+
+def validate_messages(messages: Any) -> list[dict[str, Any]]:
+    """Plain-dict copies of `messages`, each with a known `role` and a string `content`."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise ValueError(f"messages must be a list of dicts, got {type(messages).__name__}")
+    if not messages:
+        raise ValueError("messages is empty; pass at least one message")
+    return [_validate_message(index, message) for index, message in enumerate(messages)]
+
+
+def _validate_message(index: int, message: Any) -> dict[str, Any]:
+    if not isinstance(message, Mapping):
+        raise ValueError(f"messages[{index}] must be a dict, got {type(message).__name__}")
+    role = message.get("role")
+    if role not in ROLES:
+        raise ValueError(f"messages[{index}].role is {role!r}; it must be one of {sorted(ROLES)}")
+    content = message.get("content")
+    if not isinstance(content, str):
+        raise ValueError(
+            f"messages[{index}].content must be a string, got {type(content).__name__}"
+        )
+    return dict(message)
+
+
+def _compile(source: str) -> jinja2.Template:
+    environment = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    )
+    environment.filters["tojson"] = _tojson
+    environment.globals["raise_exception"] = _raise_exception
+    environment.globals["strftime_now"] = _strftime_now
+    try:
+        return environment.from_string(source)
+    except jinja2.TemplateSyntaxError as error:
+        raise ValueError(
+            f"the model's chat template is not valid Jinja (line {error.lineno}: {error.message}); "
+            "fix chat_template in the model's tokenizer files"
+        ) from error
+
+
+def _raise_exception(message: str) -> NoReturn:
+    raise ValueError(f"the model's chat template rejected the messages: {message}")
+
+
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    # Unlike jinja2's built-in, no HTML escaping: the output is a prompt, not a web page.
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
