@@ -1,0 +1,178 @@
+"""Per-request sampling parameters, validated once when the request enters the runtime."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeGuard
+
+MAX_TOP_LOGPROBS = 20
+MAX_N = 16
+MAX_TEMPERATURE = 100.0
+MAX_ABS_LOGIT_BIAS = 100.0
+MAX_ABS_PENALTY = 2.0
+_SEED_LIMIT = 2**64  # PCG64 seeds are unsigned 64-bit integers
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
+    allowed = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+    if not _is_int(value) or value < lo or (hi is not None and value > hi):
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return value
+
+
+def _check_float(name: str, value: object, lo: float, hi: float, *, lo_open: bool = False) -> float:
+    if (
+        _is_number(value)
+        and math.isfinite(value)
+        and (value > lo or (value == lo and not lo_open))
+        and value <= hi
+    ):
+        return float(value)
+    if math.isinf(hi):
+        allowed = f"> {lo}" if lo_open else f">= {lo}"
+    else:
+        allowed = f"in {'(' if lo_open else '['}{lo}, {hi}]"
+    raise ValueError(f"{name} must be a finite number {allowed}, got {value!r}")
+
+
+def _check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def _normalize_stop(value: object) -> tuple[str, ...]:
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, Iterable):
+        raise ValueError(f"stop must be a string or a sequence of strings, got {value!r}")
+    stop = tuple(items)
+    for s in stop:
+        if not isinstance(s, str) or not s:
+            raise ValueError(f"stop entries must be non-empty strings, got {s!r}")
+    return stop
+
+
+def _normalize_stop_token_ids(value: object) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValueError(f"stop_token_ids must be a sequence of integers, got {value!r}")
+    ids = tuple(value)
+    for t in ids:
+        _check_int("stop_token_ids entry", t, 0)
+    return ids
+
+
+def _normalize_logit_bias(value: object) -> dict[int, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"logit_bias must be a mapping token id -> bias or None, got {value!r}")
+    bias: dict[int, float] = {}
+    for token, b in value.items():
+        _check_int("logit_bias token id", token, 0)
+        bias[token] = _check_float(
+            f"logit_bias[{token}]", b, -MAX_ABS_LOGIT_BIAS, MAX_ABS_LOGIT_BIAS
+        )
+    return bias
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to pick tokens for one request.
+
+    Normalization done at construction: numbers become floats, `top_k == -1` becomes 0
+    (both mean "disabled"), `stop` given as one string becomes a 1-tuple, and `logit_bias`
+    is copied so later changes to the caller's dict cannot leak in.
+    """
+
+    max_tokens: int | None = 256  # None: generate up to the context window
+    temperature: float = 1.0  # 0: greedy
+    top_p: float = 1.0
+    top_k: int = 0  # 0 or -1: disabled
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    # Excluded from hashing because dicts are unhashable; still part of equality.
+    logit_bias: dict[int, float] | None = field(default=None, hash=False)
+    seed: int | None = None  # choice i of an n > 1 request uses seed + i
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+    logprobs: bool = False
+    top_logprobs: int = 0
+    n: int = 1
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        if self.max_tokens is not None:
+            _check_int("max_tokens", self.max_tokens, 1)
+        put("temperature", _check_float("temperature", self.temperature, 0.0, MAX_TEMPERATURE))
+        put("top_p", _check_float("top_p", self.top_p, 0.0, 1.0, lo_open=True))
+        if not _is_int(self.top_k) or self.top_k < -1:
+            raise ValueError(
+                f"top_k must be an integer >= 1, or 0/-1 to disable, got {self.top_k!r}"
+            )
+        put("top_k", max(self.top_k, 0))
+        put("min_p", _check_float("min_p", self.min_p, 0.0, 1.0))
+        put(
+            "repetition_penalty",
+            _check_float(
+                "repetition_penalty", self.repetition_penalty, 0.0, math.inf, lo_open=True
+            ),
+        )
+        for name in ("presence_penalty", "frequency_penalty"):
+            value = _check_float(name, getattr(self, name), -MAX_ABS_PENALTY, MAX_ABS_PENALTY)
+            put(name, value)
+        put("logit_bias", _normalize_logit_bias(self.logit_bias))
+        _check_int("n", self.n, 1, MAX_N)
+        if self.seed is not None:
+            _check_int("seed", self.seed, 0, _SEED_LIMIT - self.n)
+        put("stop", _normalize_stop(self.stop))
+        put("stop_token_ids", _normalize_stop_token_ids(self.stop_token_ids))
+        for name in ("ignore_eos", "logprobs"):
+            _check_bool(name, getattr(self, name))
+        _check_int("top_logprobs", self.top_logprobs, 0, MAX_TOP_LOGPROBS)
+        if self.top_logprobs > 0 and not self.logprobs:
+            raise ValueError(
+                f"top_logprobs={self.top_logprobs} requires logprobs=True; "
+                "set logprobs=True or top_logprobs=0"
+            )
+
+    @classmethod
+    def greedy(cls, **overrides: Any) -> SamplingParams:
+        """Deterministic argmax decoding; other fields may still be overridden."""
+        return cls(**{"temperature": 0.0, **overrides})
+
+    @property
+    def is_greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def with_updates(self, **changes: Any) -> SamplingParams:
+        """A validated copy with some fields changed."""
+        return replace(self, **changes)
+
+    def validate_vocab(self, vocab_size: int) -> None:
+        """Check token ids against the model's vocabulary (unknown when params are built)."""
+        _check_int("vocab_size", vocab_size, 1)
+        for token in self.logit_bias or {}:
+            if token >= vocab_size:
+                raise ValueError(
+                    f"logit_bias token id must be in [0, {vocab_size - 1}], got {token}"
+                )
+        for token in self.stop_token_ids:
+            if token >= vocab_size:
+                raise ValueError(
+                    f"stop_token_ids entry must be in [0, {vocab_size - 1}], got {token}"
+                )
