@@ -99,6 +99,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         target=target.name,
         tvm_target=_plain(tvm_target.export()),
         library=library,
+        runtime=target.runtime,
         context_window=_context_window(source, req.context_window),
         prefill_chunk=req.prefill_chunk,
         page_size=req.page_size,

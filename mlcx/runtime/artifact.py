@@ -32,6 +32,7 @@ class ArtifactConfig:
     target: str
     tvm_target: dict[str, Any]
     library: str
+    runtime: str  # what executes it: "tvm" (Relax VM), "wgpu" (WebGPU plan), "app" (mobile)
     context_window: int
     prefill_chunk: int
     page_size: int

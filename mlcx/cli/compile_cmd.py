@@ -1,0 +1,78 @@
+"""`mlcx compile MODEL --target T --quantization Q -o OUT`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from mlcx.cli.options import QuantizationName, TargetName, describe
+from mlcx.compile import CompileRequest, compile_model
+from mlcx.passes.quantization.schemes import QUANTIZATIONS
+from mlcx.targets.base import BuildOptions
+from mlcx.targets.registry import TARGETS
+
+STAGES = {
+    "export": "Exporting the model graph",
+    "build": "Compiling kernels",
+    "weights": "Converting weights",
+}
+
+
+def compile_command(
+    model: Annotated[
+        str, typer.Argument(help="Hugging Face folder, .gguf file, or preset (smollm2-135m).")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Artifact directory.")],
+    target: Annotated[TargetName, typer.Option(help=describe(TARGETS, "summary"))] = "cpu",
+    quantization: Annotated[
+        QuantizationName | None,
+        typer.Option(
+            "--quantization",
+            "-q",
+            help="Default: gguf for GGUF files, else the target's choice. "
+            + describe(QUANTIZATIONS, "description"),
+        ),
+    ] = None,
+    context_window: Annotated[int | None, typer.Option(help="Cap the context window.")] = None,
+    prefill_chunk: Annotated[int, typer.Option(help="Tokens prefilled per step.")] = 512,
+    page_size: Annotated[int, typer.Option(help="KV cache page size (tokens).")] = 16,
+    threads: Annotated[int | None, typer.Option(help="CPU threads (default: all cores).")] = None,
+    gpu_arch: Annotated[str | None, typer.Option("--arch", help="GPU arch, e.g. sm_80.")] = None,
+    tuning_db: Annotated[Path | None, typer.Option(help="MetaSchedule tuning database.")] = None,
+) -> None:
+    """Compile a model into an artifact directory that the mlcx runtime loads."""
+    request = CompileRequest(
+        model=model,
+        target=target.value,
+        output=output,
+        quantization=quantization.value if quantization else None,
+        context_window=context_window,
+        prefill_chunk=prefill_chunk,
+        page_size=page_size,
+        options=BuildOptions(num_threads=threads, gpu_arch=gpu_arch, tuning_db=tuning_db),
+    )
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, transient=False) as bar:
+        tasks: dict[str, int] = {}
+
+        def report(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                for task in tasks.values():
+                    bar.update(task, completed=bar.tasks[task].total)
+                tasks[stage] = bar.add_task(STAGES.get(stage, stage), total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        out = compile_model(request, report)
+    typer.echo(f"compiled {model} for {target.value} -> {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compile")(compile_command)

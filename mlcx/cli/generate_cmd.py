@@ -1,0 +1,70 @@
+"""`mlcx generate MODEL --prompt TEXT [--chat] [--json] ...`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from mlcx.cli.runtime_options import resolve_artifact, sampling_from_cli
+from mlcx.runtime.llm import LLM
+
+
+def generate_command(
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="Artifact dir (from mlcx compile), or a model to compile for this CPU first."
+        ),
+    ],
+    prompt: Annotated[str, typer.Option("--prompt", "-p", help="The prompt text.")],
+    chat: Annotated[
+        bool, typer.Option(help="Wrap the prompt as a user message in the model's chat template.")
+    ] = False,
+    system: Annotated[str | None, typer.Option(help="System message (with --chat).")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Tokens to generate at most.")] = 256,
+    temperature: Annotated[float | None, typer.Option(help="0 = greedy.")] = None,
+    top_p: Annotated[float | None, typer.Option()] = None,
+    seed: Annotated[int | None, typer.Option()] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Generate a completion for one prompt, streaming it to stdout."""
+    llm = LLM(resolve_artifact(model, quiet=as_json))
+    params = sampling_from_cli(
+        llm.engine.artifact.config.sampling, max_tokens, temperature, top_p, seed
+    )
+    if chat:
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": prompt}
+        ]
+        request = llm.chat_prompt(messages)
+    else:
+        request = prompt
+    text, tokens, reason = [], [], None
+    prompt_ids = llm.engine.tokenize_prompt(request)
+    for delta in llm.stream(prompt_ids, params):
+        text.append(delta.text)
+        tokens.extend(delta.token_ids)
+        reason = delta.finish_reason or reason
+        if not as_json:
+            sys.stdout.write(delta.text)
+            sys.stdout.flush()
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "text": "".join(text),
+                    "token_ids": tokens,
+                    "prompt_token_ids": prompt_ids,
+                    "finish_reason": reason,
+                }
+            )
+        )
+    else:
+        print()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("generate")(generate_command)

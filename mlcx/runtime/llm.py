@@ -1,0 +1,75 @@
+"""The Python API: load an artifact and generate, streaming or not, one prompt or many.
+
+    llm = LLM("dist/smollm2")
+    [c] = llm.generate(["The capital of France is"], SamplingParams.greedy(max_tokens=16))
+    for delta in llm.stream(llm.chat_prompt([{"role": "user", "content": "Hi"}])): ...
+
+These helpers drive `Engine.step()` themselves; a server shares one engine through
+mlcx.runtime.async_engine instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+
+from mlcx.runtime.artifact import Artifact
+from mlcx.runtime.engine import Engine
+from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.outputs import Completion, Delta
+from mlcx.runtime.sampling_params import SamplingParams
+
+Prompt = str | list[int]
+
+
+class LLM:
+    def __init__(self, artifact: Artifact | str, config: EngineConfig = EngineConfig()):
+        self.engine = Engine(artifact, config)
+        self._ids = itertools.count()
+
+    @property
+    def tokenizer(self):
+        return self.engine.tokenizer
+
+    def default_params(self, **overrides) -> SamplingParams:
+        """The artifact's sampling defaults (from the model's generation config)."""
+        return SamplingParams(**{**self.engine.artifact.config.sampling, **overrides})
+
+    def chat_prompt(self, messages: list[dict]) -> list[int]:
+        """Token ids of the conversation rendered with the model's chat template."""
+        text = self.engine.chat_template.render(messages, add_generation_prompt=True)
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def generate(
+        self, prompts: Sequence[Prompt], params: SamplingParams | None = None
+    ) -> list[list[Completion]]:
+        """All prompts run as one continuous batch; returns the n choices of each prompt."""
+        params = params or self.default_params()
+        order, done = [], {}
+        for prompt in prompts:
+            request_id = f"req-{next(self._ids)}"
+            prompt_ids = self.engine.add_request(request_id, prompt, params)
+            order.append(request_id)
+            for index in range(params.n):
+                done[(request_id, index)] = Completion(request_id, index, prompt_ids)
+        while self.engine.has_work():
+            for delta in self.engine.step():
+                done[(delta.request_id, delta.index)].add(delta)
+        return [[done[(rid, i)] for i in range(params.n)] for rid in order]
+
+    def stream(self, prompt: Prompt, params: SamplingParams | None = None) -> Iterator[Delta]:
+        """Deltas of one request as they are produced; closing the iterator aborts it."""
+        params = params or self.default_params()
+        request_id = f"req-{next(self._ids)}"
+        self.engine.add_request(request_id, prompt, params)
+        finished = 0
+        try:
+            while finished < params.n and self.engine.has_work():
+                for delta in self.engine.step():
+                    if delta.request_id == request_id:
+                        finished += delta.finished
+                        yield delta
+        finally:
+            if finished < params.n:
+                self.engine.abort(request_id)
+                self.engine.step()

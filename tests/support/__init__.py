@@ -1,0 +1,1 @@
+"""Helpers shared by the test suite (tiny random models, the default model's path)."""

@@ -1,0 +1,118 @@
+"""Tiny random models in Hugging Face format, built by the tests themselves.
+
+Each folder holds config.json + model.safetensors (written by transformers), a byte-level BPE
+tokenizer trained on a small corpus, and a ChatML chat template, so every part of the
+pipeline (compile, tokenizer, chat template, runtime) runs as it would on a real model.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CORPUS = [
+    "The capital of France is Paris. The capital of Italy is Rome.",
+    "hello world, this is a tiny corpus 12345 for testing tokenizers and models.",
+    "Numbers 2024 and 3.14159; caf\u00e9 na\u00efve \u4e2d\u6587 \U0001f600 emoji!",
+    "user assistant system: what is the answer? The answer is forty two.",
+] * 40
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{{ message['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    arch: str = "llama"  # llama | mistral | qwen2
+    hidden: int = 64
+    heads: int = 4
+    kv_heads: int = 2
+    layers: int = 2
+    intermediate: int = 128
+    tie: bool = False
+    context: int = 256
+    seed: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        extra = "-".join(f"{k}{v}" for k, v in sorted(self.extra.items()))
+        return (
+            f"{self.arch}-h{self.hidden}-q{self.heads}-kv{self.kv_heads}-l{self.layers}"
+            f"-t{int(self.tie)}-c{self.context}-s{self.seed}{extra}"
+        )
+
+
+def _tokenizer(folder: Path) -> int:
+    import tokenizers
+    from tokenizers import decoders, models, pre_tokenizers, trainers
+
+    backend = tokenizers.Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=384,
+        special_tokens=SPECIALS,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    backend.train_from_iterator(CORPUS, trainer)
+    backend.save(str(folder / "tokenizer.json"))
+    config = {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "chat_template": CHATML}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return backend.get_vocab_size()
+
+
+def _hf_config(spec: TinySpec, vocab: int):
+    import transformers
+
+    classes = {"llama": "LlamaConfig", "mistral": "MistralConfig", "qwen2": "Qwen2Config"}
+    cls = getattr(transformers, classes[spec.arch])
+    kwargs = dict(
+        hidden_size=spec.hidden,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        num_hidden_layers=spec.layers,
+        intermediate_size=spec.intermediate,
+        vocab_size=vocab,
+        tie_word_embeddings=spec.tie,
+        max_position_embeddings=spec.context,
+        bos_token_id=0,
+        eos_token_id=2,
+        **spec.extra,
+    )
+    if spec.arch == "mistral":
+        kwargs.setdefault("sliding_window", None)
+    return cls(**kwargs)
+
+
+def make_tiny_model(root: Path, spec: TinySpec = TinySpec()) -> Path:
+    """Write (once) and return the folder of a tiny random model."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    folder = root / spec.key
+    if (folder / "config.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = _tokenizer(folder)
+    torch.manual_seed(spec.seed)
+    model = AutoModelForCausalLM.from_config(_hf_config(spec, vocab), dtype=torch.float32)
+    with torch.no_grad():  # larger weights than the init default, so logits differ visibly
+        for p in model.parameters():
+            if p.dim() >= 1:
+                p.normal_(0.0, 0.08)
+    model.eval().save_pretrained(folder)
+    return folder
+
+
+def load_reference(folder: Path):
+    """The same model in HF transformers (CPU, fp32): the independent reference."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
