@@ -9,9 +9,10 @@ import typer
 
 from mlcx.cli.runtime_options import resolve_artifact, sampling_from_cli
 from mlcx.errors import ContextWindowError
+from mlcx.runtime.chat_session import ChatSession
 from mlcx.runtime.llm import LLM
 
-HELP = "Commands: /reset starts over, /exit quits (or Ctrl-D)."
+HELP = "Type a message. /reset starts over, /exit quits (or Ctrl-D)."
 
 
 def _read(prompt: str) -> str | None:
@@ -34,34 +35,26 @@ def chat_command(
     params = sampling_from_cli(
         llm.engine.artifact.config.sampling, max_tokens, temperature, top_p, seed
     )
-    start = [{"role": "system", "content": system}] if system else []
-    messages = list(start)
+    session = ChatSession(llm, params, system)
     print(HELP)
     while (line := _read(">>> ")) is not None:
-        if line.strip() in ("/exit", "/quit"):
+        command = line.strip()
+        if command in ("/exit", "/quit"):
             break
-        if line.strip() == "/reset":
-            messages = list(start)
+        if command == "/reset":
+            session.reset()
             print("(conversation cleared)")
-            continue
-        if not line.strip():
-            continue
-        messages.append({"role": "user", "content": line})
-        try:
-            prompt = llm.chat_prompt(messages)
-            reply = "".join(_stream(llm, prompt, params))
-        except ContextWindowError as err:
-            messages.pop()
-            print(f"[{err}; use /reset]")
-            continue
-        messages.append({"role": "assistant", "content": reply})
+        elif command:
+            _reply(session, line)
 
 
-def _stream(llm: LLM, prompt: list[int], params):
-    for delta in llm.stream(prompt, params):
-        sys.stdout.write(delta.text)
-        sys.stdout.flush()
-        yield delta.text
+def _reply(session: ChatSession, line: str) -> None:
+    try:
+        for text in session.send(line):
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    except ContextWindowError as err:
+        print(f"[{err}; /reset starts a new conversation]", end="")
     print()
 
 

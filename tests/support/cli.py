@@ -1,0 +1,31 @@
+"""Run the real `mlcx` command in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def run_mlcx(
+    *args: str, stdin: str | None = None, env: dict | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **(env or {})}
+    full_env.pop("MLCX_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "mlcx.cli.main", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    """The CLI's error output: exactly one line starting with 'error:', no traceback."""
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and "Traceback" not in result.stderr
+    return lines[0]

@@ -1,0 +1,69 @@
+"""Drive a compiled artifact step by step through the KV cache manager and the runner, the
+way the engine does, but with the test choosing every token and reading every logit row."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlcx.runtime.artifact import Artifact
+from mlcx.runtime.backends.registry import create_runner
+from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.runtime.kv import KVCacheManager
+
+
+class Harness:
+    def __init__(self, artifact_dir, num_blocks: int = 64, runner=None):
+        self.artifact = Artifact(artifact_dir)
+        page = self.artifact.config.page_size
+        self.runner = runner or create_runner(self.artifact, num_blocks)
+        self.kv = KVCacheManager(num_blocks, page, enable_prefix_caching=False)
+
+    def step(self, feeds: dict[int, list[int]], all_rows: bool = False) -> dict[int, np.ndarray]:
+        """Append `feeds[seq]` tokens to each sequence in one forward; returns the logits of
+        each sequence's new tokens (all rows, or only the last)."""
+        copies, ids, rows, start = [], [], [], 0
+        for seq, tokens in feeds.items():
+            if seq not in self.kv:
+                self.kv.add_sequence(seq, tokens)
+            copies += self.kv.append(seq, tokens)
+            ids += tokens
+            rows += (
+                list(range(start, start + len(tokens))) if all_rows else [start + len(tokens) - 1]
+            )
+            start += len(tokens)
+        tables = self.kv.build_arrays([(seq, len(t)) for seq, t in feeds.items()])
+        batch = ForwardBatch(
+            np.array(ids, np.int32), tables, copies, logit_rows=np.array(rows, np.int32)
+        )
+        logits = self.runner.forward(batch)
+        for seq in feeds:
+            self.kv.commit(seq)
+        out, pos = {}, 0
+        for seq, tokens in feeds.items():
+            n = len(tokens) if all_rows else 1
+            out[seq] = logits[pos : pos + n]
+            pos += n
+        return out
+
+    def decode(self, feeds: dict[int, int]) -> dict[int, np.ndarray]:
+        """One token per sequence through the `decode` entry (no explicit logit rows)."""
+        copies, ids = [], []
+        for seq, token in feeds.items():
+            copies += self.kv.append(seq, [token])
+            ids.append(token)
+        tables = self.kv.build_arrays([(seq, 1) for seq in feeds])
+        logits = self.runner.forward(ForwardBatch(np.array(ids, np.int32), tables, copies))
+        for seq in feeds:
+            self.kv.commit(seq)
+        return {seq: logits[i] for i, seq in enumerate(feeds)}
+
+    def fork(self, parent: int, child: int) -> None:
+        self.kv.fork(parent, child)
+
+
+def hf_logits(model, tokens: list[int]) -> np.ndarray:
+    """All-position logits of HF transformers for one sequence."""
+    import torch
+
+    with torch.no_grad():
+        return model(torch.tensor([tokens])).logits[0].float().numpy()

@@ -1,0 +1,117 @@
+"""Write a tiny HF Llama as a llama.cpp-style GGUF file (block-quantized tensors, q/k rows
+permuted the way llama.cpp's converter does), so the GGUF path can be checked against HF
+transformers' own GGUF loader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as GT
+from gguf.quants import quantize
+
+# tensor-name suffix -> GGUF type; everything 1-D stays F32
+DEFAULT_TYPES = {
+    "token_embd.weight": GT.Q8_0,
+    "attn_q.weight": GT.Q4_0,
+    "attn_k.weight": GT.Q4_1,
+    "attn_v.weight": GT.Q8_0,
+    "attn_output.weight": GT.Q4_1,
+    "ffn_gate.weight": GT.Q4_1,
+    "ffn_up.weight": GT.Q4_1,
+    "ffn_down.weight": GT.Q8_0,
+    "output.weight": GT.F16,
+}
+HF_TO_GGUF = {
+    "self_attn.q_proj.weight": "attn_q.weight",
+    "self_attn.k_proj.weight": "attn_k.weight",
+    "self_attn.v_proj.weight": "attn_v.weight",
+    "self_attn.o_proj.weight": "attn_output.weight",
+    "mlp.gate_proj.weight": "ffn_gate.weight",
+    "mlp.up_proj.weight": "ffn_up.weight",
+    "mlp.down_proj.weight": "ffn_down.weight",
+    "input_layernorm.weight": "attn_norm.weight",
+    "post_attention_layernorm.weight": "ffn_norm.weight",
+}
+
+
+def _llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
+    return (
+        w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    )
+
+
+def _gguf_name(hf_name: str) -> str:
+    if hf_name == "model.embed_tokens.weight":
+        return "token_embd.weight"
+    if hf_name == "model.norm.weight":
+        return "output_norm.weight"
+    if hf_name == "lm_head.weight":
+        return "output.weight"
+    _, _, layer, rest = hf_name.split(".", 3)
+    return f"blk.{layer}.{HF_TO_GGUF[rest]}"
+
+
+def _add_tensor(writer, name: str, data: np.ndarray, types: dict) -> None:
+    gtype = next((t for suffix, t in types.items() if name.endswith(suffix)), GT.F32)
+    if data.ndim == 1 or gtype == GT.F32:
+        writer.add_tensor(name, data.astype(np.float32))
+    elif gtype == GT.F16:
+        writer.add_tensor(name, data.astype(np.float16))
+    else:
+        writer.add_tensor(name, quantize(data.astype(np.float32), gtype), raw_dtype=gtype)
+
+
+def _tokenizer(writer, folder: Path) -> None:
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    vocab = spec["model"]["vocab"]
+    tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
+    specials = {t["content"] for t in spec["added_tokens"]}
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([3 if t in specials else 1 for t in tokens])
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(vocab["<|endoftext|>"])
+    writer.add_eos_token_id(vocab["<|im_end|>"])
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(
+        json.loads((folder / "tokenizer_config.json").read_text())["chat_template"]
+    )
+
+
+def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Path:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    cfg = model.config
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_block_count(cfg.num_hidden_layers)
+    writer.add_context_length(cfg.max_position_embeddings)
+    writer.add_embedding_length(cfg.hidden_size)
+    writer.add_feed_forward_length(cfg.intermediate_size)
+    writer.add_head_count(cfg.num_attention_heads)
+    writer.add_head_count_kv(cfg.num_key_value_heads)
+    writer.add_rope_freq_base(float(cfg.rope_parameters["rope_theta"]))
+    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    writer.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    writer.add_vocab_size(cfg.vocab_size)
+    _tokenizer(writer, folder)
+    for name, tensor in model.state_dict().items():
+        if name == "lm_head.weight" and cfg.tie_word_embeddings:
+            continue
+        data = tensor.numpy()
+        if name.endswith("q_proj.weight"):
+            data = _llama_cpp_permute(data, cfg.num_attention_heads)
+        elif name.endswith("k_proj.weight"):
+            data = _llama_cpp_permute(data, cfg.num_key_value_heads)
+        _add_tensor(writer, _gguf_name(name), data, types)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
