@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs from the repo's own files, then runs it:
+# Debian packages (scripts/setup-system.sh), Python extras (pyproject [test]), npm packages (web/).
+# Extra arguments go to pytest, e.g. `scripts/test.sh -m "not slow"`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup-system.sh
+python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
+if [ -f web/package-lock.json ]; then
+  (cd web && npm ci --silent --no-audit --no-fund)
+fi
+export TOKENIZERS_PARALLELISM=false
+exec python3 -m pytest -q "$@"
