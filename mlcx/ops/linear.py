@@ -39,3 +39,8 @@ def embedding_te(
         lambda t, c: fmt.element(weights, ids[t], c, dtype),
         name="embedding",
     )
+
+
+def gather_rows_te(x: te.Tensor, rows: te.Tensor) -> te.Tensor:
+    """x[rows[i], :] for each i (row indices come from the runtime and are in range)."""
+    return te.compute((rows.shape[0], x.shape[1]), lambda i, c: x[rows[i], c], name="gather")

@@ -7,6 +7,7 @@ pipeline (compile, tokenizer, chat template, runtime) runs as it would on a real
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,10 @@ class TinySpec:
 
     @property
     def key(self) -> str:
-        extra = "-".join(f"{k}{v}" for k, v in sorted(self.extra.items()))
+        extra = ""
+        if self.extra:
+            blob = json.dumps(self.extra, sort_keys=True).encode()
+            extra = "-x" + hashlib.sha256(blob).hexdigest()[:8]
         return (
             f"{self.arch}-h{self.hidden}-q{self.heads}-kv{self.kv_heads}-l{self.layers}"
             f"-t{int(self.tie)}-c{self.context}-s{self.seed}{extra}"

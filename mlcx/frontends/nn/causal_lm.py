@@ -20,6 +20,7 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import DecoderLayer, Formats
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.ops.attention import PagedKVOps, StepTensors
+from mlcx.ops.linear import gather_rows_te
 
 LayerFactory = Callable[[DecoderConfig, Formats, int, PagedKVOps], nn.Module]
 
@@ -71,7 +72,8 @@ class CausalLM(nn.Module):
     ):
         step = StepTensors(positions, slots, q_indptr, page_indptr, page_values, last_page_len)
         x, pages = self._body(input_ids, kv_pages, step, decode=False)
-        return self._logits(op.take(x, logit_positions, axis=0)), pages
+        rows = op.tensor_expr_op(gather_rows_te, "gather_rows", [x, logit_positions])
+        return self._logits(rows), pages
 
     def decode(
         self,
