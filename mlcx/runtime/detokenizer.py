@@ -2,10 +2,13 @@
 
 Decoding each token on its own is wrong twice over: a byte-level token can end in the middle of a
 UTF-8 character, and SentencePiece decoders strip the leading space of the first token they see.
-So each step decodes a short window of output tokens, `ids[prefix_offset:]`, and emits only what
-it adds to the text of `ids[prefix_offset:read_offset]` (the technique vLLM uses). The window
-restarts only where the text so far ended on a whole character, so the concatenation of every
-`push` and the final `flush` equals `tokenizer.decode(output_ids)`.
+So each step decodes a short window of tokens, `ids[prefix_offset:]`, and emits only what it adds
+to the text of `ids[prefix_offset:read_offset]` (the technique vLLM uses). The window starts on
+the last few prompt tokens, so the first output word keeps the space that separates it from the
+prompt (" Paris" after "The capital of France is"), and it restarts only where the text so far
+ended on a whole character. The concatenation of every `push` and the final `flush` is the text
+the output adds to the prompt: `decode(prompt + output)` minus `decode(prompt)` (with no prompt,
+`decode(output)`).
 
 Text ending in U+FFFD is held back: it is an incomplete character that a later token may finish.
 Only `flush`, at the end of generation, gives it out, since then the bytes really were invalid.
@@ -21,13 +24,9 @@ _REPLACEMENT = "\ufffd"
 
 
 class IncrementalDetokenizer:
-    """Text deltas for a stream of output ids, decoded as `Tokenizer.decode` would.
+    """Text deltas for a stream of output ids that continue `prompt_ids`."""
 
-    `prompt_ids` do not take part in decoding: the output text is defined as the decode of the
-    output ids alone (with SentencePiece this drops the space before the first output word, as
-    `Tokenizer.decode(output_ids)` does). They are accepted so a caller can hand over the request
-    whole, and kept as `prompt_ids`.
-    """
+    PROMPT_CONTEXT = 5  # prompt tokens decoded with the output (enough for a leading space)
 
     def __init__(
         self,
@@ -38,13 +37,14 @@ class IncrementalDetokenizer:
         self.prompt_ids = tuple(prompt_ids)
         self._tokenizer = tokenizer
         self._skip_special_tokens = skip_special_tokens
-        self._ids: list[int] = []
+        self._ids: list[int] = list(self.prompt_ids[-self.PROMPT_CONTEXT :])
+        self._num_context = len(self._ids)
         self._prefix_offset = 0
-        self._read_offset = 0
+        self._read_offset = self._num_context
 
     @property
     def output_ids(self) -> tuple[int, ...]:
-        return tuple(self._ids)
+        return tuple(self._ids[self._num_context :])
 
     def push(self, token_id: int) -> str:
         """Add one output token; return the text it completes (possibly "")."""

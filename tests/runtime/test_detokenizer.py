@@ -66,9 +66,16 @@ def sentencepiece() -> Tokenizer:
     return wrap(backend)
 
 
-def stream(tokenizer: Tokenizer, ids: list[int]) -> list[str]:
-    detokenizer = IncrementalDetokenizer(tokenizer, prompt_ids=[1, 2, 3])
+def stream(tokenizer: Tokenizer, ids: list[int], prompt: list[int] | None = None) -> list[str]:
+    detokenizer = IncrementalDetokenizer(tokenizer, prompt_ids=prompt or [])
     return [detokenizer.push(token_id) for token_id in ids] + [detokenizer.flush()]
+
+
+def added_text(tokenizer: Tokenizer, prompt: list[int], ids: list[int]) -> str:
+    """What the output adds to the prompt's text: the detokenizer's contract."""
+    before, after = tokenizer.decode(prompt), tokenizer.decode(prompt + ids)
+    assert after.startswith(before)
+    return after[len(before) :]
 
 
 def random_text(rng: random.Random) -> str:
@@ -92,6 +99,10 @@ def test_stream_of_valid_text_equals_full_decode_without_replacement_chars(name,
             ids.insert(rng.randrange(len(ids) + 1), next(i for i in specials if i is not None))
         pieces = stream(tokenizer, ids)
         assert "".join(pieces) == tokenizer.decode(ids)
+        assert not any("\ufffd" in piece for piece in pieces)
+        prompt = tokenizer.encode(random_text(rng))
+        pieces = stream(tokenizer, ids, prompt)
+        assert "".join(pieces) == added_text(tokenizer, prompt, ids)
         assert not any("\ufffd" in piece for piece in pieces)
 
 
@@ -119,6 +130,13 @@ def test_leading_space_pieces_mid_stream(sentencepiece):
     pieces = stream(sentencepiece, ids)
     assert "".join(pieces) == "the quick fox"
     assert " quick" in "".join(pieces[1:])
+
+
+def test_first_output_word_keeps_its_space_after_the_prompt(sentencepiece):
+    prompt = sentencepiece.encode("the quick")
+    out = sentencepiece.encode("the fox")[1:]  # "▁fox": a word that follows a space
+    assert sentencepiece.decode(out) == "fox"  # decoded alone, the space is lost
+    assert "".join(stream(sentencepiece, out, prompt)) == " fox"
 
 
 def test_split_emoji_is_held_until_complete(byte_level):
