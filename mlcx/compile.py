@@ -89,7 +89,8 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
     out.mkdir(parents=True)
     library = target.export(executable, out, req.options)
     _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
-    source.tokenizer_assets().write(out)
+    assets = source.tokenizer_assets()
+    assets.write(out)
     config = ArtifactConfig(
         model_name=source.name,
         architecture=source.arch.name,
@@ -104,6 +105,12 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         prefill_chunk=req.prefill_chunk,
         page_size=req.page_size,
         sampling=_sampling(source),
+        conversation={
+            "chat_template": assets.chat_template,
+            "bos_token": assets.bos_token,
+            "eos_token": assets.eos_token,
+            "stop_token_ids": list(assets.eos_token_ids),
+        },
         weight_formats={name: fmt.name for name, fmt in formats.items()},
     )
     (out / CONFIG_FILE).write_text(config.to_json())

@@ -37,6 +37,9 @@ class ArtifactConfig:
     prefill_chunk: int
     page_size: int
     sampling: dict[str, Any] = field(default_factory=dict)
+    # chat template, bos/eos tokens and stop ids, as written to mlcx-tokenizer.json in the
+    # same compile: apps read it here, the runtime's tokenizer from its own file
+    conversation: dict[str, Any] = field(default_factory=dict)
     weight_formats: dict[str, str] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
 

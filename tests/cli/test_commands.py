@@ -59,6 +59,16 @@ def test_generate_chat_applies_the_template(artifact):
     assert text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
+def test_config_carries_the_conversation_template(artifact):
+    config = json.loads((artifact / "mlcx-config.json").read_text())
+    conversation = config["conversation"]
+    assert "<|im_start|>" in conversation["chat_template"]
+    assert conversation["eos_token"] == "<|im_end|>"
+    assert conversation["stop_token_ids"] == list(LLM(artifact).tokenizer.eos_token_ids)
+    assert config["architecture"] == "llama" and config["target"] == "cpu"
+    assert config["context_window"] == 256 and config["prefill_chunk"] == 512
+
+
 def test_chat_session_keeps_the_conversation(artifact):
     llm = LLM(artifact)
     params = SamplingParams.greedy(max_tokens=6)
