@@ -27,3 +27,7 @@ class ContextWindowError(MlcxError):
 
 class ToolchainError(MlcxError):
     """An external tool that a target needs (clang, lld, nvcc, ...) is not installed."""
+
+
+class QueueFullError(MlcxError):
+    """The engine's waiting queue is full; the request was not queued (retry later)."""

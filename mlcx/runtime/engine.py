@@ -10,11 +10,12 @@ from __future__ import annotations
 import itertools
 import math
 import queue
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-from mlcx.errors import ContextWindowError
+from mlcx.errors import ContextWindowError, QueueFullError
 from mlcx.runtime.artifact import Artifact
 from mlcx.runtime.backends.registry import create_runner, kv_block_bytes
 from mlcx.runtime.detokenizer import IncrementalDetokenizer
@@ -32,13 +33,15 @@ from mlcx.runtime.tokenizer import Tokenizer
 
 @dataclass(frozen=True)
 class EngineStats:
-    running: int
-    waiting: int
-    kv_usage: float
-    prefix_hit_tokens: int
-    prefix_query_tokens: int
-    prompt_tokens: int
+    running: int  # sequences in the running batch
+    waiting: int  # sequences queued or preempted, not yet running
+    kv_usage: float  # blocks held by live sequences / all blocks
+    prefix_hit_tokens: int  # prompt tokens found in the prefix cache at admission
+    prefix_query_tokens: int  # prompt tokens looked up at admission
+    prompt_tokens: int  # prompt tokens of requests that produced a first token
     generated_tokens: int
+    computed_tokens: int  # tokens run through the model (prefill chunks and decodes)
+    preemptions: int
 
 
 class Engine:
@@ -58,9 +61,15 @@ class Engine:
         self.scheduler = Scheduler(self.kv, config.max_running, max(chunk, config.max_running))
         self.sequences: dict[str, list[Sequence]] = {}
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self._inbox_lock = threading.Lock()
+        self._queued_adds = 0  # adds in the inbox, not yet in the scheduler
         self._seq_ids = itertools.count()
         self.prompt_tokens = 0
         self.generated_tokens = 0
+        self.computed_tokens = 0
+        # Taken by `step` once scheduled and once done: other threads read this, not `stats()`,
+        # and see the batch that a long model step is running.
+        self.snapshot = self.stats()
 
     def _num_blocks(self) -> int:
         page = self.artifact.config.page_size
@@ -109,7 +118,15 @@ class Engine:
         prompt_ids = self.tokenize_prompt(prompt)
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         params.validate_vocab(self.tokenizer.vocab_size)
-        self._inbox.put(("add", request_id, prompt_ids, params, max_new))
+        with self._inbox_lock:
+            waiting = self._queued_adds + len(self.scheduler.waiting)
+            if waiting >= self.config.max_waiting:
+                raise QueueFullError(
+                    f"{waiting} requests are waiting (the limit is {self.config.max_waiting}); "
+                    "retry later"
+                )
+            self._queued_adds += 1
+            self._inbox.put(("add", request_id, prompt_ids, params, max_new))
         return prompt_ids
 
     def abort(self, request_id: str) -> None:
@@ -122,15 +139,16 @@ class Engine:
     def step(self) -> list[Delta]:
         deltas = self._apply_inbox()
         plan = self.scheduler.schedule()
+        self.snapshot = self.stats()
         if not plan.scheduled:
             return deltas
-        batch = self._batch(plan.scheduled, plan.copies)
-        logits = self.runner.forward(batch)
+        logits = self.runner.forward(self._batch(plan.scheduled, plan.copies))
         for item in plan.scheduled:
             self.kv.commit(item.seq.seq_id)
-        deltas += self._postprocess(plan.scheduled, logits)
-        for item in plan.scheduled:
             item.seq.num_computed += item.num_new
+            self.computed_tokens += item.num_new
+        deltas += self._postprocess(plan.scheduled, logits)
+        self.snapshot = self.stats()
         return deltas
 
     def _batch(self, scheduled: list[Scheduled], copies) -> ForwardBatch:
@@ -145,7 +163,7 @@ class Engine:
     def _postprocess(self, scheduled: list[Scheduled], logits: np.ndarray) -> list[Delta]:
         rows, seqs = [], []
         for row, item in enumerate(scheduled):
-            if item.completes_prefill:
+            if item.seq.num_pending == 0:  # every token is in the cache: sample the next one
                 for seq in self._with_forks(item.seq):
                     rows.append(row)
                     seqs.append(seq)
@@ -201,6 +219,8 @@ class Engine:
         while not self._inbox.empty():
             kind, request_id, *rest = self._inbox.get()
             if kind == "add":
+                with self._inbox_lock:
+                    self._queued_adds -= 1
                 prompt_ids, params, max_new = rest
                 seq = self._new_sequence(request_id, 0, prompt_ids, params, max_new)
                 self.sequences[request_id] = [seq]
@@ -225,11 +245,13 @@ class Engine:
 
     def stats(self) -> EngineStats:
         return EngineStats(
-            len(self.scheduler.running),
-            len(self.scheduler.waiting),
-            self.kv.usage(),
-            self.kv.prefix_hit_tokens,
-            self.kv.prefix_query_tokens,
-            self.prompt_tokens,
-            self.generated_tokens,
+            running=len(self.scheduler.running),
+            waiting=len(self.scheduler.waiting) + self._queued_adds,
+            kv_usage=self.kv.usage(),
+            prefix_hit_tokens=self.scheduler.prefix_hit_tokens,
+            prefix_query_tokens=self.scheduler.prefix_query_tokens,
+            prompt_tokens=self.prompt_tokens,
+            generated_tokens=self.generated_tokens,
+            computed_tokens=self.computed_tokens,
+            preemptions=self.scheduler.preemptions,
         )

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class EngineConfig:
     max_running: int = 16  # sequences in the running batch
-    max_waiting: int = 256  # queued requests beyond which new ones are refused
+    max_waiting: int = 256  # waiting sequences (queued or preempted) at which add_request
+    # raises QueueFullError
     kv_cache_bytes: int = 1 << 30  # device memory for KV pages (capped by what can be used)
     kv_blocks: int | None = None  # exact number of KV blocks (overrides kv_cache_bytes)
     prefill_chunk: int | None = None  # tokens per step; default: the artifact's

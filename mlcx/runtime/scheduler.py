@@ -5,7 +5,8 @@ of the token budget), then waiting sequences are admitted while the running set,
 budget and the free KV blocks allow. A long prompt is prefilled a chunk per step, so running
 decodes keep moving. When blocks run out, the youngest running sequence is preempted: its
 blocks are freed and it waits to be recomputed (its full blocks usually stay in the prefix
-cache, so recomputing is cheap).
+cache, so recomputing is cheap). No sequence is admitted in a step that preempted one: the
+blocks just freed belong to the sequences that needed them.
 """
 
 from __future__ import annotations
@@ -21,11 +22,6 @@ from mlcx.runtime.sequence import Sequence
 class Scheduled:
     seq: Sequence
     num_new: int
-
-    @property
-    def completes_prefill(self) -> bool:
-        """After this step every token of the sequence is in the cache: sample the next one."""
-        return self.seq.num_computed + self.num_new == self.seq.num_tokens
 
 
 @dataclass
@@ -44,6 +40,11 @@ class Scheduler:
         self.token_budget = token_budget
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []
+        # Counted on admission only (a failed admission attempt is retried every step).
+        # Recomputing a preempted sequence counts again: its own cached blocks are hits.
+        self.prefix_hit_tokens = 0
+        self.prefix_query_tokens = 0
+        self.preemptions = 0
 
     def add(self, seq: Sequence) -> None:
         self.waiting.append(seq)
@@ -77,6 +78,8 @@ class Scheduler:
                 continue
             if self._reserve(seq, n, out):
                 budget -= n
+        if out.preempted:
+            return out
         while self.waiting and budget > 0 and len(self.running) < self.max_running:
             admitted = self._admit(self.waiting[0], budget, out)
             if admitted == 0:
@@ -102,6 +105,7 @@ class Scheduler:
         seq.num_computed = 0
         self.waiting.appendleft(seq)
         out.preempted.append(seq)
+        self.preemptions += 1
 
     def _admit(self, seq: Sequence, budget: int, out: SchedulerOutput) -> int:
         seq.num_computed = self.kv.add_sequence(seq.seq_id, seq.all_ids)
@@ -112,6 +116,8 @@ class Scheduler:
             return 0
         self.waiting.popleft()
         self.running.append(seq)
+        self.prefix_hit_tokens += seq.num_computed
+        self.prefix_query_tokens += seq.num_tokens
         tokens = seq.all_ids[seq.num_computed : seq.num_computed + n]
         out.copies += self.kv.append(seq.seq_id, tokens)
         out.scheduled.append(Scheduled(seq, n))

@@ -1,0 +1,1 @@
+"""Benchmarks: measuring mlcx (and OpenAI-compatible peers) the same way every time."""

@@ -1,0 +1,98 @@
+"""`mlcx bench serve`: load an OpenAI-compatible server with concurrent streaming requests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mlcx.bench.serve_load import LoadReport, LoadSpec, prefix_ttft, run_load, warm_up
+
+
+def bench_serve_command(
+    url: Annotated[str, typer.Option(help="Server base URL.")] = "http://127.0.0.1:8000",
+    concurrency: Annotated[
+        list[int] | None,
+        typer.Option("--concurrency", "-c", help="Concurrent streams (repeat to compare)."),
+    ] = None,
+    requests: Annotated[
+        int | None, typer.Option(help="Requests per level (default: one per stream).")
+    ] = None,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per response.")] = 64,
+    model: Annotated[str | None, typer.Option(help="Model name (default: the server's).")] = None,
+    api_key: Annotated[str | None, typer.Option(envvar="MLCX_API_KEY")] = None,
+    prefix_words: Annotated[
+        int,
+        typer.Option(help="Also time a ~N-word shared system prompt, cold then warm (0: skip)."),
+    ] = 0,
+    warmup: Annotated[bool, typer.Option(help="Send one short request first.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
+    levels = concurrency or [1]
+    base = LoadSpec(url=url, max_tokens=max_tokens, model=model, api_key=api_key)
+    if warmup:
+        asyncio.run(warm_up(base))
+    reports = []
+    for level in levels:
+        spec = LoadSpec(**{**asdict(base), "concurrency": level, "num_requests": requests})
+        reports.append(asyncio.run(run_load(spec)))
+        if as_json:
+            print(json.dumps(reports[-1].to_dict()))
+    if not as_json:
+        Console().print(_table(reports))
+    if prefix_words:
+        cold, warm = asyncio.run(prefix_ttft(base, prefix_words))
+        result = {
+            "prompt_tokens": cold.prompt_tokens,
+            "ttft_cold_s": cold.ttft_s,
+            "ttft_warm_s": warm.ttft_s,
+            "errors": [r.error for r in (cold, warm) if r.error],
+        }
+        print(json.dumps(result) if as_json else _prefix_line(result))
+
+
+def _table(reports: list[LoadReport]) -> Table:
+    table = Table(
+        "streams",
+        "ok/fail",
+        "tok/s",
+        "ratio",
+        "req/s",
+        "TTFT p50/p95 s",
+        "ITL p50/p95 ms",
+        title="mlcx bench serve (ratio: tok/s over the first row)",
+    )
+    for r in reports:
+        table.add_row(
+            str(r.concurrency),
+            f"{r.requests}/{r.failed}",
+            f"{r.output_tok_s:.2f}",
+            f"{r.output_tok_s / reports[0].output_tok_s:.2f}" if reports[0].output_tok_s else "-",
+            f"{r.requests_per_s:.3f}",
+            f"{r.ttft_p50_s:.2f}/{r.ttft_p95_s:.2f}",
+            f"{r.itl_p50_s * 1e3:.0f}/{r.itl_p95_s * 1e3:.0f}",
+        )
+    return table
+
+
+def _prefix_line(result: dict) -> str:
+    return (
+        f"shared system prompt of {result['prompt_tokens']} prompt tokens: TTFT cold "
+        f"{result['ttft_cold_s']:.2f} s, warm {result['ttft_warm_s']:.2f} s"
+        + (f" (errors: {result['errors']})" if result["errors"] else "")
+    )
+
+
+def register(bench: typer.Typer) -> None:
+    """Adds `serve` to the `mlcx bench` group."""
+    bench.command("serve")(bench_serve_command)
+
+
+if __name__ == "__main__":  # `python -m mlcx.cli.bench_serve_cmd` until `mlcx bench` exists
+    typer.run(bench_serve_command)

@@ -1,0 +1,57 @@
+"""`mlcx serve ARTIFACT`: the OpenAI-compatible REST server."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mlcx.cli.runtime_options import resolve_artifact
+from mlcx.runtime.engine import Engine
+from mlcx.runtime.engine_config import EngineConfig
+
+
+def serve_command(
+    model: Annotated[
+        str, typer.Argument(help="Artifact dir (from mlcx compile), or a model to compile first.")
+    ],
+    host: Annotated[str, typer.Option(help="Address to bind; 0.0.0.0 for all.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).")] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(envvar="MLCX_API_KEY", help="Require this key (Bearer or X-Api-Key)."),
+    ] = None,
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(help="Enable CORS for this origin (repeatable; '*' for any)."),
+    ] = None,
+    max_batch: Annotated[int, typer.Option(help="Sequences decoded together at most.")] = 16,
+    max_waiting: Annotated[
+        int, typer.Option(help="Queued requests beyond which new ones get 503.")
+    ] = 256,
+    model_name: Annotated[
+        str | None, typer.Option(help="Name clients use (default: the artifact's).")
+    ] = None,
+    grace_period: Annotated[
+        float, typer.Option(help="Seconds in-flight requests get to finish on SIGTERM.")
+    ] = 30.0,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)."""
+    from mlcx.server import ServerConfig, serve  # fastapi & co. are the optional "serve" extra
+
+    artifact = resolve_artifact(model)
+    engine_config = EngineConfig(max_running=max_batch, max_waiting=max_waiting)
+    config = ServerConfig(
+        host=host,
+        port=port,
+        api_key=api_key,
+        allow_origins=tuple(allow_origin or ()),
+        model_name=model_name,
+        grace_period_s=grace_period,
+    )
+    serve(lambda: Engine(artifact, engine_config), config, log_level=log_level)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_command)

@@ -1,0 +1,46 @@
+"""Server settings, validated once."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8000  # 0: any free port
+    api_key: str | None = None  # required on every route but /health and /v1/models
+    allow_origins: tuple[str, ...] = ()  # CORS is off unless origins are given ("*" for any)
+    model_name: str | None = None  # served name; default: the artifact's model name
+    grace_period_s: float = 30.0  # SIGTERM: time in-flight requests get to finish
+
+    def __post_init__(self) -> None:
+        if not self.host:
+            raise ValueError("host must not be empty")
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port must be in [0, 65535], got {self.port}")
+        if self.api_key is not None and not self.api_key.strip():
+            raise ValueError("api_key must not be empty; leave it out to disable auth")
+        if isinstance(self.allow_origins, str):
+            raise ValueError("allow_origins must be a tuple of origins, not one string")
+        for origin in self.allow_origins:
+            if not origin or origin.endswith("/"):
+                raise ValueError(
+                    f"allow_origins entry {origin!r} must be an origin like "
+                    "'http://localhost:3000' (no trailing slash) or '*'"
+                )
+        if self.grace_period_s < 0:
+            raise ValueError(f"grace_period_s must be >= 0, got {self.grace_period_s}")
+
+    @property
+    def is_loopback(self) -> bool:
+        """Bound to this machine only: then a non-local Host header means DNS rebinding."""
+        if self.host in LOOPBACK_NAMES:
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False

@@ -1,0 +1,148 @@
+"""OpenAI response bodies and stream chunks, for chat and for legacy completions."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from mlcx.runtime.outputs import Completion, Delta
+from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.server.logprobs import chat_logprobs, completion_logprobs
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+class ResponseFormat:
+    """What both endpoints share: the id, timestamps, the chunk and usage envelopes."""
+
+    id_prefix = ""
+    object = ""
+    chunk_object = ""
+
+    def __init__(self, model: str, tokenizer: Tokenizer, include_usage: bool = False):
+        self.id = f"{self.id_prefix}-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = model
+        self.tokenizer = tokenizer
+        self.include_usage = include_usage
+
+    def _envelope(self, obj: str, choices: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+        }
+
+    def _chunk(self, choice: dict[str, Any]) -> dict[str, Any]:
+        body = self._envelope(self.chunk_object, [choice])
+        if self.include_usage:
+            body["usage"] = None
+        return body
+
+    def usage_chunk(self, counts: dict[str, int]) -> dict[str, Any]:
+        return {**self._envelope(self.chunk_object, []), "usage": counts}
+
+    def response(self, choices: list[Completion], counts: dict[str, int]) -> dict[str, Any]:
+        body = [self.choice(i, c) for i, c in enumerate(choices)]
+        return {**self._envelope(self.object, body), "usage": counts}
+
+    def start_chunks(self, num_choices: int) -> list[dict[str, Any]]:
+        return []
+
+    def chunk(self, index: int, delta: Delta) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def choice(self, index: int, completion: Completion) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class ChatFormat(ResponseFormat):
+    id_prefix = "chatcmpl"
+    object = "chat.completion"
+    chunk_object = "chat.completion.chunk"
+
+    def start_chunks(self, num_choices: int) -> list[dict[str, Any]]:
+        """The first chunk of each choice carries the role, as OpenAI's do."""
+        return [
+            self._chunk(
+                {
+                    "index": i,
+                    "delta": {"role": "assistant", "content": ""},
+                    "logprobs": None,
+                    "finish_reason": None,
+                }
+            )
+            for i in range(num_choices)
+        ]
+
+    def chunk(self, index: int, delta: Delta) -> dict[str, Any] | None:
+        if not (delta.text or delta.finished or delta.logprobs):
+            return None
+        logprobs = chat_logprobs(self.tokenizer, delta.logprobs) if delta.logprobs else None
+        return self._chunk(
+            {
+                "index": index,
+                "delta": {"content": delta.text} if delta.text else {},
+                "logprobs": logprobs,
+                "finish_reason": delta.finish_reason,
+            }
+        )
+
+    def choice(self, index: int, completion: Completion) -> dict[str, Any]:
+        logprobs = None
+        if completion.logprobs:
+            logprobs = chat_logprobs(self.tokenizer, completion.logprobs)
+        return {
+            "index": index,
+            "message": {"role": "assistant", "content": completion.text},
+            "logprobs": logprobs,
+            "finish_reason": completion.finish_reason,
+        }
+
+
+class CompletionFormat(ResponseFormat):
+    id_prefix = "cmpl"
+    object = "text_completion"
+    chunk_object = "text_completion"
+
+    def __init__(self, model: str, tokenizer: Tokenizer, include_usage: bool = False):
+        super().__init__(model, tokenizer, include_usage)
+        self._offsets: dict[int, int] = {}  # choice -> text offset of its next token
+
+    def chunk(self, index: int, delta: Delta) -> dict[str, Any] | None:
+        if not (delta.text or delta.finished or delta.logprobs):
+            return None
+        logprobs = None
+        if delta.logprobs:
+            offset = self._offsets.get(index, 0)
+            logprobs, self._offsets[index] = completion_logprobs(
+                self.tokenizer, delta.logprobs, offset
+            )
+        return self._chunk(
+            {
+                "index": index,
+                "text": delta.text,
+                "logprobs": logprobs,
+                "finish_reason": delta.finish_reason,
+            }
+        )
+
+    def choice(self, index: int, completion: Completion) -> dict[str, Any]:
+        logprobs = None
+        if completion.logprobs:
+            logprobs, _ = completion_logprobs(self.tokenizer, completion.logprobs, 0)
+        return {
+            "index": index,
+            "text": completion.text,
+            "logprobs": logprobs,
+            "finish_reason": completion.finish_reason,
+        }

@@ -1,0 +1,102 @@
+"""Running a plan on the engine and answering with one JSON body or an event stream.
+
+Both answers consume the same `RequestStream`; leaving it early, for any reason, aborts the
+unfinished choices (`RequestStream.abort_unfinished`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, Response
+
+from mlcx.errors import ContextWindowError, QueueFullError
+from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError, RequestStream
+from mlcx.runtime.outputs import Completion, Delta
+from mlcx.server.disconnect import run_until_disconnect
+from mlcx.server.errors import SERVER_ERROR, APIError, bad_request
+from mlcx.server.formats import ResponseFormat, usage
+from mlcx.server.metrics import RequestTimer
+from mlcx.server.plans import GenerationPlan, param_of
+from mlcx.server.streaming import DONE, EventStream, sse
+
+CLIENT_CLOSED = 499  # nginx's code: nobody reads it, the client is gone
+
+
+def submit(engine: AsyncEngine, plan: GenerationPlan, prompt_field: str) -> RequestStream:
+    try:
+        return engine.submit(plan.prompts, plan.params)
+    except ContextWindowError as err:
+        field = "max_tokens" if "max_tokens" in str(err) else prompt_field
+        raise bad_request(str(err), param=field, code="context_length_exceeded") from None
+    except QueueFullError as err:
+        raise APIError(503, str(err), SERVER_ERROR, code="queue_full") from None
+    except ValueError as err:
+        raise bad_request(str(err), param=param_of(str(err)) or prompt_field) from None
+
+
+async def respond(
+    request: Request,
+    stream: RequestStream,
+    plan: GenerationPlan,
+    fmt: ResponseFormat,
+    timer: RequestTimer,
+) -> Response:
+    if plan.stream:
+        return EventStream(_events(stream, plan, fmt, timer), on_close=stream.abort_unfinished)
+    body = await run_until_disconnect(_collect(stream, plan, fmt, timer), request.receive)
+    return Response(status_code=CLIENT_CLOSED) if body is None else JSONResponse(body)
+
+
+def _choice(stream: RequestStream, plan: GenerationPlan, delta: Delta) -> int:
+    """Choices are numbered prompt by prompt: prompt p, choice i -> p * n + i."""
+    return stream.prompt_index(delta) * plan.params.n + delta.index
+
+
+def _prompt_tokens(stream: RequestStream) -> int:
+    return sum(len(ids) for ids in stream.prompt_ids)
+
+
+async def _collect(
+    stream: RequestStream, plan: GenerationPlan, fmt: ResponseFormat, timer: RequestTimer
+) -> dict:
+    choices = [
+        Completion(request_id, index, prompt_ids)
+        for request_id, prompt_ids in zip(stream.request_ids, stream.prompt_ids, strict=True)
+        for index in range(plan.params.n)
+    ]
+    async with stream:
+        try:
+            async for delta in stream:
+                timer.observe(delta)
+                choices[_choice(stream, plan, delta)].add(delta)
+        except EngineFailedError as err:
+            raise APIError(500, str(err), SERVER_ERROR) from None
+    timer.finish()
+    generated = sum(len(c.token_ids) for c in choices)
+    return fmt.response(choices, usage(_prompt_tokens(stream), generated))
+
+
+async def _events(
+    stream: RequestStream, plan: GenerationPlan, fmt: ResponseFormat, timer: RequestTimer
+) -> AsyncIterator[str]:
+    generated = 0
+    async with stream:
+        for chunk in fmt.start_chunks(len(stream.prompt_ids) * plan.params.n):
+            yield sse(chunk)
+        try:
+            async for delta in stream:
+                timer.observe(delta)
+                generated += len(delta.token_ids)
+                chunk = fmt.chunk(_choice(stream, plan, delta), delta)
+                if chunk is not None:
+                    yield sse(chunk)
+        except EngineFailedError as err:
+            yield sse({"error": APIError(500, str(err), SERVER_ERROR).body})
+            yield DONE
+            return
+    timer.finish()
+    if plan.include_usage:
+        yield sse(fmt.usage_chunk(usage(_prompt_tokens(stream), generated)))
+    yield DONE

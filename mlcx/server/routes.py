@@ -1,0 +1,52 @@
+"""The endpoints. Each one parses, plans and hands over to `generation`."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from mlcx.server.formats import ChatFormat, CompletionFormat
+from mlcx.server.generation import respond, submit
+from mlcx.server.metrics import CONTENT_TYPE, ServerMetrics
+from mlcx.server.model_host import ModelHost
+from mlcx.server.plans import plan_chat, plan_completion
+from mlcx.server.schemas import ChatCompletionRequest, CompletionRequest
+
+
+def build_router(host: ModelHost, metrics: ServerMetrics) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/health")
+    async def health() -> JSONResponse:
+        body = {"status": host.status}
+        if host.error is not None:
+            body["error"] = host.error
+        return JSONResponse(body, status_code=200 if host.status == "ok" else 503)
+
+    @router.get("/metrics")
+    async def prometheus() -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    @router.get("/v1/models")
+    async def models() -> JSONResponse:
+        names = host.model_names[:1]
+        data = [{"id": n, "object": "model", "created": 0, "owned_by": "mlcx"} for n in names]
+        return JSONResponse({"object": "list", "data": data})
+
+    @router.post("/v1/completions")
+    async def completions(body: CompletionRequest, request: Request) -> Response:
+        timer = metrics.timer()
+        engine = host.require(body.model)
+        plan = plan_completion(body, engine.engine)
+        fmt = CompletionFormat(body.model, engine.engine.tokenizer, plan.include_usage)
+        return await respond(request, submit(engine, plan, "prompt"), plan, fmt, timer)
+
+    @router.post("/v1/chat/completions")
+    async def chat(body: ChatCompletionRequest, request: Request) -> Response:
+        timer = metrics.timer()
+        engine = host.require(body.model)
+        plan = plan_chat(body, engine.engine)
+        fmt = ChatFormat(body.model, engine.engine.tokenizer, plan.include_usage)
+        return await respond(request, submit(engine, plan, "messages"), plan, fmt, timer)
+
+    return router

@@ -1,0 +1,38 @@
+"""Server-Sent Events: `data: {json}` events, ending with `data: [DONE]`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from mlcx.server.disconnect import run_until_disconnect
+
+DONE = "data: [DONE]\n\n"
+
+
+def sse(payload: dict[str, Any]) -> str:
+    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+
+class EventStream(StreamingResponse):
+    """A stream that stops (and calls `on_close`) as soon as the client disconnects."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, events: AsyncIterator[str], on_close: Callable[[], None]):
+        super().__init__(events, headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self._events = events
+        self._on_close = on_close
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await run_until_disconnect(self.stream_response(send), receive)
+        finally:
+            self._on_close()
+            aclose = getattr(self._events, "aclose", None)
+            if aclose is not None:
+                await aclose()

@@ -1,0 +1,98 @@
+"""The one async path: deltas reach asyncio, cancellation aborts, failures are contained."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from mlcx.errors import ContextWindowError
+from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
+from mlcx.runtime.engine import Engine
+from mlcx.runtime.llm import LLM
+from mlcx.runtime.sampling_params import SamplingParams
+from tests.support.slow_runner import SlowRunner
+
+GREEDY = SamplingParams.greedy(max_tokens=16, ignore_eos=True)
+
+
+@pytest.fixture(scope="module")
+def artifact(compiled):
+    return compiled()
+
+
+async def tokens_of(engine: AsyncEngine, prompt, params=GREEDY) -> list[int]:
+    return [t async for d in engine.generate(prompt, params) for t in d.token_ids]
+
+
+def test_concurrent_generate_matches_llm(artifact):
+    prompts = ["hello world", "The capital of France is", "12345 for testing"]
+    expected = [c[0].token_ids for c in LLM(artifact).generate(prompts, GREEDY)]
+
+    async def main():
+        engine = AsyncEngine(Engine(artifact))
+        try:
+            return await asyncio.gather(*(tokens_of(engine, p) for p in prompts))
+        finally:
+            await engine.close()
+
+    assert asyncio.run(main()) == expected
+
+
+def test_cancelling_the_consumer_aborts_the_request(artifact):
+    core = Engine(artifact)
+    core.runner = SlowRunner(core.runner, 0.005)
+
+    async def main():
+        engine = AsyncEngine(core)
+        started = asyncio.Event()
+
+        async def consume():
+            async for _ in engine.generate("hello", GREEDY.with_updates(max_tokens=200)):
+                started.set()
+
+        task = asyncio.create_task(consume())
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        while core.has_work() or engine.stats.running:
+            await asyncio.sleep(0.01)
+        await engine.close()
+
+    asyncio.run(main())
+    assert core.kv.pool.num_used == 0
+    assert core.stats().generated_tokens < 200
+
+
+def test_submit_validates_before_queueing(artifact):
+    async def main():
+        engine = AsyncEngine(Engine(artifact))
+        with pytest.raises(ContextWindowError, match="context window"):
+            engine.submit(["ok", [5] * 10_000], GREEDY)
+        with pytest.raises(ValueError, match="logit_bias"):
+            engine.submit(["ok"], GREEDY.with_updates(logit_bias={10**6: 1.0}))
+        await asyncio.sleep(0.05)
+        assert not engine.engine.has_work() and engine.engine.kv.pool.num_used == 0
+        await engine.close()
+
+    asyncio.run(main())
+
+
+def test_close_fails_requests_in_flight(artifact):
+    core = Engine(artifact)
+    core.runner = SlowRunner(core.runner, 0.005)
+
+    async def main():
+        engine = AsyncEngine(core)
+        stream = engine.submit(["hello"], GREEDY.with_updates(max_tokens=200))
+        async with stream:
+            await stream.__anext__()
+            await engine.close()
+            with pytest.raises(EngineFailedError, match="shut down"):
+                async for _ in stream:
+                    pass
+        with pytest.raises(EngineFailedError):
+            engine.submit(["hello"], GREEDY)
+
+    asyncio.run(main())

@@ -1,0 +1,39 @@
+"""`mlcx bench serve` against a live server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import typer
+from typer.testing import CliRunner
+
+from mlcx.bench.serve_load import LoadSpec, prefix_ttft, run_load
+from mlcx.cli import bench_serve_cmd
+
+
+def test_load_report(served):
+    report = asyncio.run(run_load(LoadSpec(url=served.url, concurrency=4, max_tokens=8)))
+    assert (report.requests, report.failed) == (4, 0)
+    assert report.output_tokens == 4 * 8
+    assert report.output_tok_s > 0 and report.requests_per_s > 0
+    assert 0 < report.ttft_p50_s <= report.ttft_p95_s
+    assert 0 <= report.itl_p50_s <= report.itl_p95_s
+
+
+def test_prefix_ttft_reports_cold_and_warm(served):
+    cold, warm = asyncio.run(prefix_ttft(LoadSpec(url=served.url, max_tokens=2), words=20))
+    assert cold.error is None and warm.error is None
+    assert cold.prompt_tokens > 20 and warm.prompt_tokens > 20
+
+
+def test_cli_registers_under_a_bench_group(served):
+    bench = typer.Typer()
+    bench.callback()(lambda: None)
+    bench_serve_cmd.register(bench)
+    args = ["serve", "--url", served.url, "-c", "1", "-c", "2", "--max-tokens", "4", "--json"]
+    result = CliRunner().invoke(bench, args)
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert [line["concurrency"] for line in lines] == [1, 2]
+    assert all(line["failed"] == 0 for line in lines)
