@@ -4,8 +4,13 @@
 set -euo pipefail
 
 PACKAGES=(
-  # `mlcx compile --target metal|iphone|android`: link Mach-O / ELF objects, make .a archives
+  # `mlcx compile --target metal|iphone|android` and `mlcx package`: link Mach-O / ELF objects,
+  # make .a archives (clang, ld64.lld/ld.lld, llvm-ar); tests read them with llvm-nm/llvm-objdump
   clang lld llvm
+  # `--target webgpu|vulkan` run through wgpu-native: Vulkan loader + Mesa lavapipe (CPU Vulkan)
+  mesa-vulkan-drivers libvulkan1
+  # the browser demo's end-to-end test and `mlcx bench-web`: headless Chromium (SwiftShader WebGPU)
+  chromium
 )
 
 missing=()

@@ -6,8 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-system.sh
 python3 -m pip install --quiet --disable-pip-version-check -e ".[test]"
-if [ -f web/package-lock.json ]; then
-  (cd web && npm ci --silent --no-audit --no-fund)
-fi
+./scripts/setup-web.sh
 export TOKENIZERS_PARALLELISM=false
 exec python3 -m pytest -q "$@"

@@ -9,7 +9,15 @@ import sys
 import typer
 from rich.console import Console
 
-from mlcx.cli import chat_cmd, compile_cmd, generate_cmd, serve_cmd
+from mlcx.cli import (
+    chat_cmd,
+    compile_cmd,
+    devices_cmd,
+    generate_cmd,
+    package_cmd,
+    serve_cmd,
+    web_cmd,
+)
 from mlcx.errors import MlcxError
 
 app = typer.Typer(
@@ -21,7 +29,15 @@ app = typer.Typer(
 )
 
 # Each module registers its commands; add new command modules here.
-COMMAND_MODULES = [compile_cmd, generate_cmd, chat_cmd, serve_cmd]
+COMMAND_MODULES = [
+    compile_cmd,
+    generate_cmd,
+    chat_cmd,
+    serve_cmd,
+    package_cmd,
+    devices_cmd,
+    web_cmd,
+]
 for module in COMMAND_MODULES:
     module.register(app)
 

@@ -3,10 +3,14 @@
 dlight's `gpu.Matmul` rule segfaults inside TVM 0.27's Tensorize on its tensor-core path for
 cuda with float16 and for metal (every dtype); a crash kills the whole process, so those
 targets leave the rule out and their matmuls fall through to GEMV/Reduction/Fallback.
-`MATMUL_RULE_UNSAFE` records where; tests/targets keep a check that fails if it comes back.
+`MATMUL_RULE_UNSAFE` records where. tests/targets/test_gpu_rules.py checks that those targets
+leave the rule out and still compile, and re-runs each crash in a subprocess: when TVM fixes
+one, that test fails and names the entry to remove.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import tvm
 from tvm import relax
@@ -22,42 +26,54 @@ def matmul_rule_safe(kind: str, dtype: str) -> bool:
     return (kind, dtype) not in MATMUL_RULE_UNSAFE and (kind, "*") not in MATMUL_RULE_UNSAFE
 
 
-def schedule_rules(kind: str, dtype: str) -> list:
+def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
+    """dlight's rules in order; `extra` rules are tried just before Fallback."""
     rules = [dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else []
-    return rules + [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
+    rest = [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), *extra]
+    return rules + rest + [dl.gpu.Fallback()]
+
+
+def gpu_graph_passes(
+    target: tvm.target.Target, dtype: str, extra_rules: Sequence = ()
+) -> list[tvm.transform.Pass]:
+    """Fusion, dlight schedules and call_tir lowering: the graph a non-VM executor walks (the
+    WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`."""
+    return [
+        relax.backend.DispatchSampling(),
+        relax.backend.DispatchSortScan(),
+        relax.transform.LegalizeOps(),
+        relax.transform.AnnotateTIROpPattern(),
+        relax.transform.FoldConstant(),
+        relax.transform.FuseOps(),
+        relax.transform.FuseTIR(),
+        dl.ApplyDefaultSchedule(*schedule_rules(target.kind.name, dtype, extra_rules)),
+        relax.transform.RewriteDataflowReshape(),
+        relax.transform.ToNonDataflow(),
+        relax.transform.RemovePurityChecking(),
+        relax.transform.CallTIRRewrite(),
+    ]
+
+
+def vm_lowering_passes() -> list[tvm.transform.Pass]:
+    """Memory planning and lowering to TVM's Relax VM builtins."""
+    return [
+        relax.transform.StaticPlanBlockMemory(),
+        relax.transform.LowerAllocTensor(),
+        relax.transform.KillAfterLastUse(),
+        relax.transform.LowerRuntimeBuiltin(),
+        relax.transform.ComputePrimValue(),
+        relax.transform.VMShapeLower(),
+        relax.transform.AttachGlobalSymbol(),
+    ]
 
 
 def gpu_pipeline(
     target: tvm.target.Target, options: BuildOptions, dtype: str
 ) -> tvm.transform.Pass:
-    rules = schedule_rules(target.kind.name, dtype)
-
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:
-            seq = tvm.transform.Sequential(
-                [
-                    relax.backend.DispatchSampling(),
-                    relax.backend.DispatchSortScan(),
-                    relax.transform.LegalizeOps(),
-                    relax.transform.AnnotateTIROpPattern(),
-                    relax.transform.FoldConstant(),
-                    relax.transform.FuseOps(),
-                    relax.transform.FuseTIR(),
-                    dl.ApplyDefaultSchedule(*rules),
-                    relax.transform.RewriteDataflowReshape(),
-                    relax.transform.ToNonDataflow(),
-                    relax.transform.RemovePurityChecking(),
-                    relax.transform.CallTIRRewrite(),
-                    relax.transform.StaticPlanBlockMemory(),
-                    relax.transform.LowerAllocTensor(),
-                    relax.transform.KillAfterLastUse(),
-                    relax.transform.LowerRuntimeBuiltin(),
-                    relax.transform.ComputePrimValue(),
-                    relax.transform.VMShapeLower(),
-                    relax.transform.AttachGlobalSymbol(),
-                ]
-            )
-            return seq(mod)
+            passes = gpu_graph_passes(target, dtype) + vm_lowering_passes()
+            return tvm.transform.Sequential(passes)(mod)
 
     return _pipeline

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -16,6 +17,14 @@ class BuildOptions:
     num_threads: int | None = None
     gpu_arch: str | None = None
     tuning_db: Path | None = None
+    # Mobile targets: prefix of every symbol in the static library, so several models can be
+    # linked into one app; the app finds a model with TVM's SystemLib(prefix).
+    system_lib_prefix: str | None = None
+
+    def __post_init__(self) -> None:
+        prefix = self.system_lib_prefix
+        if prefix is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
+            raise ValueError(f"system lib prefix must be a C identifier, not {prefix!r}")
 
 
 class Target(Protocol):

@@ -12,9 +12,16 @@ RunnerFactory = Callable[[Artifact, int, str | None], object]
 
 RUNNERS: dict[str, RunnerFactory] = {
     "tvm": lambda artifact, blocks, device: TVMRunner(artifact, blocks, device),
+    "wgpu": lambda artifact, blocks, device: _wgpu_runner()(artifact, blocks, device),
 }
 
 __all__ = ["RUNNERS", "create_runner", "kv_block_bytes"]
+
+
+def _wgpu_runner():
+    from mlcx.runtime.backends.wgpu_runner import WgpuRunner  # needs the optional wgpu package
+
+    return WgpuRunner
 
 
 def create_runner(artifact: Artifact, num_blocks: int, device: str | None = None):

@@ -1,0 +1,73 @@
+"""`bundle/mlcx-app-config.json`: what an iOS or Android app reads to find and load each model.
+
+Paths are relative to the folder holding the app config (`bundle/`), except `library` and
+`shared_library`, which are relative to the package root (`dist/`): libraries are linked into
+the app at build time, the bundle is copied into it as resources. docs/packaging.md describes
+how an app uses each field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+
+APP_CONFIG_FILE = "mlcx-app-config.json"
+APP_CONFIG_VERSION = 1
+# The functions each model's VM exposes; an app calls them with TVM's Relax VM.
+ENTRY_FUNCTIONS = ("prefill", "decode", "copy_pages")
+
+
+@dataclass(frozen=True)
+class AppWeights:
+    bundled: bool
+    index: str  # params/index.json: shard files with sizes and sha256 (always bundled)
+    bytes: int
+    url: str | None = None  # where an app downloads params/ from when not bundled
+
+
+@dataclass(frozen=True)
+class AppModel:
+    id: str
+    model_lib: str  # system library prefix: the app opens the model with SystemLib(model_lib)
+    library: str
+    shared_library: str | None
+    bundle_dir: str
+    config: str  # the model's mlcx-config.json (dims, page size, sampling defaults)
+    tokenizer: str  # tokenizer.json (HF tokenizers format)
+    tokenizer_config: str  # mlcx-tokenizer.json (chat template, BOS/EOS)
+    weights: AppWeights
+    estimated_memory_bytes: int
+    context_window: int
+    quantization: str
+    activation_dtype: str
+    device: str  # TVM device: "metal" or "opencl"
+    entry_functions: tuple[str, ...] = ENTRY_FUNCTIONS
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    device: str  # the mlcx target: "iphone" or "android"
+    library_layout: str  # "combined" or "per-model"
+    libraries: tuple[str, ...]
+    models: tuple[AppModel, ...]
+    format_version: int = APP_CONFIG_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> AppConfig:
+        data = json.loads(text)
+        if data.get("format_version") != APP_CONFIG_VERSION:
+            raise ValueError(f"app config format {data.get('format_version')} is not supported")
+        models = tuple(
+            AppModel(
+                **{
+                    **m,
+                    "weights": AppWeights(**m["weights"]),
+                    "entry_functions": tuple(m["entry_functions"]),
+                }
+            )
+            for m in data["models"]
+        )
+        return cls(data["device"], data["library_layout"], tuple(data["libraries"]), models)

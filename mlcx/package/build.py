@@ -1,0 +1,135 @@
+"""`mlcx package`: compile each model of a package config for one phone target, then lay out
+what an app needs:
+
+    dist/lib/                       libraries the app links (see libraries.py)
+    dist/bundle/mlcx-app-config.json
+    dist/bundle/<id>/               mlcx-config.json, tokenizer files, params/ (index always,
+                                    shards when bundle_weights)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from mlcx.compile import CompileRequest, compile_model
+from mlcx.frontends.tokenizer_assets import MLCX_TOKENIZER_JSON, TOKENIZER_JSON
+from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig, AppModel, AppWeights
+from mlcx.package.config import PackageConfig, PackageModel
+from mlcx.package.libraries import LAYOUTS, ModelLibraries
+from mlcx.runtime.artifact import CONFIG_FILE, Artifact
+from mlcx.runtime.weight_shards import INDEX
+from mlcx.targets.base import BuildOptions
+from mlcx.targets.mobile import MobileTarget
+from mlcx.targets.registry import get_target
+
+Report = Callable[[str], None]
+WORK_DIR = ".build"
+
+
+def build_package(config: PackageConfig, out_dir: Path, report: Report | None = None) -> Path:
+    """Writes the package into out_dir (replacing its lib/ and bundle/); returns the app
+    config's path."""
+    say = report or (lambda message: None)
+    target = get_target(config.device)
+    if not isinstance(target, MobileTarget):
+        raise ValueError(f"{config.device} artifacts are not linked into apps")
+    lib_dir, bundle_dir, work = (out_dir / n for n in ("lib", "bundle", WORK_DIR))
+    for folder in (lib_dir, bundle_dir, work):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+    artifacts = {}
+    for index, model in enumerate(config.models, 1):
+        say(f"[{index}/{len(config.models)}] compiling {model.id} for {config.device}")
+        artifacts[model.id] = _compile(model, config.device, work / model.id)
+    say(f"linking libraries ({config.library})")
+    archives = {mid: art.library_path for mid, art in artifacts.items()}
+    libraries = LAYOUTS[config.library](target, archives, lib_dir)
+    models = []
+    for model in config.models:
+        libs = libraries[model.id]
+        models.append(_bundle(model, artifacts[model.id], libs, out_dir, bundle_dir))
+    app = AppConfig(config.device, config.library, _library_list(libraries, out_dir), tuple(models))
+    path = bundle_dir / APP_CONFIG_FILE
+    path.write_text(app.to_json())
+    shutil.rmtree(work)
+    return path
+
+
+def _compile(model: PackageModel, device: str, out: Path) -> Artifact:
+    request = CompileRequest(
+        model=model.source,
+        target=device,
+        quantization=model.quantization,
+        output=out,
+        context_window=model.context_window,
+        options=BuildOptions(system_lib_prefix=model.system_lib_prefix),
+    )
+    return Artifact(compile_model(request))
+
+
+def _library_list(libraries: dict[str, ModelLibraries], root: Path) -> tuple[str, ...]:
+    files = []
+    for libs in libraries.values():
+        for path in (libs.static, libs.shared):
+            if path is not None and _rel(path, root) not in files:
+                files.append(_rel(path, root))
+    return tuple(files)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _copy_files(model: PackageModel, artifact: Artifact, folder: Path) -> list[dict]:
+    """Tokenizer files and the weight index always, the shards when bundled; returns the
+    index's shard list."""
+    (folder / "params").mkdir(parents=True)
+    for name in (TOKENIZER_JSON, MLCX_TOKENIZER_JSON):
+        shutil.copyfile(artifact.path / name, folder / name)
+    shutil.copyfile(artifact.params_dir / INDEX, folder / "params" / INDEX)
+    shards = json.loads((artifact.params_dir / INDEX).read_text())["shards"]
+    if model.bundle_weights:
+        for shard in shards:
+            shutil.copyfile(artifact.params_dir / shard["file"], folder / "params" / shard["file"])
+    return shards
+
+
+def _bundle(
+    model: PackageModel, artifact: Artifact, libs: ModelLibraries, root: Path, bundle: Path
+) -> AppModel:
+    folder = bundle / model.id
+    shards = _copy_files(model, artifact, folder)
+    library = _rel(libs.static, root)
+    config = dataclasses.replace(artifact.config, library=library)
+    (folder / CONFIG_FILE).write_text(config.to_json())
+    weight_bytes = sum(int(s["nbytes"]) for s in shards)
+    return AppModel(
+        id=model.id,
+        model_lib=model.system_lib_prefix,
+        library=library,
+        shared_library=_rel(libs.shared, root) if libs.shared else None,
+        bundle_dir=model.id,
+        config=f"{model.id}/{CONFIG_FILE}",
+        tokenizer=f"{model.id}/{TOKENIZER_JSON}",
+        tokenizer_config=f"{model.id}/{MLCX_TOKENIZER_JSON}",
+        weights=AppWeights(
+            model.bundle_weights, f"{model.id}/params/{INDEX}", weight_bytes, model.weights_url
+        ),
+        estimated_memory_bytes=model.estimated_memory_bytes or _estimate(artifact, weight_bytes),
+        context_window=artifact.config.context_window,
+        quantization=artifact.config.quantization,
+        activation_dtype=artifact.config.activation_dtype,
+        device=str(artifact.config.tvm_target.get("kind", "")),
+    )
+
+
+def _estimate(artifact: Artifact, weight_bytes: int) -> int:
+    """Weights plus a KV cache holding one full context window."""
+    from mlcx.runtime.backends.registry import kv_block_bytes
+
+    pages = -(-artifact.config.context_window // artifact.config.page_size)
+    return weight_bytes + pages * kv_block_bytes(artifact)

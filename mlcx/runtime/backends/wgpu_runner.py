@@ -1,0 +1,107 @@
+"""Runs a WebGPU-plan artifact (targets webgpu and vulkan) through wgpu-native.
+
+Same interface as TVMRunner: the engine's KV cache manager decides pages, this runner keeps the
+weights and one page buffer per layer on the GPU and runs the plan's prefill, decode and
+copy_pages functions; only the page-table arrays go up and only the logits come back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlcx.errors import ArtifactError
+from mlcx.runtime.artifact import Artifact
+from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
+from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
+from mlcx.runtime.backends.wgpu_kernels import KernelSet
+from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.runtime.weight_shards import load_arrays
+from mlcx.targets.webgpu_plan.schema import Plan
+
+# The wgpu backend each target asks for; None: the best adapter of any backend.
+TARGET_BACKENDS = {"vulkan": "vulkan", "webgpu": None}
+_PERSISTENT = ("kv_pages", "packed_params")  # inputs that live on the GPU between steps
+STEP_INPUTS = (
+    "input_ids",
+    "positions",
+    "slots",
+    "q_indptr",
+    "page_indptr",
+    "page_values",
+    "last_page_len",
+)
+
+
+def load_plan(artifact: Artifact) -> Plan:
+    try:
+        return Plan.from_json(artifact.library_path.read_text())
+    except FileNotFoundError:
+        raise ArtifactError(f"{artifact.library_path} is missing; recompile the model") from None
+    except (ValueError, KeyError, TypeError) as err:
+        raise ArtifactError(f"{artifact.library_path} is malformed ({err}); recompile") from None
+
+
+class WgpuRunner:
+    def __init__(self, artifact: Artifact, num_blocks: int, device: str | None = None):
+        config = artifact.config
+        self.plan = load_plan(artifact)
+        backend = device if device is not None else TARGET_BACKENDS.get(config.target)
+        self.gpu = GpuDevice.open(self.plan.features, backend)
+        self.pool = BufferPool(self.gpu)
+        self.executor = PlanExecutor(
+            self.plan, KernelSet(self.gpu, self.plan, artifact.path), self.pool
+        )
+        self.params = [self._persistent(a) for _, a in load_arrays(artifact.params_dir)]
+        cfg = config.model
+        shape = (num_blocks, 2, cfg.num_kv_heads, config.page_size, cfg.head_dim)
+        page = np.dtype(config.activation_dtype).itemsize * int(np.prod(shape))
+        self._check_binding(page, "one layer's KV pages (lower the KV cache size)")
+        self.kv_pages = [
+            GpuTensor(self.gpu.buffer(page), shape, config.activation_dtype)
+            for _ in range(cfg.num_layers)
+        ]
+        self.num_blocks = num_blocks
+
+    def _check_binding(self, nbytes: int, what: str) -> None:
+        limit = self.gpu.limits.get("max-storage-buffer-binding-size", 1 << 27)
+        if nbytes > limit:
+            raise ArtifactError(
+                f"{what} needs {nbytes} bytes in one buffer; {self.gpu.adapter_name} binds at "
+                f"most {limit}"
+            )
+
+    def _persistent(self, array: np.ndarray) -> GpuTensor:
+        self._check_binding(array.nbytes, f"a weight of shape {array.shape}")
+        return GpuTensor(self.gpu.upload(array), tuple(array.shape), str(array.dtype))
+
+    def _i32(self, array: np.ndarray) -> GpuTensor:
+        data = np.ascontiguousarray(array, dtype=np.int32)
+        buffer = self.pool.acquire(data.nbytes)
+        if data.size:
+            self.gpu.device.queue.write_buffer(buffer, 0, data)
+        return GpuTensor(buffer, tuple(data.shape), "int32")
+
+    def copy_pages(self, copies: list[tuple[int, int]]) -> None:
+        if not copies:
+            return
+        pairs = self._i32(np.array(copies).reshape(-1, 2))
+        self.executor.run("copy_pages", {"kv_pages": self.kv_pages, "pairs": pairs})
+        self.pool.release(pairs.buffer)
+
+    def forward(self, batch: ForwardBatch) -> np.ndarray:
+        """Logits [rows, vocab] (float32) for the batch's logit rows."""
+        self.copy_pages(batch.copies)
+        t = batch.tables
+        arrays = (batch.input_ids, t.positions, t.slots, t.q_indptr, t.page_indptr,
+                  t.page_values, t.last_page_len)
+        inputs = {name: self._i32(a) for name, a in zip(STEP_INPUTS, arrays, strict=True)}
+        name = "decode"
+        if not (batch.is_decode and batch.logit_rows is None):
+            name = "prefill"
+            inputs["logit_positions"] = self._i32(batch.rows)
+        inputs.update(kv_pages=self.kv_pages, packed_params=self.params)
+        logits = self.executor.run(name, inputs)[0]
+        out = self.gpu.download(logits.buffer, logits.nbytes).view(np.float32)
+        for tensor in [logits, *(v for k, v in inputs.items() if k not in _PERSISTENT)]:
+            self.pool.release(tensor.buffer)
+        return out.reshape(logits.shape).copy()

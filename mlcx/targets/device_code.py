@@ -1,0 +1,87 @@
+"""What the TVM-library GPU targets (cuda, metal, iphone, android) share: building with the GPU
+pipeline, finding the device module in the executable, and writing its kernel source.
+
+`tvm.compile` returns an executable whose host (llvm) module imports one device module
+(kind "cuda", "metal", "opencl") holding the kernels and their launch table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import tvm
+from tvm import relax
+
+from mlcx.errors import ArtifactError
+from mlcx.passes.pipeline_gpu import gpu_pipeline
+from mlcx.targets.base import BuildOptions
+
+# Which inspect_source format holds a device module's whole kernel source.
+SOURCE_FORMATS = {"cuda": "", "metal": "metal", "opencl": "cl"}
+
+
+def default_quantization(from_gguf: bool) -> str:
+    """f16 activations: what GPUs run fastest, and half the KV cache memory."""
+    return "gguf-f16" if from_gguf else "q4f16"
+
+
+def activation_dtype(mod: tvm.IRModule) -> str:
+    """The KV pages' dtype, which is the model's activation dtype."""
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function):
+            for param in func.params:
+                if param.name == "kv_pages":
+                    return str(param.ty.fields[0].dtype)
+    raise ValueError("the module has no entry function taking kv_pages")
+
+
+@contextlib.contextmanager
+def _device_code_kept_as_source() -> Iterator[None]:
+    """TVM compiles device code while building when it finds the device runtime (CUDA through
+    nvrtc); this keeps it as source on every build machine, so artifacts do not depend on
+    where they were built and the targets decide how kernels are compiled."""
+    previous = os.environ.get("TVM_COMPILE_FORCE_FALLBACK")
+    os.environ["TVM_COMPILE_FORCE_FALLBACK"] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["TVM_COMPILE_FORCE_FALLBACK"]
+        else:
+            os.environ["TVM_COMPILE_FORCE_FALLBACK"] = previous
+
+
+def build_gpu(
+    mod: tvm.IRModule,
+    target: tvm.target.Target,
+    options: BuildOptions,
+    system_lib_prefix: str | None = None,
+) -> tvm.runtime.Executable:
+    if system_lib_prefix is not None:
+        mod = mod.with_attr("system_lib_prefix", system_lib_prefix)
+    pipeline = gpu_pipeline(target, options, activation_dtype(mod))
+    with _device_code_kept_as_source():
+        return tvm.compile(mod, target=target, relax_pipeline=pipeline)
+
+
+def device_module(executable: tvm.runtime.Executable, kind: str) -> tvm.runtime.Module:
+    host = executable.mod.imports[0]
+    found = [m for m in host.imports if m.kind == kind]
+    if len(found) != 1:
+        raise ArtifactError(f"the build produced {len(found)} {kind} kernel modules, not one")
+    return found[0]
+
+
+def kernel_source(executable: tvm.runtime.Executable, kind: str) -> str:
+    return device_module(executable, kind).inspect_source(SOURCE_FORMATS[kind])
+
+
+def write_kernel_source(executable: tvm.runtime.Executable, kind: str, path: Path) -> str:
+    """Writes the kernels' source next to the library (for reading and checking; the library
+    embeds its own copy); returns it."""
+    source = kernel_source(executable, kind)
+    path.write_text(source)
+    return source

@@ -1,0 +1,111 @@
+"""Build the WebGPU plan of an exported model: graph passes, TIR lowering, IR walks, shaders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import tvm
+from tvm import relax, tirx
+
+from mlcx.passes.pipeline_gpu import gpu_graph_passes
+from mlcx.targets.webgpu_plan.dequant_gemv import DequantGEMV
+from mlcx.targets.webgpu_plan.host_launches import tir_function
+from mlcx.targets.webgpu_plan.relax_walk import walk_function
+from mlcx.targets.webgpu_plan.schema import PLAN_FILE, Kernel, Plan, PlanError
+from mlcx.targets.webgpu_plan.shaders import kernel_sources
+from mlcx.targets.webgpu_plan.storage_legalize import legalize_storage, uses_f16
+
+SHADER_DIR = "shaders"
+DEVICE_KERNEL = 2  # calling_conv of device kernels after SplitHostDevice
+
+
+@dataclass(frozen=True)
+class PlanBundle:
+    """What `mlcx compile` writes for a WebGPU plan target: the plan and its shaders."""
+
+    plan: Plan
+    shaders: dict[str, str]  # path relative to the artifact -> WGSL source
+
+    def write(self, out_dir: Path) -> str:
+        for rel, source in self.shaders.items():
+            path = out_dir / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(source)
+        (out_dir / PLAN_FILE).write_text(self.plan.to_json())
+        return PLAN_FILE
+
+
+def activation_dtype(mod: tvm.IRModule) -> str:
+    """The KV pages' dtype, which is the model's activation dtype."""
+    for func in mod.functions.values():
+        pages = [p for p in getattr(func, "params", []) if p.name == "kv_pages"]
+        if isinstance(func, relax.Function) and pages:
+            return str(pages[0].ty.fields[0].dtype)
+    raise PlanError("the module has no entry function taking kv_pages")
+
+
+@tvm.instrument.pass_instrument
+class _AfterSplit:
+    """Keeps the module as SplitHostDevice leaves it: host launches are still plain calls."""
+
+    def __init__(self):
+        self.mod = None
+
+    def run_after_pass(self, mod, info):
+        if info.name.endswith("SplitHostDevice"):
+            self.mod = mod
+
+
+def _lower_tir(graph: tvm.IRModule, names: set[str], target: tvm.target.Target, keep_f16: bool):
+    funcs = {gv: f for gv, f in graph.functions.items() if gv.name_hint in names}
+    mod = relax.transform.AttachGlobalSymbol()(tvm.IRModule(funcs))
+    mod = tirx.transform.BindTarget(target)(mod)
+    pipeline, _, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
+    split = _AfterSplit()
+    with tvm.transform.PassContext(opt_level=3, instruments=[split]):
+        lowered = pipeline(mod)
+        is_device = lambda f: f.attrs.get("calling_conv") == DEVICE_KERNEL  # noqa: E731
+        host = {gv.name_hint: f for gv, f in split.mod.functions.items() if not is_device(f)}
+        device = tvm.IRModule({gv: f for gv, f in lowered.functions.items() if is_device(f)})
+        device = finalize_device()(device)
+    legal = {gv: legalize_storage(f, keep_f16) for gv, f in device.functions.items()}
+    return host, tvm.IRModule(legal)
+
+
+def _kernels(sources, blocks) -> dict[str, Kernel]:
+    return {
+        name: Kernel(name, f"{SHADER_DIR}/{name}.wgsl", s.arg_types, s.write_access, blocks[name])
+        for name, s in sources.items()
+        if name in blocks
+    }
+
+
+def _features(dtype: str, device: tvm.IRModule) -> tuple[str, ...]:
+    f16 = dtype == "float16" or any(uses_f16(f) for f in device.functions.values())
+    return ("shader-f16",) if f16 else ()
+
+
+def build_plan(mod: tvm.IRModule, target: tvm.target.Target) -> PlanBundle:
+    """`target` is a webgpu target with an LLVM host."""
+    dtype = activation_dtype(mod)
+    with target:
+        passes = gpu_graph_passes(target, dtype, extra_rules=[DequantGEMV()])
+        graph = tvm.transform.Sequential(passes)(mod)
+    functions = {
+        gv.name_hint: walk_function(f, gv.name_hint)
+        for gv, f in graph.functions.items()
+        if isinstance(f, relax.Function)
+    }
+    called = {s.func for f in functions.values() for s in f.steps if s.op == "call"}
+    host, device = _lower_tir(graph, called, target, keep_f16=dtype == "float16")
+    sources = kernel_sources(device)
+    counts = {name: s.num_buffers for name, s in sources.items()}
+    tir_functions, blocks = {}, {}
+    for name in sorted(called):
+        tir_functions[name], kernel_blocks = tir_function(host[name], name, counts)
+        blocks.update(kernel_blocks)
+    kernels = _kernels(sources, blocks)
+    plan = Plan(dtype, _features(dtype, device), kernels, tir_functions, functions)
+    shaders = {k.shader: sources[k.name].wgsl for k in kernels.values()}
+    return PlanBundle(plan, shaders)

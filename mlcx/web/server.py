@@ -1,0 +1,96 @@
+"""A static file server for the browser demo: the page from web/, the npm libraries from
+web/node_modules (as /vendor/), and one compiled artifact (as /artifact/).
+
+Local only (127.0.0.1): it serves files and nothing else, with no directory listings.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import threading
+from dataclasses import dataclass
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from mlcx.errors import ArtifactError, ToolchainError
+from mlcx.runtime.artifact import Artifact
+
+WEB_ENV = "MLCX_WEB_ROOT"
+mimetypes.add_type("text/javascript", ".mjs")
+mimetypes.add_type("text/javascript", ".js")
+mimetypes.add_type("text/plain", ".wgsl")
+
+
+def web_root() -> Path:
+    """web/ of this checkout, or $MLCX_WEB_ROOT."""
+    root = Path(os.environ.get(WEB_ENV) or Path(__file__).resolve().parents[2] / "web")
+    if not (root / "index.html").is_file():
+        raise ToolchainError(f"the browser demo is not at {root}; set {WEB_ENV} to mlcx's web/")
+    if not (root / "node_modules" / "@huggingface" / "tokenizers").is_dir():
+        raise ToolchainError(
+            f"{root}/node_modules is missing; install the page's libraries with "
+            f"`npm ci --prefix {root}` (scripts/test.sh does it)"
+        )
+    return root
+
+
+@dataclass(frozen=True)
+class Mounts:
+    web: Path
+    artifact: Path
+
+    def resolve(self, url_path: str) -> Path | None:
+        path = unquote(urlsplit(url_path).path)
+        mounts = (("/artifact/", self.artifact), ("/vendor/", self.web / "node_modules"))
+        for prefix, root in mounts:
+            if path.startswith(prefix):
+                return _inside(root, path[len(prefix) :])
+        return _inside(self.web, "index.html" if path == "/" else path.lstrip("/"))
+
+
+def _inside(root: Path, rel: str) -> Path | None:
+    target = (root / rel).resolve()
+    return target if target.is_file() and target.is_relative_to(root.resolve()) else None
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    def __init__(self, *args, mounts: Mounts, **kwargs):
+        self.mounts = mounts
+        super().__init__(*args, **kwargs)
+
+    def translate_path(self, path: str) -> str:
+        found = self.mounts.resolve(path)
+        return str(found) if found else "/nonexistent"
+
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-cache")
+        super().end_headers()
+
+    def log_message(self, format, *args):  # noqa: A002 (the base class's name)
+        pass
+
+
+def make_server(artifact: Path, port: int = 8000) -> ThreadingHTTPServer:
+    art = Artifact(artifact)
+    if art.config.runtime != "wgpu":
+        raise ArtifactError(
+            f"{artifact} was compiled for {art.config.target!r}; the browser runs artifacts "
+            "of --target webgpu"
+        )
+    mounts = Mounts(web_root(), art.path.resolve())
+    return ThreadingHTTPServer(("127.0.0.1", port), partial(_Handler, mounts=mounts))
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    host, port = server.server_address[:2]
+    return f"http://{host}:{port}/"
+
+
+def serve_in_background(artifact: Path, port: int = 0) -> ThreadingHTTPServer:
+    """For tests and benchmarks: a running server; call .shutdown() when done."""
+    server = make_server(artifact, port)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

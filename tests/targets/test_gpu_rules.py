@@ -1,0 +1,109 @@
+"""dlight rule choice per GPU target, and the TVM crash it works around.
+
+`dlight.gpu.Matmul` segfaults in TVM 0.27's Tensorize for cuda float16 and for metal; a
+segfault cannot be caught, so the crash is reproduced in subprocesses. If one of them stops
+crashing, TVM has fixed it: drop that entry from MATMUL_RULE_UNSAFE to get the rule back.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from mlcx.passes.pipeline_gpu import MATMUL_RULE_UNSAFE, schedule_rules
+from tests.support.tiny_models import TinySpec
+
+CRASHING = [("cuda", "float16"), ("metal", "float16"), ("metal", "float32")]
+
+# A 128x128 linear layer through LegalizeOps and dlight's gpu.Matmul alone. inspect.stack is
+# swapped for a source-free version first: TVMScript calls it for every tensor intrinsic it
+# registers, and reading source for each frame makes importing the intrinsics take about a
+# minute; frames are all the parser needs.
+REPRO = """
+import inspect, sys
+
+def _stack(context=1):
+    frame, out = sys._getframe(1), []
+    while frame is not None:
+        code = frame.f_code
+        info = (frame, code.co_filename, frame.f_lineno, code.co_name, None, None)
+        out.append(inspect.FrameInfo(*info))
+        frame = frame.f_back
+    return out
+
+inspect.stack = _stack
+import tvm
+from tvm import relax
+from tvm.relax.frontend import nn
+from tvm.s_tir import dlight as dl
+
+kind, dtype = sys.argv[1], sys.argv[2]
+
+class Linear(nn.Module):
+    def __init__(self):
+        self.proj = nn.Linear(128, 128, bias=False, dtype=dtype)
+
+    def forward(self, x):
+        return self.proj(x)
+
+spec = {"forward": {"x": nn.spec.Tensor(["n", 128], dtype)}}
+mod, _ = Linear().export_tvm(spec=spec)
+targets = {"cuda": {"kind": "cuda", "arch": "sm_80"}, "metal": {"kind": "metal"}}
+target = tvm.target.Target(targets[kind])
+with target:
+    mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul())(relax.transform.LegalizeOps()(mod))
+print("scheduled")
+"""
+
+
+def _has_matmul(rules: list) -> bool:
+    return any(type(rule).__name__ == "Matmul" for rule in rules)
+
+
+@pytest.mark.parametrize("kind,dtype", CRASHING)
+def test_matmul_rule_left_out_where_it_crashes(kind, dtype):
+    assert not _has_matmul(schedule_rules(kind, dtype))
+
+
+@pytest.mark.parametrize("kind,dtype", [("cuda", "float32"), ("opencl", "float16")])
+def test_matmul_rule_kept_elsewhere(kind, dtype):
+    assert _has_matmul(schedule_rules(kind, dtype))
+
+
+def test_unsafe_set_covers_the_crashes():
+    assert ("cuda", "float16") in MATMUL_RULE_UNSAFE and ("metal", "*") in MATMUL_RULE_UNSAFE
+
+
+def test_tvm_still_crashes_where_the_rule_is_left_out():
+    """Runs every crashing configuration at once (each is a fresh interpreter)."""
+    procs = {
+        case: subprocess.Popen(
+            [sys.executable, "-c", REPRO, *case],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for case in CRASHING
+    }
+    deadline, results = time.monotonic() + 600, {}
+    for case, proc in procs.items():
+        out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        results[case] = (proc.returncode, out)
+    fixed = [case for case, (code, _) in results.items() if code != -signal.SIGSEGV]
+    assert not fixed, (
+        f"dlight gpu.Matmul no longer segfaults for {fixed} ({results}): TVM fixed it, so "
+        "remove those entries from MATMUL_RULE_UNSAFE in mlcx/passes/pipeline_gpu.py"
+    )
+
+
+@pytest.mark.parametrize(
+    "target,quantization", [("cuda", "q4f16"), ("metal", "q4f16"), ("metal", "q0f32")]
+)
+def test_pipeline_compiles_the_crashing_configurations(compiled, target, quantization):
+    """Our pipeline builds exactly what crashes with the rule in (cuda f16, metal f16/f32)."""
+    artifact = compiled(TinySpec(), quantization, target=target)
+    assert (artifact / f"model-{target}.{'so' if target == 'cuda' else 'dylib'}").exists()

@@ -1,0 +1,47 @@
+"""The default model (SmolLM2-135M, its Q4_1 GGUF blocks with f32 activations) on wgpu."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.llm import LLM
+from mlcx.runtime.sampling_params import SamplingParams
+from tests.support.cli import run_mlcx
+from tests.support.default_model import DEFAULT, default_gguf
+from tests.support.harness import Harness
+
+pytestmark = pytest.mark.slow
+PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory, adapter):
+    default_gguf()
+    root = tmp_path_factory.mktemp("default-wgpu")
+    out = {}
+    for target in ("cpu", "webgpu"):
+        out[target] = root / target
+        result = run_mlcx(
+            "compile", DEFAULT, "--target", target, "--quantization", "gguf", "-o", str(out[target])
+        )
+        assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_logits_match_the_cpu_backend(artifacts):
+    cpu, gpu = Harness(artifacts["cpu"], 16), Harness(artifacts["webgpu"], 16)
+    prompt = LLM(str(artifacts["cpu"]), EngineConfig(kv_blocks=16)).tokenizer.encode(PROMPT)
+    want, got = cpu.step({0: prompt}, all_rows=True), gpu.step({0: prompt}, all_rows=True)
+    assert np.abs(want[0] - got[0]).max() <= 1e-3
+    for token in (7042, 30):
+        assert np.abs(cpu.decode({0: token})[0] - gpu.decode({0: token})[0]).max() <= 1e-3
+
+
+def test_greedy_tokens_equal_the_cpu_backend(artifacts):
+    params = SamplingParams.greedy(max_tokens=6, ignore_eos=True)
+    config = EngineConfig(kv_blocks=16)
+    [[want]] = LLM(str(artifacts["cpu"]), config).generate([PROMPT], params)
+    [[got]] = LLM(str(artifacts["webgpu"]), config).generate([PROMPT], params)
+    assert got.token_ids == want.token_ids

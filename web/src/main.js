@@ -1,0 +1,114 @@
+// The chat page: loads the artifact served next to it (./artifact/, or ?artifact=URL),
+// streams replies into the chat box and shows tok/s. `window.mlcx` is the automation hook the
+// end-to-end test and `mlcx bench-web` use: {ready, chat(text, options), bench(n, prompt),
+// lastReply}.
+
+import { Engine } from "./engine.js";
+import { Runner } from "./runner.js";
+import { TextCodec } from "./tokenizer.js";
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const base = new URL(params.get("artifact") ?? "artifact/", location.href);
+const KV_BLOCKS = Number(params.get("kv_blocks") ?? 128);
+const history = [];
+let engine = null;
+
+function setState(state) {
+  document.body.dataset.state = state;
+  const busy = state !== "ready";
+  $("prompt").disabled = busy;
+  $("send").disabled = busy;
+}
+
+function showError(err) {
+  $("error").textContent = err.message ?? String(err);
+  $("error").hidden = false;
+  setState("error");
+}
+
+function onStatus(s) {
+  if (s.adapter) $("model").dataset.adapter = s.adapter;
+  if (s.stage === "kernels" && s.total) $("progress").textContent = `compiling kernels ${s.done}/${s.total}`;
+  if (s.stage === "weights") {
+    const mb = (n) => (n / 2 ** 20).toFixed(1);
+    const from = s.cached ? "from the browser cache" : "downloading";
+    $("progress").textContent = `weights ${mb(s.done)} / ${mb(s.total)} MB (${from})`;
+  }
+}
+
+function bubble(role, text = "") {
+  const div = document.createElement("div");
+  div.className = `msg ${role}`;
+  div.textContent = text;
+  $("chat").append(div);
+  return div;
+}
+
+async function chat(text, options) {
+  setState("generating");
+  history.push({ role: "user", content: text });
+  bubble("user", text);
+  const out = bubble("assistant");
+  const promptIds = engine.codec.chatPrompt(history);
+  const tokenIds = [];
+  let reply = "";
+  let stats = null;
+  for await (const step of engine.generate(promptIds, options)) {
+    tokenIds.push(step.token);
+    reply += step.text;
+    stats = step.stats;
+    out.textContent = reply;
+    $("speed").textContent = `${stats.tokPerS.toFixed(2)} tok/s`;
+  }
+  history.push({ role: "assistant", content: reply });
+  const note = document.createElement("span");
+  note.className = "stats";
+  note.textContent = `${stats.generated} tokens · prefill ${stats.promptTokens - stats.cachedTokens} ` +
+    `in ${(stats.prefillMs / 1000).toFixed(2)} s · decode ${stats.tokPerS.toFixed(2)} tok/s`;
+  out.append(note);
+  window.mlcx.lastReply = { promptIds, tokenIds, text: reply, stats };
+  setState("ready");
+  return window.mlcx.lastReply;
+}
+
+// Decode speed on a fixed prompt, outside the chat history.
+async function bench(decodeTokens = 16, prompt = "The history of the Roman Empire is") {
+  const ids = engine.codec.encode(prompt, true);
+  let last = null;
+  for await (const step of engine.generate(ids, { maxTokens: decodeTokens + 1 })) last = step.stats;
+  return { adapter: engine.runner.adapter, decodeTokens: last.generated - 1,
+           decodeSeconds: last.decodeMs / 1000, tokPerS: last.tokPerS,
+           prefillTokens: last.promptTokens, prefillSeconds: last.prefillMs / 1000 };
+}
+
+function currentOptions() {
+  return { maxTokens: Number($("max-tokens").value), temperature: Number($("temperature").value),
+           topP: Number($("top-p").value) };
+}
+
+async function start() {
+  const [runner, codec] = await Promise.all([Runner.load(base, KV_BLOCKS, onStatus), TextCodec.load(base)]);
+  engine = new Engine(runner, codec);
+  const c = runner.config;
+  $("model").textContent = `${c.model_name} · ${c.quantization} · ${runner.adapter}`;
+  $("progress").textContent = runner.weightsCached ? "weights loaded from the browser cache" : "ready";
+  setState("ready");
+}
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const text = $("prompt").value.trim();
+  if (!text || document.body.dataset.state !== "ready") return;
+  $("prompt").value = "";
+  chat(text, currentOptions()).catch(showError);
+});
+$("prompt").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey) $("composer").requestSubmit();
+});
+
+const ready = start().catch((err) => {
+  showError(err);
+  throw err;
+});
+window.mlcx = { ready, chat: (text, options) => chat(text, { ...currentOptions(), ...options }), bench };

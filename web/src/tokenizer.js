@@ -1,0 +1,46 @@
+// Text <-> token ids for an artifact (tokenizer.json + mlcx-tokenizer.json), as
+// mlcx/runtime/tokenizer.py does it: the tokenizer.json post-processor never runs, BOS is
+// prepended here when the model wants one, and the chat template renders with Jinja.
+
+import { Tokenizer } from "@huggingface/tokenizers";
+import { Template } from "@huggingface/jinja";
+
+// mlcx/runtime/chat_template.py's FALLBACK_TEMPLATE, for models that ship none.
+const FALLBACK_TEMPLATE =
+  "{% for message in messages %}{{ message['role'] + ': ' + message['content'] + '\n' }}" +
+  "{% endfor %}{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
+
+export class TextCodec {
+  static async load(baseUrl) {
+    const [json, meta] = await Promise.all(
+      ["tokenizer.json", "mlcx-tokenizer.json"].map(async (f) => (await fetch(new URL(f, baseUrl))).json()));
+    return new TextCodec(json, meta);
+  }
+
+  constructor(tokenizerJson, meta) {
+    this.meta = meta;
+    this.tokenizer = new Tokenizer(tokenizerJson, { bos_token: meta.bos_token, eos_token: meta.eos_token });
+    this.template = new Template(meta.chat_template ?? FALLBACK_TEMPLATE);
+    this.eosIds = new Set(meta.eos_token_ids);
+  }
+
+  encode(text, addSpecialTokens = false) {
+    const ids = this.tokenizer.encode(text, { add_special_tokens: false }).ids;
+    const bos = this.meta.bos_token_id;
+    return addSpecialTokens && this.meta.add_bos && bos !== null ? [bos, ...ids] : ids;
+  }
+
+  decode(ids) {
+    return this.tokenizer.decode(ids, { skip_special_tokens: true });
+  }
+
+  chatPrompt(messages) {
+    const text = this.template.render({
+      messages,
+      add_generation_prompt: true,
+      bos_token: this.meta.bos_token ?? "",
+      eos_token: this.meta.eos_token ?? "",
+    });
+    return this.encode(text, false);
+  }
+}
