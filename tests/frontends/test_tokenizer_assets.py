@@ -3,11 +3,12 @@ from pathlib import Path
 
 import pytest
 import tokenizers
-from tokenizers import decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import processors
 
 from mlcx.errors import ArtifactError, ModelSourceError
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
 from mlcx.runtime.tokenizer import Tokenizer
+from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 CORPUS = [
     "hello world, a tiny corpus 12345 for tokenizers.",
@@ -22,16 +23,7 @@ CHATML = (
 
 
 def tiny_tokenizer(bos_post_processor: bool) -> tokenizers.Tokenizer:
-    backend = tokenizers.Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    backend.train_from_iterator(CORPUS, trainer)
+    backend = train_byte_level_bpe(CORPUS, SPECIALS, 300)
     if bos_post_processor:
         backend.post_processor = processors.TemplateProcessing(
             single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 0)]

@@ -8,6 +8,7 @@ from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
 from mlcx.runtime.detokenizer import IncrementalDetokenizer
 from mlcx.runtime.tokenizer import Tokenizer
+from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 # Frequent enough to get merged, so other multi-byte characters stay split across byte tokens.
 CORPUS = [
@@ -26,16 +27,7 @@ def wrap(backend: tokenizers.Tokenizer) -> Tokenizer:
 
 @pytest.fixture(scope="module")
 def byte_level() -> Tokenizer:
-    backend = tokenizers.Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=350,
-        special_tokens=SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    backend.train_from_iterator(CORPUS, trainer)
+    backend = train_byte_level_bpe(CORPUS, SPECIALS, 350)
     return wrap(backend)
 
 

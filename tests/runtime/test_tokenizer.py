@@ -2,11 +2,11 @@ import json
 import random
 
 import pytest
-import tokenizers
-from tokenizers import decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import processors
 
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
 from mlcx.runtime.tokenizer import Tokenizer
+from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 CORPUS = [
     "hello world, this is a tiny corpus 12345 for testing tokenizers.",
@@ -26,16 +26,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    backend = tokenizers.Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320,
-        special_tokens=SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    backend.train_from_iterator(CORPUS, trainer)
+    backend = train_byte_level_bpe(CORPUS, SPECIALS, 320)
     backend.post_processor = processors.TemplateProcessing(
         single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 0)]
     )

@@ -52,19 +52,9 @@ class TinySpec:
 
 
 def _tokenizer(folder: Path) -> int:
-    import tokenizers
-    from tokenizers import decoders, models, pre_tokenizers, trainers
+    from tests.support.tiny_tokenizers import train_byte_level_bpe
 
-    backend = tokenizers.Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=384,
-        special_tokens=SPECIALS,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    backend.train_from_iterator(CORPUS, trainer)
+    backend = train_byte_level_bpe(CORPUS, SPECIALS, 384)
     backend.save(str(folder / "tokenizer.json"))
     config = {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "chat_template": CHATML}
     (folder / "tokenizer_config.json").write_text(json.dumps(config))
