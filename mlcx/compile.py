@@ -61,9 +61,21 @@ def _sampling(source: ModelSource) -> dict:
     return found or dict(DEFAULT_SAMPLING)
 
 
-def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path:
-    report = progress or (lambda stage, done, total: None)
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class ExportedModel:
+    """A model exported to a Relax IRModule for one target, before the target builds it."""
+
+    source: ModelSource
+    target: object
+    quant: object
+    formats: dict
+    tvm_target: object
+    mod: object
+    params: list
+
+
+def export_model(req: CompileRequest) -> ExportedModel:
+    """Load the source, plan weight formats and export the graph (also used by `mlcx tune`)."""
     source = load_source(req.model)
     target = get_target(req.target)
     quant = get_quantization(req.quantization or target.default_quantization(source.kind == "gguf"))
@@ -79,8 +91,18 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, req.page_size, quant.activation_dtype
     )
     model = source.arch.build(cfg, formats, PagedKVOps(layout, target.kernel_kind, tvm_target))
-    report("export", 0, 1)
     mod, params = model.export_tvm(spec=model.export_spec())
+    return ExportedModel(source, target, quant, formats, tvm_target, mod, params)
+
+
+def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path:
+    report = progress or (lambda stage, done, total: None)
+    started = time.perf_counter()
+    report("export", 0, 1)
+    exported = export_model(req)
+    source, target, quant = exported.source, exported.target, exported.quant
+    cfg, formats, tvm_target = source.config, exported.formats, exported.tvm_target
+    mod, params = exported.mod, exported.params
     report("build", 0, 1)
     executable = target.build(mod, tvm_target, req.options)
     out = req.output

@@ -9,7 +9,7 @@ PACKAGES=(
   clang lld llvm
   # `--target webgpu|vulkan` run through wgpu-native: Vulkan loader + Mesa lavapipe (CPU Vulkan)
   mesa-vulkan-drivers libvulkan1
-  # the browser demo's end-to-end test and `mlcx bench-web`: headless Chromium (SwiftShader WebGPU)
+  # the browser demo's end-to-end test and `mlcx bench web`: headless Chromium (SwiftShader WebGPU)
   chromium
 )
 

@@ -92,7 +92,3 @@ def _prefix_line(result: dict) -> str:
 def register(bench: typer.Typer) -> None:
     """Adds `serve` to the `mlcx bench` group."""
     bench.command("serve")(bench_serve_command)
-
-
-if __name__ == "__main__":  # `python -m mlcx.cli.bench_serve_cmd` until `mlcx bench` exists
-    typer.run(bench_serve_command)

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from mlcx.cli import (
+    bench_cmd,
     chat_cmd,
     compile_cmd,
     devices_cmd,
@@ -37,6 +38,7 @@ COMMAND_MODULES = [
     package_cmd,
     devices_cmd,
     web_cmd,
+    bench_cmd,
 ]
 for module in COMMAND_MODULES:
     module.register(app)

@@ -1,4 +1,4 @@
-"""`mlcx web ARTIFACT [--port]` (the browser demo) and `mlcx bench-web ARTIFACT`
+"""`mlcx web ARTIFACT [--port]` (the browser demo) and `mlcx bench web ARTIFACT`
 (decode tok/s natively through wgpu-native and in headless Chromium, one run)."""
 
 from __future__ import annotations
@@ -51,9 +51,8 @@ def bench_web_command(
 
 def register(app: typer.Typer) -> None:
     app.command("web")(web_command)
-    app.command("bench-web")(bench_web_command)
 
 
 def register_bench(bench: typer.Typer) -> None:
-    """For the `mlcx bench` group once it exists: `mlcx bench web`."""
+    """Adds `web` to the `mlcx bench` group."""
     bench.command("web")(bench_web_command)

@@ -1,7 +1,8 @@
 """The paged-KV kernels one model uses, built once and called from the `nn` graph.
 
 The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read and write them:
-- append: TVM's `_kv_cache_transpose_append`, writes new keys/values at their slots;
+- append: writes new keys/values at their slots (TVM's `_kv_cache_transpose_append` on GPU,
+  mlcx.ops.kv_pages_cpu on CPU, whose pages hold keys transposed);
 - attend: causal attention over each sequence's pages — mlcx's CPU kernel on llvm targets,
   TVM's prefill/decode kernels on GPU targets;
 - copy: copies whole pages (copy-on-write of a shared page).
@@ -24,6 +25,7 @@ from tvm.relax.frontend.nn.llm import _decode_kernels, _page_kernels, _prefill_k
 from tvm.target import Target
 
 from mlcx.ops import attention_cpu
+from mlcx.ops.kv_pages_cpu import kv_append_cpu
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,12 @@ class PagedKVOps:
     @cached_property
     def _append(self) -> tirx.PrimFunc:
         lay = self.layout
-        func = _page_kernels._kv_cache_transpose_append(
-            lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size
-        )
+        if self.kind == "cpu":  # CPU pages hold keys transposed (mlcx.ops.kv_pages_cpu)
+            func = kv_append_cpu(lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size)
+        else:
+            func = _page_kernels._kv_cache_transpose_append(
+                lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size
+            )
         return _private(func)
 
     @cached_property

@@ -11,6 +11,8 @@ from tvm import te
 from mlcx.passes.quantization.formats import WeightFormat
 
 ACCUMULATE = "float32"
+# Block annotation naming the weight format, so target passes can find and replace linears.
+LINEAR_ATTR = "mlcx.linear"
 
 
 def matmul_te(
@@ -24,7 +26,7 @@ def matmul_te(
         w = fmt.element(weights, n, k, ACCUMULATE)
         return te.sum(x[t, k].astype(ACCUMULATE) * w, axis=k)
 
-    acc = te.compute((tokens, out_features), dot, name="matmul")
+    acc = te.compute((tokens, out_features), dot, name="matmul", attrs={LINEAR_ATTR: fmt.name})
     if x.dtype == ACCUMULATE:
         return acc
     return te.compute(acc.shape, lambda t, n: acc[t, n].astype(x.dtype), name="matmul_cast")

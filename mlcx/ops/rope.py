@@ -7,10 +7,14 @@ prefixes and decode steps all rotate correctly. The frequency formulas (default,
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tvm import te, tirx
 from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
+
+# Block annotation with the RoPE parameters, so target passes can fuse RoPE into other kernels.
+ROPE_ATTR = "mlcx.rope"
 
 
 def rope_te(
@@ -34,4 +38,5 @@ def rope_te(
             value = tirx.Let(var, bound, value)
         return tirx.if_then_else(d < rotary, value.astype(x.dtype), x[s, h, d])
 
-    return te.compute(x.shape, rotate, name="rope")
+    params = {"theta": theta, "scaling": rope_scaling, "rotary_dim": rotary}
+    return te.compute(x.shape, rotate, name="rope", attrs={ROPE_ATTR: json.dumps(params)})

@@ -24,8 +24,9 @@ def test_sharded_bfloat16_checkpoint(tiny_model, tmp_path):
     assert len(shards) > 2 and (folder / "model.safetensors.index.json").exists()
     assert load_source(str(folder)).tensors.get("lm_head.weight").load().dtype.name == "bfloat16"
 
-    artifact = compile_model(CompileRequest(model=str(folder), quantization="q0f32",
-                                            output=tmp_path / "art"))
+    artifact = compile_model(
+        CompileRequest(model=str(folder), quantization="q0f32", output=tmp_path / "art")
+    )
     reference = load_reference(folder)  # bfloat16 weights upcast to float32, exactly
     prompt = np.random.default_rng(3).integers(0, reference.config.vocab_size, 19).tolist()
     got = Harness(artifact, num_blocks=16).step({0: prompt}, all_rows=True)[0]

@@ -20,9 +20,21 @@ SPECS = [
     TinySpec(arch="llama", tie=True, kv_heads=4, seed=1),
     TinySpec(arch="mistral", tie=False, kv_heads=1, seed=2),
     TinySpec(arch="qwen2", tie=True, kv_heads=2, seed=3),
-    TinySpec(arch="llama", seed=5, context=512, extra={"rope_parameters": {
-        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0, "original_max_position_embeddings": 64}}),
+    TinySpec(
+        arch="llama",
+        seed=5,
+        context=512,
+        extra={
+            "rope_parameters": {
+                "rope_type": "llama3",
+                "rope_theta": 500000.0,
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            }
+        },
+    ),
 ]
 
 

@@ -81,4 +81,3 @@ def test_streamed_greedy_tokens_equal_the_python_backend(served, tmp_path):
     assert reply["tokenIds"] == want.token_ids
     assert reply["text"] == want.text and "tok/s" in shown
     assert reply["stats"]["tokPerS"] > 0
-

@@ -164,3 +164,20 @@ class GroupIntFormat:
 
 
 WeightFormat = DenseFormat | GroupIntFormat
+
+
+def format_from_name(name: str) -> WeightFormat:
+    """The format whose `name` this is (inverse of DenseFormat.name / GroupIntFormat.name)."""
+    parts = name.split("-")
+    if len(parts) == 1:
+        return DenseFormat(name)
+    try:
+        bits, kind, group, scale_dtype = parts
+        return GroupIntFormat(
+            int(bits.removeprefix("int")),
+            int(group.removeprefix("g")),
+            scale_dtype,
+            kind == "affine",
+        )
+    except ValueError:
+        raise ValueError(f"not a weight format name: {name!r}") from None

@@ -6,6 +6,8 @@ number of KV blocks the engine's cache manager hands out.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import tvm
 from tvm import relax
@@ -25,9 +27,21 @@ def kv_block_bytes(artifact: Artifact) -> int:
     return cfg.num_layers * per_layer * np.dtype(art.activation_dtype).itemsize
 
 
+def use_compiled_threads(tvm_target: dict) -> None:
+    """Size TVM's CPU thread pool to the cores the kernels were compiled for.
+
+    Without TVM_NUM_THREADS, TVM starts half as many threads as logical CPUs (it assumes SMT
+    siblings), which on a 2-core machine without SMT halves the speed. Must run before the
+    first parallel kernel; an explicit TVM_NUM_THREADS wins."""
+    cores = tvm_target.get("num-cores")
+    if cores and "TVM_NUM_THREADS" not in os.environ:
+        os.environ["TVM_NUM_THREADS"] = str(cores)
+
+
 class TVMRunner:
     def __init__(self, artifact: Artifact, num_blocks: int, device: str | None = None):
         config = artifact.config
+        use_compiled_threads(config.tvm_target)
         kind = device or config.target
         if kind not in DEVICES:
             raise ArtifactError(f"target {config.target!r} does not run on TVM's Relax VM here")

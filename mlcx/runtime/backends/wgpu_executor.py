@@ -101,11 +101,12 @@ class PlanExecutor:
 
     def _launch(self, call: _Call, step: Step) -> None:
         tir = self.plan.tir_functions[step.func]
-        args = [call.values[a] if isinstance(a, int) else evaluate(a["expr"], call.env)
-                for a in step.args]
+        args = [
+            call.values[a] if isinstance(a, int) else evaluate(a["expr"], call.env)
+            for a in step.args
+        ]
         env = {
-            var: (args[p].shape[d] if d >= 0 else args[p])
-            for var, (p, d) in tir.shape_vars.items()
+            var: (args[p].shape[d] if d >= 0 else args[p]) for var, (p, d) in tir.shape_vars.items()
         }
         for launch in tir.launches:
             grid = tuple(int(evaluate(g, env)) for g in launch.grid)

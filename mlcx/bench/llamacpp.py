@@ -1,0 +1,96 @@
+"""The llama.cpp peer, through llama-cpp-python (the optional `bench` extra).
+
+llama-cpp-python compiles llama.cpp from source on install (about 16 minutes on 2 cores), so
+the built wheel is kept under the mlcx cache (`<cache>/wheels`) and installed from there;
+when no wheel is cached, it is built once (with pip) and cached.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from mlcx.bench.workload import RunTiming, Workload
+from mlcx.cache import cache_dir
+from mlcx.errors import MlcxError
+
+log = logging.getLogger(__name__)
+
+REQUIREMENT = "llama-cpp-python==0.3.36"
+
+
+def wheel_dir() -> Path:
+    return cache_dir() / "wheels"
+
+
+def _cached_wheel() -> Path | None:
+    wheels = sorted(wheel_dir().glob("llama_cpp_python-*.whl"))
+    return wheels[-1] if wheels else None
+
+
+def _pip(*args: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    if result.returncode:
+        tail = (result.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise MlcxError(f"pip {' '.join(args[:2])} failed: {tail}")
+
+
+def ensure_llama_cpp(say=print):
+    """Import llama_cpp, installing it from the cached wheel (building that first if needed)."""
+    try:
+        import llama_cpp
+
+        return llama_cpp
+    except ImportError:
+        pass
+    wheel = _cached_wheel()
+    if wheel is None:
+        say(f"building {REQUIREMENT} from source into {wheel_dir()} (about 16 min on 2 cores)")
+        wheel_dir().mkdir(parents=True, exist_ok=True)
+        _pip("wheel", "--no-deps", REQUIREMENT, "-w", str(wheel_dir()))
+        wheel = _cached_wheel()
+        if wheel is None:
+            raise MlcxError(f"pip built no llama-cpp-python wheel into {wheel_dir()}")
+    say(f"installing {wheel.name} from the mlcx cache")
+    _pip("install", str(wheel))
+    import llama_cpp
+
+    return llama_cpp
+
+
+class LlamaCppEngine:
+    name = "llama.cpp"
+
+    def __init__(self, gguf: Path, workload: Workload, threads: int, say=print):
+        llama_cpp = ensure_llama_cpp(say)
+        context = workload.prompt_tokens + workload.decode_tokens + 8
+        self.llm = llama_cpp.Llama(
+            str(gguf),
+            n_ctx=context,
+            n_batch=workload.prompt_tokens,
+            n_ubatch=workload.prompt_tokens,
+            n_threads=threads,
+            n_threads_batch=threads,
+            verbose=False,
+        )
+        self.vocab = self.llm.n_vocab()
+
+    def _argmax(self) -> int:
+        logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.vocab,))
+        return int(logits.argmax())
+
+    def run(self, ids: list[int], workload: Workload) -> RunTiming:
+        self.llm.reset()
+        start = time.perf_counter()
+        self.llm.eval(ids)
+        token = self._argmax()
+        prefilled = time.perf_counter()
+        for _ in range(workload.decode_tokens):
+            self.llm.eval([token])
+            token = self._argmax()
+        return RunTiming(prefilled - start, time.perf_counter() - prefilled)

@@ -1,0 +1,118 @@
+"""Random-weight models of real shapes, written as GGUF files both mlcx and llama.cpp load.
+
+Speed depends on shapes, not on trained values, so a benchmark of a 1B model needs no
+download: the weights are drawn at random (seeded), block-quantized, and written with a
+minimal byte-level BPE vocabulary of the right size. Outputs are meaningless; timings are not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as GT
+from gguf.quants import quantize
+
+from mlcx.cache import cache_dir
+
+
+@dataclass(frozen=True)
+class LlamaShape:
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    rope_theta: float = 500000.0
+    context: int = 4096
+    tie: bool = True
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+RANDOM_MODELS: dict[str, LlamaShape] = {
+    # Llama-3.2-1B's shapes (default RoPE instead of its llama3 frequency scaling).
+    "llama-3.2-1b-random": LlamaShape(2048, 8192, 16, 32, 8, 128256),
+}
+
+
+def _byte_alphabet() -> list[str]:
+    """GPT-2's printable stand-ins for the 256 byte values (byte-level BPE base tokens)."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    shifted = iter(range(256, 512))
+    return [chr(b) if b in printable else chr(next(shifted)) for b in range(256)]
+
+
+def _tokenizer(writer: gguf.GGUFWriter, vocab: int) -> None:
+    base = _byte_alphabet()
+    tokens = base + ["ĠĠ"] + [f"<|reserved_{i}|>" for i in range(vocab - len(base) - 1)]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([1] * (len(base) + 1) + [3] * (vocab - len(base) - 1))
+    writer.add_token_merges(["Ġ Ġ"])
+    writer.add_bos_token_id(len(base) + 1)
+    writer.add_eos_token_id(len(base) + 2)
+    writer.add_add_bos_token(False)
+
+
+def _tensors(shape: LlamaShape):
+    """(gguf name, shape) of every weight."""
+    h, d = shape.hidden, shape.head_dim
+    yield "token_embd.weight", (shape.vocab, h)
+    yield "output_norm.weight", (h,)
+    for i in range(shape.layers):
+        b = f"blk.{i}."
+        yield b + "attn_norm.weight", (h,)
+        yield b + "attn_q.weight", (shape.heads * d, h)
+        yield b + "attn_k.weight", (shape.kv_heads * d, h)
+        yield b + "attn_v.weight", (shape.kv_heads * d, h)
+        yield b + "attn_output.weight", (h, shape.heads * d)
+        yield b + "ffn_norm.weight", (h,)
+        yield b + "ffn_gate.weight", (shape.intermediate, h)
+        yield b + "ffn_up.weight", (shape.intermediate, h)
+        yield b + "ffn_down.weight", (h, shape.intermediate)
+
+
+def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(out), "llama")
+    writer.add_block_count(shape.layers)
+    writer.add_context_length(shape.context)
+    writer.add_embedding_length(shape.hidden)
+    writer.add_feed_forward_length(shape.intermediate)
+    writer.add_head_count(shape.heads)
+    writer.add_head_count_kv(shape.kv_heads)
+    writer.add_rope_freq_base(shape.rope_theta)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(shape.head_dim)
+    writer.add_vocab_size(shape.vocab)
+    _tokenizer(writer, shape.vocab)
+    for name, dims in _tensors(shape):
+        if len(dims) == 1:
+            writer.add_tensor(name, np.ones(dims, np.float32))
+        else:
+            data = rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
+            writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def ensure_random_gguf(name: str, say=print) -> Path:
+    """The cached GGUF file of a named random model, written on first use."""
+    path = cache_dir() / "bench" / f"{name}.Q4_0.gguf"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        say(f"writing random {name} weights to {path}")
+        partial = path.with_suffix(".partial")
+        write_random_gguf(RANDOM_MODELS[name], partial)
+        partial.rename(path)
+    return path

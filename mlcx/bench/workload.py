@@ -1,0 +1,54 @@
+"""What one benchmark run does: a fixed prompt, greedy decode of a fixed length, repeated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Batch 1: prefill `prompt_tokens` fixed ids, then greedy-decode `decode_tokens` tokens.
+
+    Each engine runs `reps` times (interleaved with its peers); speeds are medians."""
+
+    prompt_tokens: int = 512
+    decode_tokens: int = 128
+    reps: int = 3
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "decode_tokens", "reps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name.replace('_', ' ')} must be at least 1")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be at least 1, not {self.threads}")
+
+    def prompt_ids(self, vocab_size: int) -> list[int]:
+        """Deterministic ids spread over the vocabulary, away from the special tokens at 0."""
+        low = min(100, vocab_size // 4)
+        ids = np.arange(self.prompt_tokens, dtype=np.int64) * 7919 % (vocab_size - low) + low
+        return ids.tolist()
+
+
+@dataclass(frozen=True)
+class RunTiming:
+    """Wall-clock seconds of one run's prefill (to the first logits) and decode steps."""
+
+    prefill_s: float
+    decode_s: float
+
+
+@dataclass(frozen=True)
+class Speed:
+    """Median tokens per second over runs."""
+
+    prefill: float
+    decode: float
+
+    @staticmethod
+    def of(runs: list[RunTiming], workload: Workload) -> Speed:
+        prefill = float(np.median([workload.prompt_tokens / r.prefill_s for r in runs]))
+        decode = float(np.median([workload.decode_tokens / r.decode_s for r in runs]))
+        return Speed(prefill, decode)

@@ -1,0 +1,83 @@
+"""The CPU kernels' layout inside a KV page, and the kernel that appends keys and values.
+
+Pages keep the shape every target uses, [num_pages, 2, h_kv, page_size, d], so the runtime
+allocates and copies them without knowing the target. Inside one (page, kv head) slab the CPU
+kernels store keys transposed, element (feature c, slot s) at c * page_size + s, so that the
+scores of a whole page are one vector FMA per feature; values stay [slot, feature].
+Only CPU kernels (append, rope_append, attention) read or write keys; copy_pages moves whole
+pages and is layout-agnostic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.ops import cpu_vec as vec
+
+# PrimFunc attribute naming an mlcx kernel, so graph passes can recognize calls to it.
+KERNEL_ATTR = "mlcx.kernel"
+
+
+@dataclass(frozen=True)
+class PageGeometry:
+    h_kv: int
+    head_dim: int
+    page_size: int
+    dtype: str
+
+    @property
+    def slab(self) -> int:
+        """Elements of one (page, key-or-value, kv head) slab."""
+        return self.page_size * self.head_dim
+
+    def pages_param(self, name: str = "pages") -> tirx.Buffer:
+        """Declare the pages parameter (inside a prim_func frame, among the other params)."""
+        num_pages = tirx.Var("num_pages", "int64")
+        shape = (num_pages, 2, self.h_kv, self.page_size, self.head_dim)
+        return T.match_buffer(T.arg(name, T.handle()), shape, self.dtype)
+
+    def flat(self, pages: tirx.Buffer) -> tirx.Buffer:
+        """A 1-D view of the pages (declare after all parameters)."""
+        size = pages.shape[0] * 2 * self.h_kv * self.slab
+        return T.decl_buffer((size,), self.dtype, data=pages.data)
+
+    def key_base(self, page, head):
+        return T.Cast("int64", (page * 2 * self.h_kv + head)) * self.slab
+
+    def value_base(self, page, head):
+        return T.Cast("int64", ((page * 2 + 1) * self.h_kv + head)) * self.slab
+
+
+def store_kv(geo: PageGeometry, flat, slot, head, key, value) -> None:
+    """Write one token's key and value (float32 x d vectors) for one kv head at `slot`."""
+    page, offset = slot // geo.page_size, slot % geo.page_size
+    d = geo.head_dim
+    key_store = T.bind(T.Cast(vec.vtype(geo.dtype, d), key))
+    for c in range(d):
+        index = geo.key_base(page, head) + c * geo.page_size + offset
+        T.buffer_store(flat, T.Shuffle([key_store], [c]), [index])
+    start = geo.value_base(page, head) + offset * d
+    T.buffer_store(flat, T.Cast(vec.vtype(geo.dtype, d), value), [vec.ramp(start, d)])
+
+
+def kv_append_cpu(h_kv: int, head_dim: int, dtype: str, page_size: int) -> tirx.PrimFunc:
+    """pages[slots[t]] <- k[t], v[t] for every token whose slot is not -1 (in place)."""
+    geo = PageGeometry(h_kv, head_dim, page_size, dtype)
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name("kv_append_cpu")
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, KERNEL_ATTR: "kv_append_cpu"})
+        tokens = tirx.Var("tokens", "int64")
+        pages = geo.pages_param()
+        k = T.match_buffer(T.arg("k", T.handle()), (tokens, h_kv, head_dim), dtype)
+        v = T.match_buffer(T.arg("v", T.handle()), (tokens, h_kv, head_dim), dtype)
+        slots = T.match_buffer(T.arg("slots", T.handle()), (tokens,), "int32")
+        flat = geo.flat(pages)
+        with T.serial(0, tokens) as t, T.serial(0, h_kv) as h, T.If(slots[t] >= 0), T.Then():
+            key = vec.to_f32(k[t, h, vec.ramp(0, head_dim)])
+            value = vec.to_f32(v[t, h, vec.ramp(0, head_dim)])
+            store_kv(geo, flat, slots[t], h, key, value)
+    return ib.get()

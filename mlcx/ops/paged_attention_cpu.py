@@ -1,0 +1,198 @@
+"""Paged causal attention for CPU targets, written for mlcx.
+
+One kernel serves prefill (ragged query runs, with or without a cached prefix) and decode
+(one query token per sequence, handled by mlcx.ops.paged_decode_cpu). Prefill work items are
+(query head, slice of row blocks), so long prompts spread over all cores.
+
+Keys are stored transposed inside each page (mlcx.ops.kv_pages_cpu), so the scores of a block
+of query rows against one page are page_size-lane vector FMAs, one per feature. Each row then
+takes an exact softmax over its visible scores (vectorized exp) and sums the values.
+
+Inputs follow the layout of TVM's paged kernels: q [tokens, h_q, d], q_indptr [b + 1],
+pages [num_pages, 2, h_kv, page_size, d], page_indptr [b + 1], page_values [nnz_pages],
+last_page_len [b]. Query token i of a run of n tokens in a sequence holding kv_len tokens sits
+at position kv_len - n + i and sees keys 0 .. kv_len - n + i.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.ops import cpu_vec as vec
+from mlcx.ops.kv_pages_cpu import PageGeometry
+from mlcx.ops.paged_decode_cpu import DecodeShape, decode_attention, uses_decode
+
+SLICES = 4  # row-block slices per head: work items = h_q * SLICES
+NEG_INF = -3.0e38
+
+
+@dataclass(frozen=True)
+class _Shape:
+    h_q: int
+    geo: PageGeometry
+    rows: int  # query rows sharing each key load (page_size * rows accumulator lanes)
+
+    @property
+    def group(self) -> int:
+        return self.h_q // self.geo.h_kv
+
+    @property
+    def value_lanes(self) -> int:
+        d = self.geo.head_dim
+        return next(w for w in (64, 32, 16, 8, d) if d % w == 0)
+
+
+def _scores(sh: _Shape, bufs, seq, head, row0, n, pages_seen, scores) -> None:
+    """scores[r, page * ps + s] = q[row0 + r] . key(page, s) * sm_scale for the block's rows.
+
+    Features are split over `chains` partial sums per row so that enough independent FMA
+    chains are in flight (one row alone would wait on FMA latency)."""
+    geo, ps, rows = sh.geo, sh.geo.page_size, sh.rows
+    chains = max(1, 4 // rows) if geo.head_dim % 4 == 0 else 1
+    acc = T.alloc_buffer((rows * chains, ps), "float32")
+    first = bufs["q_indptr"][seq]
+    with T.serial(0, pages_seen) as p:
+        page = bufs["page_values"][bufs["page_indptr"][seq] + p]
+        base = T.bind(geo.key_base(page, head // sh.group))
+        for a in range(rows * chains):
+            T.buffer_store(acc, vec.splat(vec.f32(0.0), ps), [a, vec.ramp(0, ps)])
+        with T.serial(0, geo.head_dim // chains) as cc:
+            for part in range(chains):
+                c = cc * chains + part
+                keys = T.bind(vec.to_f32(bufs["flat"][vec.ramp(base + c * ps, ps)]))
+                for r in range(rows):
+                    query = T.Cast("float32", bufs["q"][first + T.min(row0 + r, n - 1), head, c])
+                    a = r * chains + part
+                    update = acc[a, vec.ramp(0, ps)] + vec.splat(query, ps) * keys
+                    T.buffer_store(acc, update, [a, vec.ramp(0, ps)])
+        scale = vec.splat(vec.f32(1.0 / math.sqrt(geo.head_dim)), ps)
+        for r in range(rows):
+            total = acc[r * chains, vec.ramp(0, ps)]
+            for part in range(1, chains):
+                total = total + acc[r * chains + part, vec.ramp(0, ps)]
+            T.buffer_store(scores, total * scale, [r, vec.ramp(p * ps, ps)])
+
+
+def _softmax(sh: _Shape, scores, r, visible, pages_seen):
+    """Exponentiate row r's visible scores in place; return their sum."""
+    ps = sh.geo.page_size
+    best = T.alloc_buffer((ps,), "float32")
+    total = T.alloc_buffer((ps,), "float32")
+    T.buffer_store(best, vec.splat(vec.f32(NEG_INF), ps), [vec.ramp(0, ps)])
+    T.buffer_store(total, vec.splat(vec.f32(0.0), ps), [vec.ramp(0, ps)])
+
+    def masked(p, value):
+        seen = vec.ramp(p * ps, ps) < vec.splat(visible, ps)
+        return T.Select(seen, value, vec.splat(vec.f32(NEG_INF), ps))
+
+    with T.serial(0, pages_seen) as p:
+        row = masked(p, scores[r, vec.ramp(p * ps, ps)])
+        T.buffer_store(best, T.max(best[vec.ramp(0, ps)], row), [vec.ramp(0, ps)])
+    top = T.bind(vec.hmax(best[vec.ramp(0, ps)], ps))
+    with T.serial(0, pages_seen) as p:
+        shifted = masked(p, scores[r, vec.ramp(p * ps, ps)]) - vec.splat(top, ps)
+        weight = T.bind(vec.exp(shifted, ps))
+        T.buffer_store(scores, weight, [r, vec.ramp(p * ps, ps)])
+        T.buffer_store(total, total[vec.ramp(0, ps)] + weight, [vec.ramp(0, ps)])
+    return T.bind(vec.hsum(total[vec.ramp(0, ps)], ps))
+
+
+def _values(sh: _Shape, bufs, seq, head, r, row, visible, total, scores) -> None:
+    """output[row, head] = sum_j weight_j * value_j / total."""
+    geo, ps, lanes = sh.geo, sh.geo.page_size, sh.value_lanes
+    acc = T.alloc_buffer((lanes,), "float32")
+    inv = vec.splat(vec.f32(1.0) / total, lanes)
+    with T.serial(0, geo.head_dim // lanes) as part:
+        T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [vec.ramp(0, lanes)])
+        with T.serial(0, (visible + ps - 1) // ps) as p:
+            page = bufs["page_values"][bufs["page_indptr"][seq] + p]
+            base = T.bind(geo.value_base(page, head // sh.group) + part * lanes)
+            with T.serial(0, T.min(ps, visible - p * ps)) as s:
+                value = vec.to_f32(bufs["flat"][vec.ramp(base + s * geo.head_dim, lanes)])
+                weight = vec.splat(scores[r, p * ps + s], lanes)
+                T.buffer_store(acc, acc[vec.ramp(0, lanes)] + weight * value, [vec.ramp(0, lanes)])
+        out = T.Cast(vec.vtype(geo.dtype, lanes), acc[vec.ramp(0, lanes)] * inv)
+        T.buffer_store(bufs["output"], out, [row, head, vec.ramp(part * lanes, lanes)])
+
+
+def _block(sh: _Shape, bufs, seq, head, block, scores) -> None:
+    """Rows block * rows .. of sequence seq, for one query head."""
+    ps, rows = sh.geo.page_size, sh.rows
+    n = T.bind(bufs["q_indptr"][seq + 1] - bufs["q_indptr"][seq])
+    num_pages = bufs["page_indptr"][seq + 1] - bufs["page_indptr"][seq]
+    kv_len = T.bind((num_pages - 1) * ps + bufs["last_page_len"][seq])
+    row0 = block * rows
+    last_visible = kv_len - n + T.min(row0 + rows, n)
+    pages_seen = T.bind((last_visible + ps - 1) // ps)
+    _scores(sh, bufs, seq, head, row0, n, pages_seen, scores)
+    for r in range(rows):
+        with T.If(row0 + r < n), T.Then():
+            visible = T.bind(kv_len - n + row0 + r + 1)
+            total = _softmax(sh, scores, r, visible, pages_seen)
+            row = bufs["q_indptr"][seq] + row0 + r
+            _values(sh, bufs, seq, head, r, row, visible, total, scores)
+
+
+def _params(sh: _Shape) -> dict:
+    """Declare the kernel parameters (the rows setting does not matter here)."""
+    geo, d = sh.geo, sh.geo.head_dim
+    batch, tokens, nnz = (tirx.Var(n, "int32") for n in ("batch", "tokens", "nnz"))
+    bufs = {"q": T.match_buffer(T.arg("q", T.handle()), (tokens, sh.h_q, d), geo.dtype)}
+    bufs["q_indptr"] = T.match_buffer(T.arg("q_indptr", T.handle()), (batch + 1,), "int32")
+    bufs["pages"] = geo.pages_param()
+    bufs["page_indptr"] = T.match_buffer(T.arg("page_indptr", T.handle()), (batch + 1,), "int32")
+    bufs["page_values"] = T.match_buffer(T.arg("page_values", T.handle()), (nnz,), "int32")
+    bufs["last_page_len"] = T.match_buffer(T.arg("last_page_len", T.handle()), (batch,), "int32")
+    bufs["output"] = T.match_buffer(T.arg("output", T.handle()), (tokens, sh.h_q, d), geo.dtype)
+    bufs["batch"], bufs["nnz"], bufs["tokens"] = batch, nnz, tokens
+    bufs["flat"] = geo.flat(bufs["pages"])
+    return bufs
+
+
+def _sequence(sh: _Shape, bufs, seq, head, part, scores) -> None:
+    """This item's row blocks (part, part + SLICES, ...) of one sequence."""
+    n = bufs["q_indptr"][seq + 1] - bufs["q_indptr"][seq]
+    blocks = (n + sh.rows - 1) // sh.rows
+    with T.serial(0, (blocks - part + SLICES - 1) // SLICES) as i:
+        _block(sh, bufs, seq, head, part + i * SLICES, scores)
+
+
+def paged_attention_cpu(h_kv: int, h_q: int, d: int, dtype: str, page_size: int):
+    geo = PageGeometry(h_kv, d, page_size, dtype)
+    single = _Shape(h_q, geo, rows=1)  # decode: one query row per sequence
+    blocked = _Shape(h_q, geo, rows=max(1, min(4, 64 // page_size)))
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name("paged_attention_cpu")
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        bufs = _params(blocked)
+        with T.If(uses_decode(bufs["tokens"], bufs["batch"])):
+            with T.Then():
+                decode_attention(DecodeShape(h_q, geo), bufs)
+            with T.Else():
+                _prefill(bufs, single, blocked)
+    return ib.get()
+
+
+def _prefill(bufs, single: _Shape, blocked: _Shape) -> None:
+    page_size, h_q = blocked.geo.page_size, blocked.h_q
+    # One workspace for all items (an allocation per item costs more than a decode step).
+    keys = bufs["nnz"] * page_size
+    workspace = T.alloc_buffer((h_q * SLICES * blocked.rows * keys,), "float32")
+    with T.parallel(0, h_q * SLICES) as item:
+        head, part = item // SLICES, item % SLICES
+        offset = item * blocked.rows * keys
+        scores = T.decl_buffer(
+            (blocked.rows, keys), "float32", data=workspace.data, elem_offset=offset
+        )
+        with T.serial(0, bufs["batch"]) as seq:
+            n = bufs["q_indptr"][seq + 1] - bufs["q_indptr"][seq]
+            with T.If(n == 1):
+                with T.Then():
+                    _sequence(single, bufs, seq, head, part, scores)
+                with T.Else():
+                    _sequence(blocked, bufs, seq, head, part, scores)

@@ -1,0 +1,108 @@
+"""RoPE on the fused qkv projection plus the KV append, as one CPU kernel.
+
+Replaces reshape -> split -> rope(q), rope(k) -> kv_append: per token it evaluates the RoPE
+cos/sin once per feature (TVM's frequency formulas, as mlcx.ops.rope uses) instead of once per
+head and feature, rotates q into its own output and k straight into the pages, and stores v.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tvm import tirx
+from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.ops import cpu_vec as vec
+from mlcx.ops.kv_pages_cpu import PageGeometry, store_kv
+
+SERIAL_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class RopeParams:
+    theta: float
+    scaling: dict[str, Any]
+    rotary_dim: int
+
+    def __hash__(self) -> int:
+        return hash((self.theta, repr(sorted(self.scaling.items())), self.rotary_dim))
+
+
+def _partners(head_dim: int, rotary: int) -> tuple[list[int], list[bool]]:
+    """For each lane: the lane it pairs with in the half-split layout, and whether negated."""
+    half = rotary // 2
+    lanes, negate = [], []
+    for d in range(head_dim):
+        if d < half:
+            lanes.append(d + half)
+            negate.append(True)
+        elif d < rotary:
+            lanes.append(d - half)
+            negate.append(False)
+        else:
+            lanes.append(d)
+            negate.append(False)
+    return lanes, negate
+
+
+def _rotate(x, cos, sin, head_dim: int, rotary: int):
+    """x (float32 x d) rotated with per-lane cos/sin vectors (cos 1, sin 0 past rotary)."""
+    lanes, negate = _partners(head_dim, rotary)
+    signed = T.Shuffle(
+        [x, -x], [lane + head_dim * neg for lane, neg in zip(lanes, negate, strict=True)]
+    )
+    return cos * x + sin * signed
+
+
+def _tables(rope: RopeParams, position, cos, sin, head_dim: int) -> None:
+    freq = switch_rope_freq_func(rope.scaling)
+    with T.serial(0, head_dim) as d:
+        c, s, lets = freq(T.Cast("float32", position), d, rope.rotary_dim, rope.theta, "float32")
+        for var, value in lets.items():
+            c, s = tirx.Let(var, value, c), tirx.Let(var, value, s)
+        inside = d < rope.rotary_dim
+        T.buffer_store(cos, T.Select(inside, c, vec.f32(1.0)), [d])
+        T.buffer_store(sin, T.Select(inside, s, vec.f32(0.0)), [d])
+
+
+def rope_append_cpu(h_q: int, geo: PageGeometry, rope: RopeParams) -> tirx.PrimFunc:
+    """(qkv [t, (h_q + 2 h_kv) d], positions [t], pages (in place), slots [t]) -> q [t, h_q, d]."""
+    width = (h_q + 2 * geo.h_kv) * geo.head_dim
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name("rope_append_cpu")
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        tokens = tirx.Var("tokens", "int64")
+        qkv = T.match_buffer(T.arg("qkv", T.handle()), (tokens, width), geo.dtype)
+        positions = T.match_buffer(T.arg("positions", T.handle()), (tokens,), "int32")
+        pages = geo.pages_param()
+        slots = T.match_buffer(T.arg("slots", T.handle()), (tokens,), "int32")
+        q_out = T.match_buffer(T.arg("q", T.handle()), (tokens, h_q, geo.head_dim), geo.dtype)
+        flat = geo.flat(pages)
+        # A parallel launch costs more than rotating the few tokens of a decode step.
+        with T.If(tokens <= SERIAL_TOKENS):
+            with T.Then(), T.serial(0, tokens) as t:
+                _token(h_q, geo, rope, qkv, positions, slots, q_out, flat, t)
+            with T.Else(), T.parallel(0, tokens) as t:
+                _token(h_q, geo, rope, qkv, positions, slots, q_out, flat, t)
+    return ib.get()
+
+
+def _token(h_q: int, geo: PageGeometry, rope: RopeParams, qkv, positions, slots, q_out, flat, t):
+    """Rotate token t's q into q_out; rotate its k and store k and v at its slot."""
+    d, h_kv = geo.head_dim, geo.h_kv
+    cos, sin = T.alloc_buffer((d,), "float32"), T.alloc_buffer((d,), "float32")
+    _tables(rope, positions[t], cos, sin, d)
+    cv, sv = T.bind(cos[vec.ramp(0, d)]), T.bind(sin[vec.ramp(0, d)])
+
+    def head(h):
+        return vec.to_f32(qkv[t, vec.ramp(h * d, d)])
+
+    with T.serial(0, h_q) as h:
+        rotated = T.Cast(vec.vtype(geo.dtype, d), _rotate(head(h), cv, sv, d, rope.rotary_dim))
+        T.buffer_store(q_out, rotated, [t, h, vec.ramp(0, d)])
+    with T.If(slots[t] >= 0), T.Then(), T.serial(0, h_kv) as h:
+        key = _rotate(head(h_q + h), cv, sv, d, rope.rotary_dim)
+        store_kv(geo, flat, slots[t], h, key, head(h_q + h_kv + h))

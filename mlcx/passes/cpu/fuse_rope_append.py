@@ -1,0 +1,166 @@
+"""Relax pass: reshape -> split -> rope(q), rope(k) -> kv_append becomes one CPU kernel.
+
+The attention block of mlcx.frontends.nn emits, per layer,
+
+    parts = split(reshape(qkv, (t, h_q + 2 h_kv, d)), [h_q, h_q + h_kv], axis=1)
+    q = call_tir(rope, (parts[0], positions));  k = call_tir(rope, (parts[1], positions))
+    pages = call_tir_inplace(kv_append_cpu, (pages, k, parts[2], slots))
+
+with both rope PrimFuncs annotated by mlcx.ops.rope. This pass replaces the group by one
+call_tir_inplace of mlcx.ops.rope_append_cpu (q as a new output, pages in place), bound where
+q was; the kv_append binding then reads the fused call's second output.
+"""
+
+from __future__ import annotations
+
+import json
+
+import tvm
+from tvm import relax, s_tir
+
+from mlcx.ops.kv_pages_cpu import KERNEL_ATTR, PageGeometry
+from mlcx.ops.rope import ROPE_ATTR
+from mlcx.ops.rope_append_cpu import RopeParams, rope_append_cpu
+
+
+def _rope_params(func) -> RopeParams | None:
+    if not isinstance(func, tvm.tirx.PrimFunc):
+        return None
+    try:
+        sch = s_tir.Schedule(func)
+        blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root"))]
+    except Exception:  # hand-written TIR: not a rope
+        return None
+    found = [
+        json.loads(str(b.annotations[ROPE_ATTR])) for b in blocks if ROPE_ATTR in b.annotations
+    ]
+    if not found:
+        return None
+    p = found[0]
+    return RopeParams(float(p["theta"]), dict(p["scaling"]), int(p["rotary_dim"]))
+
+
+def _is(expr, name: str) -> bool:
+    return isinstance(expr, relax.Call) and getattr(expr.op, "name", None) == name
+
+
+class _Group:
+    """One matched layer: the bindings to replace and what the fused call needs."""
+
+    def __init__(self, q_var, append_var, qkv, positions, pages, slots, h_q, rope, geo):
+        self.q_var, self.append_var = q_var, append_var
+        self.args = [qkv, positions, pages, slots]
+        self.h_q, self.rope, self.geo = h_q, rope, geo
+
+
+def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
+    value = binding.value
+    if not _is(value, "relax.call_tir_inplace"):
+        return None
+    func = mod[value.args[0]]
+    if not (func.attrs and func.attrs.get(KERNEL_ATTR) == "kv_append_cpu"):
+        return None
+    pages, k_rot, v_part, slots = value.args[1].fields
+    k_call = values.get(k_rot)
+    if not _is(k_call, "relax.call_tir"):
+        return None
+    rope = _rope_params(mod[k_call.args[0]])
+    k_part, positions = k_call.args[1].fields
+    k_item, v_item = values.get(k_part), values.get(v_part)
+    if rope is None or not all(isinstance(i, relax.TupleGetItem) for i in (k_item, v_item)):
+        return None
+    if not k_item.tuple_value.same_as(v_item.tuple_value) or (k_item.index, v_item.index) != (1, 2):
+        return None
+    split = values.get(k_item.tuple_value)
+    reshape = values.get(split.args[0]) if _is(split, "relax.split") else None
+    if not _is(reshape, "relax.reshape") or int(split.attrs.axis) not in (1, -2):
+        return None
+    q_var = _q_binding(values, mod, k_item.tuple_value, positions, rope)
+    if q_var is None:
+        return None
+    q_ty = q_var.ty
+    h_q, d = int(q_ty.shape[1]), int(q_ty.shape[2])
+    pages_ty = pages.ty
+    geo = PageGeometry(int(pages_ty.shape[2]), d, int(pages_ty.shape[3]), pages_ty.dtype)
+    if d % 8:
+        return None
+    return _Group(q_var, binding.var, reshape.args[0], positions, pages, slots, h_q, rope, geo)
+
+
+def _q_binding(values: dict, mod, split_var, positions, rope: RopeParams):
+    """The var bound to rope(split[0], positions) with the same RoPE parameters."""
+    for var, value in values.items():
+        if not _is(value, "relax.call_tir") or len(value.args[1].fields) != 2:
+            continue
+        part, pos = value.args[1].fields
+        item = values.get(part)
+        if (
+            isinstance(item, relax.TupleGetItem)
+            and item.tuple_value.same_as(split_var)
+            and item.index == 0
+            and pos.same_as(positions)
+            and _rope_params(mod[value.args[0]]) == rope
+        ):
+            return var
+    return None
+
+
+class _Kernels:
+    """One fused PrimFunc per (heads, page geometry, RoPE parameters)."""
+
+    def __init__(self, builder: relax.BlockBuilder):
+        self.builder = builder
+        self.cache: dict = {}
+
+    def get(self, g: _Group) -> relax.GlobalVar:
+        key = (g.h_q, g.geo, g.rope)
+        if key not in self.cache:
+            func = rope_append_cpu(g.h_q, g.geo, g.rope).with_attr(KERNEL_ATTR, "rope_append_cpu")
+            self.cache[key] = self.builder.add_func(
+                func.without_attr("global_symbol"), "rope_append_cpu"
+            )
+        return self.cache[key]
+
+
+def _rewrite_block(block: relax.DataflowBlock, mod: tvm.IRModule, kernels) -> relax.DataflowBlock:
+    values = {b.var: b.value for b in block.bindings}
+    groups = [g for g in (_match_append(b, values, mod) for b in block.bindings) if g]
+    by_q = {g.q_var: g for g in groups}
+    by_append = {g.append_var: g for g in groups}
+    fused = {}
+    bindings = []
+    for b in block.bindings:
+        if b.var in by_q:
+            g = by_q[b.var]
+            out_ty = [b.var.ty, g.append_var.ty]
+            call = relax.call_tir_inplace(kernels.get(g), relax.Tuple(g.args), [-1, 2], out_ty)
+            fused[g] = relax.DataflowVar("rope_append", relax.TupleType(out_ty))
+            bindings.append(relax.VarBinding(fused[g], call))
+            bindings.append(relax.VarBinding(b.var, relax.TupleGetItem(fused[g], 0)))
+        elif b.var in by_append:
+            g = by_append[b.var]
+            bindings.append(relax.VarBinding(b.var, relax.TupleGetItem(fused[g], 1)))
+        else:
+            bindings.append(b)
+    return relax.DataflowBlock(bindings)
+
+
+def fuse_rope_append() -> tvm.transform.Pass:
+    @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseRopeAppendCPU")
+    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        builder = relax.BlockBuilder(mod)
+        kernels = _Kernels(builder)
+        for gvar, func in list(mod.functions.items()):
+            if not isinstance(func, relax.Function):
+                continue
+            body = func.body
+            blocks = [
+                _rewrite_block(b, mod, kernels) if isinstance(b, relax.DataflowBlock) else b
+                for b in body.blocks
+            ]
+            seq = relax.SeqExpr(blocks, body.body)
+            new = relax.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs)
+            builder.update_func(gvar, new)
+        return relax.transform.DeadCodeElimination()(builder.get())
+
+    return _pass

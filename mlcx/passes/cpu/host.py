@@ -1,0 +1,72 @@
+"""What the CPU kernels need to know about the target: threads, vector width, tile sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tvm
+from tvm.target import codegen
+
+# Widest vector register by CPU feature, widest first. LLVM's own vector-width query
+# answers 512 for every x86 CPU, so the target's feature list decides.
+VECTOR_BITS: tuple[tuple[str, int], ...] = (
+    ("avx512f", 512),
+    ("avx2", 256),
+    ("avx", 256),
+    ("neon", 128),
+    ("sse2", 128),
+)
+
+
+def vector_bits(target: tvm.target.Target) -> int:
+    with target:
+        features = set(codegen.llvm_get_cpu_features(target))
+    return next((bits for name, bits in VECTOR_BITS if name in features), 128)
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Tile sizes of the hand-written linear kernels for one target.
+
+    threads:        parallel chunks per kernel (the target's num-cores)
+    lanes:          f32 lanes of one vector register
+    registers:      vector registers the microkernels may fill
+    gemv_rows:      output rows one decode step walks together (independent FMA chains)
+    gemv_max_tokens: up to this many tokens take the decode (GEMV) path
+    gemm_rows:      output rows of one packed weight tile (a multiple of `lanes`)
+    gemm_tokens:    tokens of one GEMM microkernel step
+    prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
+    """
+
+    threads: int = 1
+    lanes: int = 8
+    registers: int = 16
+    gemv_rows: int = 4
+    gemv_max_tokens: int = 4
+    gemm_rows: int = 8
+    gemm_tokens: int = 4
+    prefetch_bytes: int = 2048
+
+    def __post_init__(self) -> None:
+        for name in ("threads", "lanes", "gemv_rows", "gemv_max_tokens", "gemm_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"kernel config {name} must be positive")
+        if self.lanes not in (4, 8, 16):
+            raise ValueError(f"f32 lanes must be 4, 8 or 16, not {self.lanes}")
+        if self.gemm_rows % self.lanes:
+            raise ValueError(f"gemm_rows {self.gemm_rows} is not a multiple of {self.lanes} lanes")
+
+    @staticmethod
+    def for_target(target: tvm.target.Target) -> KernelConfig:
+        """Defaults from the target: its core count and its widest vector register."""
+        threads = int(target.attrs.get("num-cores", 1) or 1)
+        bits = vector_bits(target)
+        lanes = max(4, min(16, bits // 32))
+        registers = 32 if bits >= 512 else 16
+        return KernelConfig(
+            threads=threads,
+            lanes=lanes,
+            registers=registers,
+            gemm_rows=lanes,
+            gemm_tokens=4 if registers == 16 else 8,
+        )

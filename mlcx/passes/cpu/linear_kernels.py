@@ -1,0 +1,37 @@
+"""Which hand-written kernel builds a linear layer, by weight format (a registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tvm import tirx
+
+from mlcx.passes.cpu import flinear, qlinear, weights
+from mlcx.passes.cpu.host import KernelConfig
+from mlcx.passes.cpu.linear_spec import LinearSpec
+from mlcx.passes.cpu.weights import CHUNK
+
+Builder = Callable[[LinearSpec, KernelConfig], tirx.PrimFunc]
+
+# (accepts the weight format?, builder); the first match builds the kernel.
+BUILDERS: list[tuple[Callable[[object], bool], Builder]] = [
+    (weights.supports, qlinear.build_quantized_linear),
+    (flinear.supports, flinear.build_float_linear),
+]
+
+
+def _builder(spec: LinearSpec) -> Builder | None:
+    if spec.in_features % CHUNK:
+        return None
+    return next((build for accepts, build in BUILDERS if accepts(spec.fmt)), None)
+
+
+def can_build(spec: LinearSpec) -> bool:
+    return _builder(spec) is not None
+
+
+def build_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
+    build = _builder(spec)
+    if build is None:
+        raise ValueError(f"no CPU kernel for {spec.fmt.name} with {spec.in_features} inputs")
+    return build(spec, cfg)
