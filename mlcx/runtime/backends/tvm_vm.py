@@ -10,10 +10,12 @@ import os
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax
 
 from mlcx.errors import ArtifactError
 from mlcx.runtime.artifact import Artifact
+from mlcx.runtime.backends.host_tensors import host_int32
 from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.weight_shards import load_arrays
 
@@ -62,13 +64,19 @@ class TVMRunner:
             for _ in range(cfg.num_layers)
         ]
         self.num_blocks = num_blocks
+        # Converted to FFI arrays once: a Python list would be converted on every call.
+        self._kv_arg = tvm_ffi.convert(self.kv_pages)
+        self._params_arg = tvm_ffi.convert(self.params)
+        self._on_host = kind == "cpu"
 
     def _i32(self, array: np.ndarray) -> tvm.runtime.Tensor:
+        if self._on_host:
+            return host_int32(array)
         return tvm.runtime.tensor(np.ascontiguousarray(array, dtype=np.int32), self.device)
 
     def copy_pages(self, copies: list[tuple[int, int]]) -> None:
         if copies:
-            self.vm["copy_pages"](self.kv_pages, self._i32(np.array(copies).reshape(-1, 2)))
+            self.vm["copy_pages"](self._kv_arg, self._i32(np.array(copies).reshape(-1, 2)))
 
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
@@ -87,7 +95,9 @@ class TVMRunner:
             )
         ]
         if batch.is_decode and batch.logit_rows is None:
-            logits, _ = self.vm["decode"](*args, self.kv_pages, self.params)
+            logits, _ = self.vm["decode"](*args, self._kv_arg, self._params_arg)
         else:
-            logits, _ = self.vm["prefill"](*args, self._i32(batch.rows), self.kv_pages, self.params)
+            logits, _ = self.vm["prefill"](
+                *args, self._i32(batch.rows), self._kv_arg, self._params_arg
+            )
         return logits.numpy()
