@@ -105,8 +105,6 @@ def _threads(req: BenchRequest) -> int:
 def _peers(req: BenchRequest, resolved: _Resolved, threads: int, say) -> list:
     if not req.against:
         return []
-    if resolved.gguf is None:
-        raise ValueError("--against llama.cpp needs a GGUF file: pass --gguf PATH")
     from mlcx.bench.llamacpp import LlamaCppEngine
 
     return [LlamaCppEngine(resolved.gguf, req.workload, threads, say)]
@@ -117,6 +115,10 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
     # TVM sizes its thread pool once, at the first parallel kernel of the process.
     os.environ["TVM_NUM_THREADS"] = str(threads)
     resolved = _resolve(req, threads, say)
+    if req.against and resolved.gguf is None:
+        raise ValueError(
+            f"--against {req.against[0]} needs the model's GGUF file: pass --gguf PATH"
+        )
     workload = req.workload
     say(f"measuring read bandwidth with {threads} threads")
     bandwidth = measure_read_bandwidth(threads)

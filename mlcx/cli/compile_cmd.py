@@ -42,6 +42,13 @@ def compile_command(
     threads: Annotated[int | None, typer.Option(help="CPU threads (default: all cores).")] = None,
     gpu_arch: Annotated[str | None, typer.Option("--arch", help="GPU arch, e.g. sm_80.")] = None,
     tuning_db: Annotated[Path | None, typer.Option(help="MetaSchedule tuning database.")] = None,
+    float_activations: Annotated[
+        bool,
+        typer.Option(
+            help="cpu: float32 activations in quantized matmuls (exact to the reference, "
+            "slower) instead of int16."
+        ),
+    ] = False,
 ) -> None:
     """Compile a model into an artifact directory that the mlcx runtime loads."""
     request = CompileRequest(
@@ -52,7 +59,12 @@ def compile_command(
         context_window=context_window,
         prefill_chunk=prefill_chunk,
         page_size=page_size,
-        options=BuildOptions(num_threads=threads, gpu_arch=gpu_arch, tuning_db=tuning_db),
+        options=BuildOptions(
+            num_threads=threads,
+            gpu_arch=gpu_arch,
+            tuning_db=tuning_db,
+            float_activations=float_activations,
+        ),
     )
     columns = (
         TextColumn("{task.description}"),

@@ -20,7 +20,7 @@ from mlcx.targets.base import BuildOptions
 
 
 def kernel_config(target: tvm.target.Target, options: BuildOptions) -> KernelConfig:
-    return KernelConfig.for_target(target)
+    return KernelConfig.for_target(target, int16_activations=not options.float_activations)
 
 
 def graph_passes(target: tvm.target.Target, options: BuildOptions) -> list[tvm.transform.Pass]:

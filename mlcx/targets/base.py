@@ -17,6 +17,9 @@ class BuildOptions:
     num_threads: int | None = None
     gpu_arch: str | None = None
     tuning_db: Path | None = None
+    # CPU: keep float32 activations in quantized matmuls (TVM's kernels) instead of mlcx's
+    # int16-activation kernels; slower, but computes exactly what the reference computes.
+    float_activations: bool = False
     # Mobile targets: prefix of every symbol in the static library, so several models can be
     # linked into one app; the app finds a model with TVM's SystemLib(prefix).
     system_lib_prefix: str | None = None

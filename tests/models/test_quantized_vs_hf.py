@@ -10,6 +10,7 @@ import torch
 from mlcx.passes.quantization.schemes import QUANTIZATIONS
 from mlcx.runtime.artifact import Artifact
 from mlcx.runtime.weight_shards import load_arrays
+from mlcx.targets.base import BuildOptions
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_models import TinySpec, load_reference
 
@@ -46,9 +47,13 @@ def _dequantized_reference(folder, artifact_dir, quantization: str):
     return model
 
 
+@pytest.mark.parametrize("float_activations", [False, True], ids=["int16-acts", "f32-acts"])
 @pytest.mark.parametrize("quantization", ["q4f32", "q8f32"])
-def test_quantized_logits_match_dequantized_reference(quantization, tiny_model, compiled):
-    artifact = compiled(SPEC, quantization)
+def test_quantized_logits_match_dequantized_reference(
+    quantization, float_activations, tiny_model, compiled
+):
+    options = BuildOptions(float_activations=float_activations)
+    artifact = compiled(SPEC, quantization, options=options)
     ref = _dequantized_reference(tiny_model(SPEC), artifact, quantization)
     harness = Harness(artifact, num_blocks=32)
     prompt = np.random.default_rng(1).integers(0, ref.config.vocab_size, 27).tolist()

@@ -157,7 +157,7 @@ class _Fuser:
         source, inputs = _source(x, info, features)
         residual = _residual(binding.var, info, adds)
         spec = LinearSpec(source, fmt, out_features, residual is not None)
-        if not can_build(spec):
+        if not can_build(spec, self.cfg):
             return None
         target, extra = (residual[0], [residual[1]]) if residual else (binding.var, [])
         args = relax.Tuple([*inputs, *weights, *extra])

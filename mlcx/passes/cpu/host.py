@@ -36,6 +36,8 @@ class KernelConfig:
     gemm_rows:      output rows of one packed weight tile (a multiple of `lanes`)
     gemm_tokens:    tokens of one GEMM microkernel step
     prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
+    int16_activations: quantized weights multiply int16-quantized activations (fast); when
+                    off, they keep TVM's float32 kernels (bit-faithful to the reference)
     """
 
     threads: int = 1
@@ -46,6 +48,7 @@ class KernelConfig:
     gemm_rows: int = 8
     gemm_tokens: int = 4
     prefetch_bytes: int = 2048
+    int16_activations: bool = True
 
     def __post_init__(self) -> None:
         for name in ("threads", "lanes", "gemv_rows", "gemv_max_tokens", "gemm_tokens"):
@@ -57,7 +60,7 @@ class KernelConfig:
             raise ValueError(f"gemm_rows {self.gemm_rows} is not a multiple of {self.lanes} lanes")
 
     @staticmethod
-    def for_target(target: tvm.target.Target) -> KernelConfig:
+    def for_target(target: tvm.target.Target, int16_activations: bool = True) -> KernelConfig:
         """Defaults from the target: its core count and its widest vector register."""
         threads = int(target.attrs.get("num-cores", 1) or 1)
         bits = vector_bits(target)
@@ -69,4 +72,5 @@ class KernelConfig:
             registers=registers,
             gemm_rows=lanes,
             gemm_tokens=4 if registers == 16 else 8,
+            int16_activations=int16_activations,
         )

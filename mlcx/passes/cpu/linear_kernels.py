@@ -13,25 +13,34 @@ from mlcx.passes.cpu.weights import CHUNK
 
 Builder = Callable[[LinearSpec, KernelConfig], tirx.PrimFunc]
 
-# (accepts the weight format?, builder); the first match builds the kernel.
-BUILDERS: list[tuple[Callable[[object], bool], Builder]] = [
-    (weights.supports, qlinear.build_quantized_linear),
-    (flinear.supports, flinear.build_float_linear),
+
+def _quantized(fmt, cfg: KernelConfig) -> bool:
+    return cfg.int16_activations and weights.supports(fmt)
+
+
+def _float(fmt, cfg: KernelConfig) -> bool:
+    return flinear.supports(fmt)
+
+
+# (accepts the weight format under this config?, builder); the first match builds the kernel.
+BUILDERS: list[tuple[Callable[[object, KernelConfig], bool], Builder]] = [
+    (_quantized, qlinear.build_quantized_linear),
+    (_float, flinear.build_float_linear),
 ]
 
 
-def _builder(spec: LinearSpec) -> Builder | None:
+def _builder(spec: LinearSpec, cfg: KernelConfig) -> Builder | None:
     if spec.in_features % CHUNK:
         return None
-    return next((build for accepts, build in BUILDERS if accepts(spec.fmt)), None)
+    return next((build for accepts, build in BUILDERS if accepts(spec.fmt, cfg)), None)
 
 
-def can_build(spec: LinearSpec) -> bool:
-    return _builder(spec) is not None
+def can_build(spec: LinearSpec, cfg: KernelConfig) -> bool:
+    return _builder(spec, cfg) is not None
 
 
 def build_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
-    build = _builder(spec)
+    build = _builder(spec, cfg)
     if build is None:
         raise ValueError(f"no CPU kernel for {spec.fmt.name} with {spec.in_features} inputs")
     return build(spec, cfg)
