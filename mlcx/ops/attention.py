@@ -108,10 +108,11 @@ class PagedKVOps:
             lay.num_kv_heads, lay.num_q_heads, lay.head_dim, lay.dtype, lay.page_size
         )
 
-    @cached_property
-    def _gpu_prefill(self) -> tirx.PrimFunc:
+    def _gpu_kernel(self, make, leading: list) -> tirx.PrimFunc:
+        """TVM's kernel for this layout (no sliding window, no rope inside), its scalar
+        parameters bound to constants: `leading`, then the rope scale/theta, sm_scale."""
         lay = self.layout
-        func = _prefill_kernels._attention_prefill(
+        func = make(
             lay.num_kv_heads,
             lay.num_q_heads,
             lay.head_dim,
@@ -122,23 +123,17 @@ class PagedKVOps:
             lay.page_size,
         )
         scale = 1.0 / math.sqrt(lay.head_dim)
-        return _private(_constants(func, [1, 0, 1.0, 1.0, scale]))
+        return _private(_constants(func, [*leading, 1.0, 1.0, scale]))
+
+    @cached_property
+    def _gpu_prefill(self) -> tirx.PrimFunc:
+        # leading: causal=1, rotary mode=0 (none)
+        return self._gpu_kernel(_prefill_kernels._attention_prefill, [1, 0])
 
     @cached_property
     def _gpu_decode(self) -> tirx.PrimFunc:
-        lay = self.layout
-        func = _decode_kernels._attention_decode(
-            lay.num_kv_heads,
-            lay.num_q_heads,
-            lay.head_dim,
-            lay.dtype,
-            False,
-            {},
-            self.target,
-            lay.page_size,
-        )
-        scale = 1.0 / math.sqrt(lay.head_dim)
-        return _private(_constants(func, [0, 1.0, 1.0, scale]))
+        # leading: rotary mode=0 (none)
+        return self._gpu_kernel(_decode_kernels._attention_decode, [0])
 
     def append(self, pages: nn.Tensor, k: nn.Tensor, v: nn.Tensor, slots: nn.Tensor) -> nn.Tensor:
         out = nn.Tensor.placeholder(pages.shape, pages.dtype)

@@ -30,6 +30,20 @@ class ForwardBatch:
         """Every sequence computes exactly one new token."""
         return self.tables.num_new_tokens == self.tables.batch_size
 
+    def step_inputs(self) -> tuple[np.ndarray, ...]:
+        """The arrays every compiled step function takes first, in their parameter order:
+        input_ids, positions, slots, q_indptr, page_indptr, page_values, last_page_len."""
+        t = self.tables
+        return (
+            self.input_ids,
+            t.positions,
+            t.slots,
+            t.q_indptr,
+            t.page_indptr,
+            t.page_values,
+            t.last_page_len,
+        )
+
     @property
     def rows(self) -> np.ndarray:
         return self.tables.logit_positions if self.logit_rows is None else self.logit_rows

@@ -81,19 +81,7 @@ class TVMRunner:
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
-        t = batch.tables
-        args = [
-            self._i32(a)
-            for a in (
-                batch.input_ids,
-                t.positions,
-                t.slots,
-                t.q_indptr,
-                t.page_indptr,
-                t.page_values,
-                t.last_page_len,
-            )
-        ]
+        args = [self._i32(a) for a in batch.step_inputs()]
         if batch.is_decode and batch.logit_rows is None:
             logits, _ = self.vm["decode"](*args, self._kv_arg, self._params_arg)
         else:

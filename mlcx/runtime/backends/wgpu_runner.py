@@ -91,16 +91,7 @@ class WgpuRunner:
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
-        t = batch.tables
-        arrays = (
-            batch.input_ids,
-            t.positions,
-            t.slots,
-            t.q_indptr,
-            t.page_indptr,
-            t.page_values,
-            t.last_page_len,
-        )
+        arrays = batch.step_inputs()
         inputs = {name: self._i32(a) for name, a in zip(STEP_INPUTS, arrays, strict=True)}
         name = "decode"
         if not (batch.is_decode and batch.logit_rows is None):
