@@ -17,6 +17,7 @@ from mlcx.cli import (
     generate_cmd,
     package_cmd,
     serve_cmd,
+    tune_cmd,
     web_cmd,
 )
 from mlcx.errors import MlcxError
@@ -39,6 +40,7 @@ COMMAND_MODULES = [
     devices_cmd,
     web_cmd,
     bench_cmd,
+    tune_cmd,
 ]
 for module in COMMAND_MODULES:
     module.register(app)

@@ -3,12 +3,14 @@
 1. Linear layers become hand-written kernels with their RMSNorm/SwiGLU input and residual add
    fused in (mlcx.passes.cpu.fuse_linear).
 2. TVM's CPU legalization and operator fusion for the rest.
-3. A MetaSchedule tuning database, when given, schedules the kernels it has records for.
-4. Every kernel still unscheduled gets mlcx's default CPU schedule (parallel outer loops,
-   vectorized inner loop).
+3. A tuning database from `mlcx tune`, when given, schedules the kernels it has records for
+   (mlcx.passes.tuning); it also decides step 1: a database tuned with `--kernels all` was
+   measured on plain linear layers, so the hand-written ones stay off.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import tvm
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
@@ -16,6 +18,8 @@ from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 from mlcx.passes.cpu.fuse_linear import fuse_linear
 from mlcx.passes.cpu.fuse_rope_append import fuse_rope_append
 from mlcx.passes.cpu.host import KernelConfig
+from mlcx.passes.tuning.apply import apply_database
+from mlcx.passes.tuning.records import open_db
 from mlcx.targets.base import BuildOptions
 
 
@@ -25,7 +29,8 @@ def kernel_config(target: tvm.target.Target, options: BuildOptions) -> KernelCon
 
 def graph_passes(target: tvm.target.Target, options: BuildOptions) -> list[tvm.transform.Pass]:
     """Relax-level rewrites before legalization (also used by `mlcx tune` to find tasks)."""
-    return [fuse_linear(kernel_config(target, options)), fuse_rope_append()]
+    linears = [fuse_linear(kernel_config(target, options))] if options.hand_linears else []
+    return [*linears, fuse_rope_append()]
 
 
 def finalize_passes(target: tvm.target.Target) -> list[tvm.transform.Pass]:
@@ -36,6 +41,11 @@ def finalize_passes(target: tvm.target.Target) -> list[tvm.transform.Pass]:
 
 
 def cpu_pipeline(target: tvm.target.Target, options: BuildOptions) -> tvm.transform.Pass:
+    db = open_db(options.tuning_db) if options.tuning_db else None
+    if db is not None:
+        options = replace(options, hand_linears=db.hand_linears)
+    tuning = [apply_database(db)] if db is not None else []
+
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:
@@ -43,6 +53,7 @@ def cpu_pipeline(target: tvm.target.Target, options: BuildOptions) -> tvm.transf
                 graph_passes(target, options)
                 + cpu_generic.library_dispatch_passes(target)
                 + cpu_generic.legalize_passes(target)
+                + tuning
                 + cpu_generic.dataflow_lower_passes(target)
                 + finalize_passes(target)
             )

@@ -20,6 +20,9 @@ class BuildOptions:
     # CPU: keep float32 activations in quantized matmuls (TVM's kernels) instead of mlcx's
     # int16-activation kernels; slower, but computes exactly what the reference computes.
     float_activations: bool = False
+    # CPU: mlcx's hand-written linear kernels; off to tune or run TVM's plain linear layers
+    # (a tuning database sets it to what it was tuned with).
+    hand_linears: bool = True
     # Mobile targets: prefix of every symbol in the static library, so several models can be
     # linked into one app; the app finds a model with TVM's SystemLib(prefix).
     system_lib_prefix: str | None = None

@@ -1,0 +1,108 @@
+"""The tuning database directory: `mlcx-tuning.json` plus one JSON line per measured trial.
+
+MetaSchedule's own JSONDatabase cannot be used with this TVM wheel: serializing TIR to JSON
+(`tvm.ir.save_json`) crashes the process. Records therefore keep the trace (which serializes
+to plain JSON) and a structural hash of the specialized kernel, which is recomputed from the
+model on every tune and compile.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mlcx.errors import MlcxError
+
+MANIFEST = "mlcx-tuning.json"
+RECORDS = "records.jsonl"
+FORMAT_VERSION = 1
+
+
+class TuningDbError(MlcxError):
+    """A tuning database directory is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Record:
+    task: str
+    workload: str  # structural hash of the specialized kernel
+    trace: list
+    seconds: float | None  # mean run time; None when the candidate failed to build or run
+
+    def to_json(self) -> str:
+        data = {"task": self.task, "workload": self.workload, "trace": self.trace}
+        return json.dumps({**data, "seconds": self.seconds})
+
+
+@dataclass
+class TuningDb:
+    path: Path
+    hand_linears: bool
+    records: list[Record] = field(default_factory=list)
+
+    def trials(self, workload: str) -> int:
+        return sum(1 for r in self.records if r.workload == workload)
+
+    def best(self, workload: str) -> Record | None:
+        timed = [r for r in self.records if r.workload == workload and r.seconds is not None]
+        return min(timed, key=lambda r: r.seconds, default=None)
+
+    def add(self, records: list[Record]) -> None:
+        with open(self.path / RECORDS, "a") as out:
+            for record in records:
+                out.write(record.to_json() + "\n")
+        self.records.extend(records)
+
+
+def create_db(path: Path, hand_linears: bool) -> TuningDb:
+    """Open the database at path for tuning, creating it; its kernel set must not change."""
+    if (path / MANIFEST).exists():
+        db = open_db(path)
+        if db.hand_linears != hand_linears:
+            raise TuningDbError(
+                f"{path} was tuned with hand-written linears {_on(db.hand_linears)}; "
+                "use a new output directory to tune the other kernel set"
+            )
+        return db
+    path.mkdir(parents=True, exist_ok=True)
+    manifest = {"format_version": FORMAT_VERSION, "hand_linears": hand_linears}
+    (path / MANIFEST).write_text(json.dumps(manifest, indent=2))
+    (path / RECORDS).touch()
+    return TuningDb(path, hand_linears)
+
+
+def open_db(path: Path) -> TuningDb:
+    manifest = path / MANIFEST
+    if not manifest.is_file():
+        raise TuningDbError(
+            f"{path} is not an mlcx tuning database ({MANIFEST} missing); "
+            "create one with `mlcx tune MODEL -o DIR`"
+        )
+    try:
+        meta = json.loads(manifest.read_text())
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise ValueError(f"format {meta.get('format_version')} is not {FORMAT_VERSION}")
+        records = _read_records(path / RECORDS)
+        return TuningDb(path, bool(meta["hand_linears"]), records)
+    except (ValueError, KeyError, TypeError, OSError) as err:
+        raise TuningDbError(
+            f"tuning database {path} is malformed ({err}); rerun `mlcx tune` into a new directory"
+        ) from None
+
+
+def _read_records(path: Path) -> list[Record]:
+    records = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            data = json.loads(line)
+            seconds = data["seconds"]
+            if seconds is not None and not math.isfinite(seconds):
+                raise ValueError(f"bad run time {seconds}")
+            records.append(Record(data["task"], data["workload"], data["trace"], seconds))
+    return records
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
