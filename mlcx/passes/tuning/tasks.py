@@ -10,6 +10,7 @@ import tvm_ffi
 
 SCHEDULED = "tirx.is_scheduled"
 TUNED_TOKENS = 1  # a task is its kernel at one token: the decode step
+INDEX_DTYPES = ("int32", "int64")
 
 
 @dataclass(frozen=True)
@@ -64,10 +65,11 @@ def extract_tasks(fused: tvm.IRModule, target) -> tuple[list[Task], list[str]]:
 
 
 def _indexes_by_tensor(func: tvm.tirx.PrimFunc) -> bool:
-    """Whether a signed integer input (token ids, row positions) may index other buffers:
-    measured with random inputs, such a kernel reads out of bounds and kills the process."""
+    """Whether an int32/int64 input (token ids, row positions) may index other buffers:
+    measured with random inputs, such a kernel reads out of bounds and kills the process.
+    (Quantized weight codes are int8/uint8/uint32 and do not count.)"""
     return any(
-        isinstance(p.ty, tvm.tirx.BufferType) and str(p.ty.dtype).startswith("int")
+        isinstance(p.ty, tvm.tirx.BufferType) and str(p.ty.dtype) in INDEX_DTYPES
         for p in func.params
     )
 
