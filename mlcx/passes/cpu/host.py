@@ -70,7 +70,7 @@ class KernelConfig:
             threads=threads,
             lanes=lanes,
             registers=registers,
-            gemm_rows=lanes,
+            gemm_rows=2 * lanes,  # two vector registers of output rows per tile
             gemm_tokens=4 if registers == 16 else 8,
             int16_activations=int16_activations,
         )

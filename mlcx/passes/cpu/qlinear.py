@@ -12,6 +12,8 @@ int32 dot products per 32-feature chunk before scaling them into float32.
 
 from __future__ import annotations
 
+import dataclasses
+
 from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
@@ -187,7 +189,8 @@ def _micro(spec, reader, tile, q: QuantizedRows, pairs, bufs, block, t0, tokens:
     with T.serial(0, spec.in_features // CHUNK) as g:
         for t in range(tokens):
             T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), rows), [t, rv])
-        with T.unroll(0, CHUNK // 2) as j:
+        # Not unrolled: unrolled, LLVM hoists all 16 weight loads and spills them.
+        with T.serial(0, CHUNK // 2) as j:
             w = T.bind(T.reinterpret(f"int16x{2 * rows}", tile["codes"][g * (CHUNK // 2) + j, rv]))
             for t in range(tokens):
                 xv = T.reinterpret(f"int16x{2 * rows}", vec.splat(pairs[t0 + t, g * 16 + j], rows))
@@ -235,6 +238,8 @@ def _decode(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view
 
 def build_quantized_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
     reader = QuantReader(spec.fmt)
+    if spec.out_features % cfg.gemm_rows and spec.out_features % cfg.lanes == 0:
+        cfg = dataclasses.replace(cfg, gemm_rows=cfg.lanes)  # narrower tiles still divide N
     gemm_ok = spec.out_features % cfg.gemm_rows == 0
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
