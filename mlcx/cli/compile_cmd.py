@@ -41,7 +41,9 @@ def compile_command(
     page_size: Annotated[int, typer.Option(help="KV cache page size (tokens).")] = 16,
     threads: Annotated[int | None, typer.Option(help="CPU threads (default: all cores).")] = None,
     gpu_arch: Annotated[str | None, typer.Option("--arch", help="GPU arch, e.g. sm_80.")] = None,
-    tuning_db: Annotated[Path | None, typer.Option(help="Tuning database written by `mlcx tune` (cpu).")] = None,
+    tuning_db: Annotated[
+        Path | None, typer.Option(help="Tuning database written by `mlcx tune` (cpu).")
+    ] = None,
     float_activations: Annotated[
         bool,
         typer.Option(
