@@ -20,22 +20,15 @@ from mlcx.runtime.sampler import (
     sample,
 )
 from mlcx.runtime.sampling_params import SamplingParams
+from tests.support.sampler_inputs import random_logits as _logits
+from tests.support.sampler_inputs import sampling_state as _state
 
 VOCAB = 1000
-
-
-def _logits(rows: int, vocab: int = VOCAB, scale: float = 3.0, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return (rng.standard_normal((rows, vocab)) * scale).astype(np.float32)
 
 
 def _history(seed: int, vocab: int = VOCAB) -> tuple[list[int], list[int]]:
     rng = np.random.default_rng(seed)
     return rng.integers(0, vocab, 40).tolist(), rng.integers(0, vocab, 30).tolist()
-
-
-def _state(params: SamplingParams, prompt=(), output=()) -> SamplingState:
-    return SamplingState(params, prompt, output_ids=output)
 
 
 def _ref_processed(logits: np.ndarray, p: SamplingParams, prompt, output) -> torch.Tensor:
@@ -159,40 +152,6 @@ def test_greedy_uses_penalized_logits():
     logits = np.array([[5.0, 4.9, 0.0]], dtype=np.float32)
     state = _state(SamplingParams.greedy(presence_penalty=1.0), output=[0])
     assert sample(logits, [state])[0].token_id == 1
-
-
-def _run(params: SamplingParams, steps: int, choice_index: int = 0) -> list[int]:
-    logits = _logits(steps, vocab=50, scale=0.5, seed=11)
-    state = SamplingState(params, choice_index=choice_index)
-    tokens = []
-    for step in range(steps):
-        token = sample(logits[step : step + 1], [state])[0].token_id
-        state.append(token)
-        tokens.append(token)
-    return tokens
-
-
-def test_seeded_sampling_is_reproducible():
-    assert _run(SamplingParams(seed=42), 50) == _run(SamplingParams(seed=42), 50)
-    assert _run(SamplingParams(seed=42), 50) != _run(SamplingParams(seed=43), 50)
-
-
-def test_choice_i_uses_seed_plus_i():
-    params = SamplingParams(seed=42, n=3)
-    states = SamplingState.for_request(params, [1, 2])
-    assert [s.choice_index for s in states] == [0, 1, 2]
-    assert _run(params, 30, choice_index=2) == _run(SamplingParams(seed=44), 30)
-
-
-def test_draws_do_not_depend_on_batch_neighbours():
-    logits = _logits(3, vocab=50, scale=0.5, seed=5)
-    alone = sample(logits[1:2], [_state(SamplingParams(seed=9))])[0].token_id
-    neighbours = [
-        _state(SamplingParams()),
-        _state(SamplingParams(seed=9)),
-        _state(SamplingParams.greedy()),
-    ]
-    assert sample(logits, neighbours)[1].token_id == alone
 
 
 def _spread_logits() -> np.ndarray:

@@ -1,0 +1,115 @@
+"""KV cache manager under 600 random adds, appends, forks and frees: after every operation
+the refcounts, free queue and prefix index are consistent, and every computed token's (fake)
+KV sits where its page table points."""
+
+import random
+
+import numpy as np
+
+from mlcx.runtime.kv import KVCacheManager, OutOfBlocks
+from tests.support.kv_state import refcounts, snapshot
+
+PAGE = 4
+VOCAB = 3
+
+
+def fake_kv(tokens: tuple[int, ...]) -> list[int]:
+    """Stand-in for a token's KV: like the real one, it depends on the whole prefix."""
+    kv, running = [], 0
+    for token in tokens:
+        running = hash((running, token)) % 2**62
+        kv.append(running)
+    return kv
+
+
+def check_invariants(m: KVCacheManager, live: list, device: np.ndarray) -> None:
+    pool = m.pool
+    holders = [0] * pool.num_blocks
+    for seq_id in live:
+        table = m.page_table(seq_id)
+        assert len(set(table)) == len(table)
+        assert len(table) == -(-m.num_tokens(seq_id) // PAGE)
+        for block_id in table:
+            holders[block_id] += 1
+        # Every written token's KV sits where the page table says (prefix reuse, COW).
+        kv = fake_kv(m.token_ids(seq_id))
+        for pos in range(m.num_computed(seq_id)):
+            assert device[table[pos // PAGE], pos % PAGE] == kv[pos]
+    assert refcounts(m) == holders
+    free = pool.free_order()
+    assert sorted(free) == [b for b in range(pool.num_blocks) if holders[b] == 0]
+    assert pool.num_free + pool.num_used == pool.num_blocks == len(free) + pool.num_used
+    for block_id in range(pool.num_blocks):
+        block_hash = pool.block_hash(block_id)
+        assert block_hash is None or pool.lookup(block_hash) == block_id
+    assert m.usage() == pool.num_used / pool.num_blocks
+
+
+def forward(m: KVCacheManager, device: np.ndarray, batch: list, copies: list) -> None:
+    for src, dst in copies:
+        device[dst] = device[src]
+    arrays = m.build_arrays(batch)
+    new_kv = [kv for seq_id, n in batch for kv in fake_kv(m.token_ids(seq_id))[-n:]]
+    device.reshape(-1)[arrays.slots] = new_kv
+    for seq_id, _ in batch:
+        m.commit(seq_id)
+
+
+def test_random_operations_keep_invariants():
+    # A tiny vocabulary makes equal blocks under different prefixes likely; `fake_kv` tells
+    # them apart, so a prefix hit that ignores the hash chain would fail the device check.
+    rng = random.Random(1234)
+    num_blocks = 24
+    m = KVCacheManager(num_blocks, PAGE)
+    device = np.full((num_blocks, PAGE), -1, dtype=np.int64)
+    prefixes = [[rng.randrange(VOCAB) for _ in range(rng.randrange(1, 14))] for _ in range(4)]
+    live: list = []
+    events = dict.fromkeys(["oob", "cow", "hit", "fork", "free"], 0)
+
+    def try_append(seq_id, tokens) -> list | None:
+        before = snapshot(m, live)
+        try:
+            return m.append(seq_id, tokens)
+        except OutOfBlocks:
+            events["oob"] += 1
+            assert snapshot(m, live) == before
+            return None
+
+    for step in range(600):
+        op = rng.random()
+        if op < 0.25 or not live:
+            seq_id = step
+            prompt = rng.choice(prefixes) + [rng.randrange(VOCAB) for _ in range(rng.randrange(6))]
+            cached = m.add_sequence(seq_id, prompt)
+            events["hit"] += cached > 0
+            live.append(seq_id)
+            copies = try_append(seq_id, prompt[cached:])
+            if copies is None:
+                m.free(seq_id)
+                live.remove(seq_id)
+            else:
+                forward(m, device, [(seq_id, len(prompt) - cached)], copies)
+        elif op < 0.65:
+            batch, copies = [], []
+            for seq_id in rng.sample(live, rng.randint(1, len(live))):
+                n = rng.randint(1, 3)
+                step_copies = try_append(seq_id, [rng.randrange(VOCAB) for _ in range(n)])
+                if step_copies is not None:
+                    batch.append((seq_id, n))
+                    copies += step_copies
+            events["cow"] += len(copies)
+            if batch:
+                forward(m, device, batch, copies)
+        elif op < 0.8:
+            m.fork(rng.choice(live), step)
+            live.append(step)
+            events["fork"] += 1
+        else:
+            seq_id = rng.choice(live)
+            m.free(seq_id)
+            live.remove(seq_id)
+            events["free"] += 1
+        check_invariants(m, live, device)
+
+    assert all(count > 0 for count in events.values()), events
+    assert 0 < m.prefix_hit_tokens < m.prefix_query_tokens
