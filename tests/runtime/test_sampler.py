@@ -20,10 +20,9 @@ from mlcx.runtime.sampler import (
     sample,
 )
 from mlcx.runtime.sampling_params import SamplingParams
+from tests.support.sampler_inputs import VOCAB
 from tests.support.sampler_inputs import random_logits as _logits
 from tests.support.sampler_inputs import sampling_state as _state
-
-VOCAB = 1000
 
 
 def _history(seed: int, vocab: int = VOCAB) -> tuple[list[int], list[int]]:
