@@ -2,7 +2,8 @@
 
 Decode (few tokens, memory bound): rows are split over the threads; each thread quantizes the
 few input rows itself (no barrier), then streams its weight rows once, unpacking codes in
-registers and accumulating `gemv_rows` rows at a time.
+registers and accumulating `gemv_rows` rows at a time (one by default: a single sequential
+stream per thread is what the prefetchers serve best).
 
 Prefill (many tokens, compute bound): input rows are quantized in a first parallel pass; then
 each thread packs `gemm_rows` weight rows at a time into a tile whose vector lanes are output
@@ -153,9 +154,8 @@ def _gemv_pairs(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, 
                     if ahead:
                         vec.prefetch(words, [row + ahead * rows, p * 16])
                     dot = T.bind(_pair_dot(T.bind(words[row, vec.ramp(p * 16, 16)]), xp, t, p))
-                    pair_scales = vec.concat(
-                        vec.splat(scales[r, p * 2], 4), vec.splat(scales[r, p * 2 + 1], 4), 4
-                    )
+                    two = scales[r, vec.ramp(p * 2, 2)]
+                    pair_scales = T.Shuffle([two] * 4, [0] * 4 + [1] * 4)
                     scaled = T.Cast("float32x8", dot) * pair_scales
                     T.buffer_store(
                         acc, acc[r, vec.ramp(0, lanes)] + scaled, [r, vec.ramp(0, lanes)]
