@@ -20,52 +20,12 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.ops import cpu_vec as vec
+from mlcx.passes.cpu.gemv_common import GEMV_LANES, prefetch_row_planes, prefetch_steps, row_scales
+from mlcx.passes.cpu.gemv_pairs import gemv_pairs
 from mlcx.passes.cpu.host import KernelConfig
 from mlcx.passes.cpu.linear_spec import LinearSpec, declare_params, divisor, split_range, store_out
 from mlcx.passes.cpu.rows import QuantizedRows, quantize_row
 from mlcx.passes.cpu.weights import CHUNK, NATURAL, QuantReader
-
-GEMV_LANES = 8
-# 4-bit decode reads two chunks (32 bytes) as 16 uint16 words and pulls out nibble k of every
-# word with a shift and a mask: no widening shuffles. Lane w of extraction k holds feature
-# 4 * (w % 8) + k of chunk w // 8, so the activations are permuted once into that order.
-PAIR_ORDER = [(w // 8) * CHUNK + 4 * (w % 8) + k for k in range(4) for w in range(16)]
-
-
-def _row_scales(reader: QuantReader, bufs, q: QuantizedRows, row, t, scales, offsets, r) -> None:
-    """scales[r, g] = weight scale * activation scale; offsets[r, :] sums offset terms.
-
-    Vectorized over chunks (8 at a time, scalar tail) so that the dot loop only broadcasts."""
-    chunks = int(q.scales.shape[1])
-    lanes = GEMV_LANES if reader.fmt.group_size == CHUNK else 1
-    full = chunks // lanes
-
-    def update(g, width):
-        idx = vec.ramp(g, width)
-        T.buffer_store(scales, reader.scale(bufs, row, idx) * q.scales[t, idx], [r, idx])
-        if reader.has_offset:
-            term = reader.offset(bufs, row, idx) * q.sums[t, idx]
-            slot = vec.ramp(0, width)
-            T.buffer_store(offsets, offsets[r, slot] + term, [r, slot])
-
-    T.buffer_store(offsets, vec.splat(vec.f32(0.0), GEMV_LANES), [r, vec.ramp(0, GEMV_LANES)])
-    with T.serial(0, full) as i:
-        update(i * lanes, lanes)
-    for g in range(full * lanes, chunks):
-        update(g, 1)
-
-
-def _prefetch_steps(cfg: KernelConfig, rows: int, row_bytes: int) -> int:
-    """Row steps ahead to prefetch: hardware prefetchers lose short interleaved row streams."""
-    if not cfg.prefetch_bytes:
-        return 0
-    return max(1, cfg.prefetch_bytes // (rows * row_bytes))
-
-
-def _prefetch_row_planes(bufs, row) -> None:
-    for plane in ("scales", "mins"):
-        if plane in bufs:
-            vec.prefetch(bufs[plane], [row, 0])
 
 
 def _gemv(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, tokens) -> None:
@@ -82,12 +42,12 @@ def _gemv(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, 
         begin, end = split_range(n // rows, cfg.threads, c)
         with T.serial(begin, end) as step, T.serial(0, tokens) as t:
             for r in range(rows):
-                _row_scales(reader, bufs, q, step * rows + r, t, scales, offsets, r)
+                row_scales(reader, bufs, q, step * rows + r, t, scales, offsets, r)
                 T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
-            ahead = _prefetch_steps(cfg, rows, reader.fmt.bits * k // 8)
+            ahead = prefetch_steps(cfg, rows, reader.fmt.bits * k // 8)
             if ahead:
                 for r in range(rows):
-                    _prefetch_row_planes(bufs, step * rows + r + ahead * rows)
+                    prefetch_row_planes(bufs, step * rows + r + ahead * rows)
             with T.serial(0, chunks) as g:
                 x = T.bind(q.codes[t, vec.ramp(g * CHUNK, CHUNK)])
                 for r in range(rows):
@@ -96,67 +56,6 @@ def _gemv(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, 
                     dot = vec.madd_i16(reader.codes(view, step * rows + r, g), x, CHUNK)
                     low, high = vec.halves(T.bind(dot), CHUNK // 2)
                     scaled = T.Cast("float32x8", low + high) * vec.splat(scales[r, g], lanes)
-                    T.buffer_store(
-                        acc, acc[r, vec.ramp(0, lanes)] + scaled, [r, vec.ramp(0, lanes)]
-                    )
-            for r in range(rows):
-                total = acc[r, vec.ramp(0, lanes)] + offsets[r, vec.ramp(0, lanes)]
-                store_out(spec, bufs, t, step * rows + r, vec.hsum(total, lanes))
-
-
-def _permute_pairs(q: QuantizedRows, xp, t, k: int) -> None:
-    """xp[t] = q.codes[t] in PAIR_ORDER, two chunks at a time."""
-    with T.serial(0, k // (2 * CHUNK)) as p:
-        first = q.codes[t, vec.ramp(p * 2 * CHUNK, CHUNK)]
-        second = q.codes[t, vec.ramp(p * 2 * CHUNK + CHUNK, CHUNK)]
-        T.buffer_store(xp, T.Shuffle([first, second], PAIR_ORDER), [t, vec.ramp(p * 64, 64)])
-
-
-def _pair_dot(words, xp, t, p) -> tirx.PrimExpr:
-    """int32 x 8: lanes 0-3 sum to chunk 2p's dot product, lanes 4-7 to chunk 2p + 1's."""
-    dot = None
-    for k in range(4):
-        nibble = (words >> vec.splat(tirx.const(4 * k, "uint16"), 16)) & vec.splat(
-            tirx.const(15, "uint16"), 16
-        )
-        x = xp[t, vec.ramp(p * 64 + k * 16, 16)]
-        term = vec.madd_i16(T.Cast("int16x16", nibble), x, 16)
-        dot = term if dot is None else dot + term
-    return dot
-
-
-def _gemv_pairs(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, tokens) -> None:
-    """Decode for 4-bit formats with an even number of chunks (see PAIR_ORDER)."""
-    k, n = spec.in_features, spec.out_features
-    chunks, rows = k // CHUNK, divisor(n, cfg.gemv_rows)
-    lanes = GEMV_LANES
-    words = T.decl_buffer((n, k // 4), "uint16", data=bufs["qweight"].data)
-    with T.parallel(0, cfg.threads) as c:
-        q = QuantizedRows.alloc(tokens, k)
-        xp = T.alloc_buffer((tokens, k), "int16")
-        with T.serial(0, tokens) as t:
-            quantize_row(spec.source, bufs, t, q, t, NATURAL)
-            _permute_pairs(q, xp, t, k)
-        acc = T.alloc_buffer((rows, lanes), "float32")
-        scales = T.alloc_buffer((rows, chunks), "float32")
-        offsets = T.alloc_buffer((rows, lanes), "float32")
-        begin, end = split_range(n // rows, cfg.threads, c)
-        ahead = _prefetch_steps(cfg, rows, k // 2)
-        with T.serial(begin, end) as step, T.serial(0, tokens) as t:
-            for r in range(rows):
-                _row_scales(reader, bufs, q, step * rows + r, t, scales, offsets, r)
-                T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
-                if ahead:
-                    _prefetch_row_planes(bufs, step * rows + r + ahead * rows)
-            with T.serial(0, chunks // 2) as p:
-                for r in range(rows):
-                    row = step * rows + r
-                    if ahead:
-                        vec.prefetch(words, [row + ahead * rows, p * 16])
-                    dot = T.bind(_pair_dot(T.bind(words[row, vec.ramp(p * 16, 16)]), xp, t, p))
-                    two = scales[r, vec.ramp(p * 2, 2)]
-                    pair_scales = T.Shuffle([two] * 4, [0] * 4 + [1] * 4)
-                    scaled = T.Cast("float32x8", dot) * pair_scales
                     T.buffer_store(
                         acc, acc[r, vec.ramp(0, lanes)] + scaled, [r, vec.ramp(0, lanes)]
                     )
@@ -231,7 +130,7 @@ def _gemm(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, 
 
 def _decode(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, tokens):
     if reader.fmt.bits == 4 and spec.in_features % (2 * CHUNK) == 0:
-        _gemv_pairs(spec, cfg, reader, bufs, tokens)
+        gemv_pairs(spec, cfg, reader, bufs, tokens)
     else:
         _gemv(spec, cfg, reader, bufs, view, tokens)
 

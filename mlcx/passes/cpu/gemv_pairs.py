@@ -1,0 +1,127 @@
+"""Decode (GEMV) for 4-bit formats: two chunks at a time as 16-bit words, eight per reduction.
+
+A 32-byte load holds two chunks as 16 uint16 words; nibble k of every word comes out with a
+shift and a mask (no widening shuffles) and meets the activations with `vpmaddwd`. Lane w of
+extraction k holds feature 4 * (w % 8) + k of chunk w // 8, so the activations are permuted
+once per token into PAIR_ORDER.
+
+Four pairs (eight chunks, 256 weights) are then reduced together: two rounds of pairwise
+horizontal adds leave one int32 per chunk, in SCALE_ORDER, so one convert and one FMA with
+eight combined scales (stored in that order by `row_scales`) finish them. Per pair instead,
+the convert, the scale broadcast and a serial FMA chain made the loop compute bound.
+"""
+
+from __future__ import annotations
+
+from tvm import tirx
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.ops import cpu_vec as vec
+from mlcx.passes.cpu.gemv_common import (
+    GEMV_LANES,
+    prefetch_row_planes,
+    prefetch_steps,
+    row_scales,
+)
+from mlcx.passes.cpu.host import KernelConfig
+from mlcx.passes.cpu.linear_spec import LinearSpec, divisor, split_range, store_out
+from mlcx.passes.cpu.rows import QuantizedRows, quantize_row
+from mlcx.passes.cpu.weights import CHUNK, NATURAL, QuantReader
+
+PAIR_ORDER = [(w // 8) * CHUNK + 4 * (w % 8) + k for k in range(4) for w in range(16)]
+# hadd(a, b) within each 128-bit half: a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7
+HADD_EVEN = [0, 2, 8, 10, 4, 6, 12, 14]
+HADD_ODD = [1, 3, 9, 11, 5, 7, 13, 15]
+# The chunk (of eight) whose dot product lane j holds after two rounds of hadd.
+SCALE_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
+GROUP_PAIRS = 4
+LINE_WORDS = 32  # uint16 words per 64-byte cache line
+
+
+def _permute_pairs(q: QuantizedRows, xp, t, k: int) -> None:
+    """xp[t] = q.codes[t] in PAIR_ORDER, two chunks at a time."""
+    with T.serial(0, k // (2 * CHUNK)) as p:
+        first = q.codes[t, vec.ramp(p * 2 * CHUNK, CHUNK)]
+        second = q.codes[t, vec.ramp(p * 2 * CHUNK + CHUNK, CHUNK)]
+        T.buffer_store(xp, T.Shuffle([first, second], PAIR_ORDER), [t, vec.ramp(p * 64, 64)])
+
+
+def _pair_dot(words, row, xp, t, p) -> tirx.PrimExpr:
+    """int32 x 8: lanes 0-3 sum to chunk 2p's dot product, lanes 4-7 to chunk 2p + 1's."""
+    packed = T.bind(words[row, vec.ramp(p * 16, 16)])
+    dot = None
+    for k in range(4):
+        nibble = (packed >> vec.splat(tirx.const(4 * k, "uint16"), 16)) & vec.splat(
+            tirx.const(15, "uint16"), 16
+        )
+        x = xp[t, vec.ramp(p * 64 + k * 16, 16)]
+        term = vec.madd_i16(T.Cast("int16x16", nibble), x, 16)
+        dot = term if dot is None else dot + term
+    return T.bind(dot)
+
+
+def _hadd(a, b):
+    return T.Shuffle([a, b], HADD_EVEN) + T.Shuffle([a, b], HADD_ODD)
+
+
+def _group_step(words, xp, t, acc, scales, row, r, gq) -> None:
+    """acc[r] += the dot products of pairs 4gq .. 4gq + 3, scaled (lanes in SCALE_ORDER)."""
+    dots = [_pair_dot(words, row, xp, t, gq * GROUP_PAIRS + i) for i in range(GROUP_PAIRS)]
+    sums = _hadd(T.bind(_hadd(dots[0], dots[1])), T.bind(_hadd(dots[2], dots[3])))
+    scaled = T.Cast("float32x8", sums) * scales[r, vec.ramp(gq * 8, 8)]
+    lanes = vec.ramp(0, GEMV_LANES)
+    T.buffer_store(acc, acc[r, lanes] + scaled, [r, lanes])
+
+
+def _pair_step(words, xp, t, acc, scales, row, r, p) -> None:
+    """acc[r] += the dot products of pair p, scaled (scales in natural order)."""
+    two = scales[r, vec.ramp(p * 2, 2)]
+    scaled = T.Cast("float32x8", _pair_dot(words, row, xp, t, p)) * T.Shuffle(
+        [two] * 4, [0] * 4 + [1] * 4
+    )
+    lanes = vec.ramp(0, GEMV_LANES)
+    T.buffer_store(acc, acc[r, lanes] + scaled, [r, lanes])
+
+
+def gemv_pairs(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, tokens) -> None:
+    """Decode for 4-bit formats with an even number of chunks."""
+    k, n = spec.in_features, spec.out_features
+    chunks, rows = k // CHUNK, divisor(n, cfg.gemv_rows)
+    # Eight-chunk reductions need one scale per chunk (row_scales then stores them permuted).
+    groups = chunks // (2 * GROUP_PAIRS) if reader.fmt.group_size == CHUNK else 0
+    lanes = GEMV_LANES
+    words = T.decl_buffer((n, k // 4), "uint16", data=bufs["qweight"].data)
+    with T.parallel(0, cfg.threads) as c:
+        q = QuantizedRows.alloc(tokens, k)
+        xp = T.alloc_buffer((tokens, k), "int16")
+        with T.serial(0, tokens) as t:
+            quantize_row(spec.source, bufs, t, q, t, NATURAL)
+            _permute_pairs(q, xp, t, k)
+        acc = T.alloc_buffer((rows, lanes), "float32")
+        scales = T.alloc_buffer((rows, chunks), "float32")
+        offsets = T.alloc_buffer((rows, lanes), "float32")
+        begin, end = split_range(n // rows, cfg.threads, c)
+        ahead = prefetch_steps(cfg, rows, k // 2)
+        with T.serial(begin, end) as step, T.serial(0, tokens) as t:
+            for r in range(rows):
+                row = step * rows + r
+                row_scales(reader, bufs, q, row, t, scales, offsets, r, SCALE_ORDER)
+                T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+                if ahead:
+                    prefetch_row_planes(bufs, row + ahead * rows)
+            with T.serial(0, groups) as gq:
+                for r in range(rows):
+                    row = step * rows + r
+                    if ahead:
+                        for line in range(GROUP_PAIRS * 16 // LINE_WORDS):
+                            vec.prefetch(words, [row + ahead * rows, gq * 64 + line * LINE_WORDS])
+                    _group_step(words, xp, t, acc, scales, row, r, gq)
+            with T.serial(groups * GROUP_PAIRS, chunks // 2) as p:
+                for r in range(rows):
+                    row = step * rows + r
+                    if ahead:
+                        vec.prefetch(words, [row + ahead * rows, p * 16])
+                    _pair_step(words, xp, t, acc, scales, row, r, p)
+            for r in range(rows):
+                total = acc[r, vec.ramp(0, lanes)] + offsets[r, vec.ramp(0, lanes)]
+                store_out(spec, bufs, t, step * rows + r, vec.hsum(total, lanes))
