@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlcx.errors import ModelSourceError
+from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import ModelSource, load_source
 from mlcx.ops.attention import KVLayout, PagedKVOps
 from mlcx.passes.quantization.convert import iter_params, plan_formats
@@ -134,6 +135,8 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
             "stop_token_ids": list(assets.eos_token_ids),
         },
         weight_formats={name: fmt.name for name, fmt in formats.items()},
+        source=req.model if req.model in PRESETS else str(source.path.resolve()),
+        tuning_db=str(req.options.tuning_db.resolve()) if req.options.tuning_db else None,
     )
     (out / CONFIG_FILE).write_text(config.to_json())
     log.info(

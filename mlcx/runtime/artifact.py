@@ -41,6 +41,10 @@ class ArtifactConfig:
     # same compile: apps read it here, the runtime's tokenizer from its own file
     conversation: dict[str, Any] = field(default_factory=dict)
     weight_formats: dict[str, str] = field(default_factory=dict)
+    # where the model came from (a preset name or an absolute path), so that `mlcx tune` can
+    # take the artifact; and the tuning database it was compiled with, if any
+    source: str = ""
+    tuning_db: str | None = None
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,8 @@ from mlcx.errors import MlcxError
 from mlcx.passes.tuning.apply import apply_records
 from mlcx.passes.tuning.records import MANIFEST, RECORDS, open_db
 from mlcx.passes.tuning.tasks import extract_tasks
-from mlcx.passes.tuning.tune import TuneConfig, fused_module, tune_model
+from mlcx.passes.tuning.tune import TuneConfig, fused_module, model_of, tune_model
+from mlcx.runtime.artifact import CONFIG_FILE, Artifact
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.targets.base import BuildOptions
@@ -109,3 +111,17 @@ def test_malformed_database_is_one_line_error(tmp_path, request_):
         "compile", request_.model, "--tuning-db", str(tmp_path / "db"), "-o", str(tmp_path / "o")
     )
     assert "malformed" in one_line_error(result)
+
+
+def test_artifact_records_its_model_and_database(tuned, compiled, request_, tmp_path):
+    config, _ = tuned
+    with_db = compiled(TinySpec(), "q0f32", options=BuildOptions(tuning_db=config.output))
+    recorded = Artifact(with_db).config
+    assert recorded.tuning_db == str(config.output.resolve())
+    assert model_of(str(with_db), None) == (str(Path(request_.model).resolve()), "q0f32")
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    data = json.loads((with_db / CONFIG_FILE).read_text())
+    (moved / CONFIG_FILE).write_text(json.dumps({**data, "source": str(tmp_path / "gone")}))
+    with pytest.raises(MlcxError, match="gone"):
+        model_of(str(moved), None)

@@ -107,12 +107,14 @@ def model_of(model: str, quantization: str | None) -> tuple[str, str | None]:
     if not Artifact.is_artifact(model):
         return model, quantization
     config = Artifact(model).config
-    if config.model_name not in PRESETS:
+    source = config.source or (config.model_name if config.model_name in PRESETS else "")
+    if not source or (source not in PRESETS and not Path(source).exists()):
+        where = f"its model {source} is gone" if source else "it does not record its model"
         raise ArtifactError(
-            f"{model} does not record where its model came from; pass the model "
+            f"{model} cannot be tuned: {where}; pass the model "
             "(Hugging Face folder, .gguf file or preset) to `mlcx tune` instead"
         )
-    return config.model_name, quantization or config.quantization
+    return source, quantization or config.quantization
 
 
 def _shares(tasks: list[Task], trials: int) -> list[int]:
