@@ -29,6 +29,7 @@ class LlamaShape:
     rope_theta: float = 500000.0
     context: int = 4096
     tie: bool = True
+    rms_eps: float = 1e-5
 
     @property
     def head_dim(self) -> int:
@@ -79,8 +80,8 @@ def _tensors(shape: LlamaShape):
         yield b + "ffn_down.weight", (h, shape.intermediate)
 
 
-def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: int = 0) -> Path:
-    rng = np.random.default_rng(seed)
+def llama_writer(shape: LlamaShape, out: Path) -> gguf.GGUFWriter:
+    """A GGUF writer for `out` with the llama hyper-parameters of `shape` already added."""
     writer = gguf.GGUFWriter(str(out), "llama")
     writer.add_block_count(shape.layers)
     writer.add_context_length(shape.context)
@@ -89,9 +90,15 @@ def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: i
     writer.add_head_count(shape.heads)
     writer.add_head_count_kv(shape.kv_heads)
     writer.add_rope_freq_base(shape.rope_theta)
-    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_layer_norm_rms_eps(shape.rms_eps)
     writer.add_rope_dimension_count(shape.head_dim)
     writer.add_vocab_size(shape.vocab)
+    return writer
+
+
+def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    writer = llama_writer(shape, out)
     _tokenizer(writer, shape.vocab)
     for name, dims in _tensors(shape):
         if len(dims) == 1:

@@ -58,3 +58,17 @@ def test_bench_against_a_peer_needs_a_gguf(artifact):
 def test_bench_rejects_an_unknown_peer(artifact):
     result = run_mlcx("bench", str(artifact), "--against", "vllm")
     assert result.returncode == 2 and "vllm" in result.stderr
+
+
+def test_random_model_gguf_has_the_requested_shape(tmp_path):
+    from gguf import GGMLQuantizationType as GT
+
+    from mlcx.bench.random_models import LlamaShape, write_random_gguf
+    from mlcx.frontends.source import load_source
+
+    shape = LlamaShape(hidden=128, intermediate=256, layers=2, heads=4, kv_heads=2, vocab=300)
+    source = load_source(str(write_random_gguf(shape, tmp_path / "r.gguf", GT.Q4_0)))
+    cfg = source.config
+    got = (cfg.hidden_size, cfg.intermediate_size, cfg.num_layers, cfg.num_heads)
+    assert got == (128, 256, 2, 4) and (cfg.num_kv_heads, cfg.vocab_size) == (2, 300)
+    assert cfg.head_dim == 32 and cfg.rms_norm_eps == pytest.approx(1e-5)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 from gguf.quants import quantize
+
+from mlcx.bench.random_models import LlamaShape, llama_writer
 
 # tensor-name suffix -> GGUF type; everything 1-D stays F32
 DEFAULT_TYPES = {
@@ -89,17 +90,18 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
 
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     cfg = model.config
-    writer = gguf.GGUFWriter(str(out), "llama")
-    writer.add_block_count(cfg.num_hidden_layers)
-    writer.add_context_length(cfg.max_position_embeddings)
-    writer.add_embedding_length(cfg.hidden_size)
-    writer.add_feed_forward_length(cfg.intermediate_size)
-    writer.add_head_count(cfg.num_attention_heads)
-    writer.add_head_count_kv(cfg.num_key_value_heads)
-    writer.add_rope_freq_base(float(cfg.rope_parameters["rope_theta"]))
-    writer.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    writer.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
-    writer.add_vocab_size(cfg.vocab_size)
+    shape = LlamaShape(
+        hidden=cfg.hidden_size,
+        intermediate=cfg.intermediate_size,
+        layers=cfg.num_hidden_layers,
+        heads=cfg.num_attention_heads,
+        kv_heads=cfg.num_key_value_heads,
+        vocab=cfg.vocab_size,
+        rope_theta=float(cfg.rope_parameters["rope_theta"]),
+        context=cfg.max_position_embeddings,
+        rms_eps=cfg.rms_norm_eps,
+    )
+    writer = llama_writer(shape, out)
     _tokenizer(writer, folder)
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
