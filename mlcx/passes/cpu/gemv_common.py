@@ -12,30 +12,37 @@ from mlcx.passes.cpu.weights import CHUNK, QuantReader
 GEMV_LANES = 8
 
 
+def vector_groups(reader: QuantReader, chunks: int) -> int:
+    """Groups of eight chunks whose scales `row_scales` handles as one vector (one scale per
+    chunk is needed); the remaining chunks go one at a time."""
+    return chunks // GEMV_LANES if reader.fmt.group_size == CHUNK else 0
+
+
 def row_scales(
     reader: QuantReader, bufs, q: QuantizedRows, row, t, scales, offsets, r, order=None
 ) -> None:
     """scales[r, g] = weight scale * activation scale; offsets[r, :] sums offset terms.
 
-    Vectorized over chunks (8 at a time, scalar tail) so that the dot loop only broadcasts.
-    `order` permutes each vectorized group of 8 scales as it is stored (8-chunk formats only)."""
+    Vectorized over the `vector_groups` (scalar tail) so that the dot loop only broadcasts.
+    `order` permutes the eight scales of each vector group as they are stored."""
     chunks = int(q.scales.shape[1])
-    lanes = GEMV_LANES if reader.fmt.group_size == CHUNK else 1
-    full = chunks // lanes
+    groups = vector_groups(reader, chunks)
 
-    def update(g, width, order=None):
+    def update(g, width):
         idx = vec.ramp(g, width)
         value = reader.scale(bufs, row, idx) * q.scales[t, idx]
-        T.buffer_store(scales, value if order is None else T.Shuffle([value], order), [r, idx])
+        if width > 1 and order is not None:
+            value = T.Shuffle([value], order)
+        T.buffer_store(scales, value, [r, idx])
         if reader.has_offset:
             term = reader.offset(bufs, row, idx) * q.sums[t, idx]
             slot = vec.ramp(0, width)
             T.buffer_store(offsets, offsets[r, slot] + term, [r, slot])
 
     T.buffer_store(offsets, vec.splat(vec.f32(0.0), GEMV_LANES), [r, vec.ramp(0, GEMV_LANES)])
-    with T.serial(0, full) as i:
-        update(i * lanes, lanes, order if lanes == GEMV_LANES else None)
-    for g in range(full * lanes, chunks):
+    with T.serial(0, groups) as i:
+        update(i * GEMV_LANES, GEMV_LANES)
+    with T.serial(groups * GEMV_LANES, chunks) as g:
         update(g, 1)
 
 

@@ -22,6 +22,7 @@ from mlcx.passes.cpu.gemv_common import (
     prefetch_row_planes,
     prefetch_steps,
     row_scales,
+    vector_groups,
 )
 from mlcx.passes.cpu.host import KernelConfig
 from mlcx.passes.cpu.linear_spec import LinearSpec, divisor, split_range, store_out
@@ -34,7 +35,7 @@ HADD_EVEN = [0, 2, 8, 10, 4, 6, 12, 14]
 HADD_ODD = [1, 3, 9, 11, 5, 7, 13, 15]
 # The chunk (of eight) whose dot product lane j holds after two rounds of hadd.
 SCALE_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
-GROUP_PAIRS = 4
+GROUP_PAIRS = GEMV_LANES // 2  # pairs of chunks in one vector group of eight chunks
 LINE_WORDS = 32  # uint16 words per 64-byte cache line
 
 
@@ -87,8 +88,8 @@ def gemv_pairs(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, t
     """Decode for 4-bit formats with an even number of chunks."""
     k, n = spec.in_features, spec.out_features
     chunks, rows = k // CHUNK, divisor(n, cfg.gemv_rows)
-    # Eight-chunk reductions need one scale per chunk (row_scales then stores them permuted).
-    groups = chunks // (2 * GROUP_PAIRS) if reader.fmt.group_size == CHUNK else 0
+    # Eight-chunk reductions read the scales that row_scales stores as vectors, permuted.
+    groups = vector_groups(reader, chunks)
     lanes = GEMV_LANES
     words = T.decl_buffer((n, k // 4), "uint16", data=bufs["qweight"].data)
     with T.parallel(0, cfg.threads) as c:
