@@ -12,11 +12,13 @@ import logging
 
 import numpy as np
 import pytest
+from gguf import GGMLQuantizationType as GT
 
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.runtime.artifact import Artifact
+from mlcx.runtime.weight_shards import load_arrays
 from tests.support.harness import Harness, hf_logits
-from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.tiny_gguf import DEFAULT_TYPES, write_tiny_gguf
 from tests.support.tiny_models import TinySpec
 
 SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=11)
@@ -71,3 +73,20 @@ def test_mixed_types_in_a_fused_weight_warn(gguf_file, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         compile_model(CompileRequest(model=str(gguf_file), output=tmp_path / "b"))
     assert any("mix GGUF types" in r.message for r in caplog.records)
+
+
+def test_q4f32_keeps_q4_0_blocks_bit_for_bit(tiny_model, tmp_path, caplog):
+    """q4f32 stores what Q4_0 stores (4-bit codes, one f16 scale per 32), so importing a
+    Q4_0 file into it re-quantizes nothing: its weights are exactly `gguf`'s."""
+    q4_0 = {suffix: GT.Q4_0 for suffix in DEFAULT_TYPES}
+    path = write_tiny_gguf(tiny_model(SPEC), tmp_path / "q4_0.gguf", q4_0)
+    arrays = {}
+    for quantization in ("q4f32", "gguf"):
+        out = tmp_path / quantization
+        with caplog.at_level(logging.WARNING):
+            compile_model(CompileRequest(model=str(path), output=out, quantization=quantization))
+        arrays[quantization] = dict(load_arrays(Artifact(out).params_dir))
+    assert not [r.message for r in caplog.records if "quantized" in r.message]
+    assert arrays["q4f32"].keys() == arrays["gguf"].keys()
+    for name, array in arrays["gguf"].items():
+        np.testing.assert_array_equal(arrays["q4f32"][name], array, err_msg=name)

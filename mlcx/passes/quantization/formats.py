@@ -106,15 +106,26 @@ class GroupIntFormat:
         w = weight.astype(np.float32).reshape(out_features, -1, self.group_size)
         qmax = (1 << self.bits) - 1
         if self.affine:
-            lo, hi = w.min(axis=2), w.max(axis=2)
-            scale = (hi - lo) / qmax
+            lo, hi = self._stored(w.min(axis=2)), w.max(axis=2)
+            scale = self._stored((hi - lo) / qmax)
             safe = np.where(scale == 0, 1.0, scale)
-            q = np.rint((w - lo[..., None]) / safe[..., None])
+            q = np.clip(np.rint((w - lo[..., None]) / safe[..., None]), 0, qmax)
             return self.from_ints(q.reshape(out_features, in_features), scale, lo)
-        scale = np.abs(w).max(axis=2) / (self.zero_point - 1)
+        scale = self._stored(np.abs(w).max(axis=2) / (self.zero_point - 1))
         safe = np.where(scale == 0, 1.0, scale)
         q = np.rint(w / safe[..., None]) + self.zero_point
         return self.from_ints(np.clip(q, 0, qmax).reshape(out_features, in_features), scale)
+
+    def _stored(self, scale: np.ndarray) -> np.ndarray:
+        """The scales as stored, back in f32: codes are rounded against these, not the exact
+        ones, so that a narrow scale dtype costs no more than its own rounding."""
+        stored = scale.astype(self.scale_dtype)
+        if not np.isfinite(stored).all():
+            raise ValueError(
+                f"weights up to {float(np.max(scale)):.3g} x the code range overflow "
+                f"{self.scale_dtype} scales; use an unquantized format (q0f32) for this model"
+            )
+        return stored.astype(np.float32)
 
     def from_ints(
         self, q: np.ndarray, scale: np.ndarray, minimum: np.ndarray | None = None
