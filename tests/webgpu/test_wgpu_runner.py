@@ -84,6 +84,14 @@ def test_f16_artifact_matches_the_cpu_f16_artifact(adapter, compiled, webgpu_art
     _close(cpu.decode({1: 5, 2: 6}), gpu.decode({1: 5, 2: 6}))
 
 
+def test_q4f32_f16_scales_are_read_without_shader_f16(adapter, compiled, webgpu_artifact):
+    """q4f32 keeps f16 scales; the f32 plan reads them through 32-bit words."""
+    cpu, gpu = _harnesses((compiled(TinySpec(), "q4f32"), webgpu_artifact("q4f32")))
+    prompts = {1: _tokens(3, 11)}
+    _close(cpu.step(prompts, all_rows=True), gpu.step(prompts, all_rows=True))
+    _close(cpu.decode({1: 7}), gpu.decode({1: 7}))
+
+
 def test_vulkan_target_runs_the_same_plan_on_a_vulkan_adapter(adapter, compiled, webgpu_artifact):
     vulkan = compiled(TinySpec(), "q0f32", target="vulkan")
     web = Harness(webgpu_artifact("q0f32"), num_blocks=16)
