@@ -26,6 +26,9 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 DEFAULT_SAMPLING = {"temperature": 0.7, "top_p": 0.95}
 
 
+KV_DTYPES = ("float16", "float32")
+
+
 @dataclass(frozen=True)
 class CompileRequest:
     model: str
@@ -36,8 +39,12 @@ class CompileRequest:
     prefill_chunk: int = 512
     page_size: int = 16
     options: BuildOptions = BuildOptions()
+    kv_dtype: str | None = None  # None: the quantization's activation dtype
 
     def __post_init__(self) -> None:
+        if self.kv_dtype not in (None, *KV_DTYPES):
+            choices = ", ".join(KV_DTYPES)
+            raise ValueError(f"KV cache dtype must be one of {choices}, not {self.kv_dtype!r}")
         if self.page_size not in (8, 16, 32, 64):
             raise ValueError(f"page size must be 8, 16, 32 or 64, not {self.page_size}")
         if self.prefill_chunk < 1:
@@ -89,7 +96,12 @@ def export_model(req: CompileRequest) -> ExportedModel:
     formats = plan_formats(source.weights, source.tensors, quant)
     tvm_target = target.tvm_target(req.options)
     layout = KVLayout(
-        cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, req.page_size, quant.activation_dtype
+        cfg.num_heads,
+        cfg.num_kv_heads,
+        cfg.head_dim,
+        req.page_size,
+        quant.activation_dtype,
+        req.kv_dtype or quant.activation_dtype,
     )
     model = source.arch.build(cfg, formats, PagedKVOps(layout, target.kernel_kind, tvm_target))
     mod, params = model.export_tvm(spec=model.export_spec())
@@ -120,6 +132,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         model=cfg,
         quantization=quant.name,
         activation_dtype=quant.activation_dtype,
+        kv_dtype=req.kv_dtype or quant.activation_dtype,
         target=target.name,
         tvm_target=_plain(tvm_target.export()),
         library=library,

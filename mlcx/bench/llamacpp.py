@@ -66,9 +66,12 @@ def ensure_llama_cpp(say=print):
 class LlamaCppEngine:
     name = "llama.cpp"
 
-    def __init__(self, gguf: Path, workload: Workload, threads: int, say=print):
+    def __init__(self, gguf: Path, workload: Workload, threads: int, kv_dtype: str, say=print):
         llama_cpp = ensure_llama_cpp(say)
         context = workload.prompt_tokens + workload.decode_tokens + 8
+        cache_type = {"float16": llama_cpp.GGML_TYPE_F16, "float32": llama_cpp.GGML_TYPE_F32}
+        if kv_dtype not in cache_type:
+            raise ValueError(f"llama.cpp has no {kv_dtype!r} KV cache here; use float16 or float32")
         self.llm = llama_cpp.Llama(
             str(gguf),
             n_ctx=context,
@@ -76,6 +79,8 @@ class LlamaCppEngine:
             n_ubatch=workload.prompt_tokens,
             n_threads=threads,
             n_threads_batch=threads,
+            type_k=cache_type[kv_dtype],
+            type_v=cache_type[kv_dtype],
             verbose=False,
         )
         self.vocab = self.llm.n_vocab()

@@ -14,6 +14,7 @@ class BenchReport:
     artifact: str
     workload: Workload
     threads: int
+    kv_dtype: str  # of every engine's KV cache
     speeds: dict[str, Speed]  # engine name -> median speed; "mlcx" first
     compile_seconds: float | None
     peak_memory_bytes: int
@@ -48,7 +49,7 @@ class BenchReport:
         out = [
             f"model {self.model} -> {self.artifact}",
             f"batch 1, prompt {w.prompt_tokens}, decode {w.decode_tokens} greedy, "
-            f"{self.threads} threads, median of {w.reps}",
+            f"{self.threads} threads, {self.kv_dtype} KV cache, median of {w.reps}",
             f"{'engine':<12}{'prefill tok/s':>16}{'decode tok/s':>16}",
         ]
         out += [f"{n:<12}{s.prefill:>16.1f}{s.decode:>16.1f}" for n, s in self.speeds.items()]

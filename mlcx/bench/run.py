@@ -30,6 +30,8 @@ class BenchRequest:
     against: tuple[str, ...] = ()
     gguf: Path | None = None  # the peer's model file, when `model` does not name one
     tuning_db: Path | None = None
+    # KV cache dtype of both engines: f16 is llama.cpp's default; an artifact keeps its own
+    kv_dtype: str = "float16"
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.against if p not in PEERS]
@@ -72,11 +74,14 @@ def _compile(source: str, req: BenchRequest, threads: int, say) -> tuple[Path, f
     from mlcx.compile import CompileRequest
     from mlcx.targets.base import BuildOptions
 
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{Path(source).name}-{req.quantization or 'auto'}")
+    name = f"{Path(source).name}-{req.quantization or 'auto'}-kv-{req.kv_dtype}"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name)
     out = cache_dir() / "bench" / "artifacts" / slug
     say(f"compiling {source} for cpu -> {out}")
     options = BuildOptions(num_threads=threads, tuning_db=req.tuning_db)
-    compile_req = CompileRequest(source, "cpu", req.quantization, out, options=options)
+    compile_req = CompileRequest(
+        source, "cpu", req.quantization, out, options=options, kv_dtype=req.kv_dtype
+    )
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         seconds = pool.submit(_timed_compile, compile_req).result()
     return out, seconds
@@ -102,12 +107,12 @@ def _threads(req: BenchRequest) -> int:
     return os.cpu_count() or 1
 
 
-def _peers(req: BenchRequest, resolved: _Resolved, threads: int, say) -> list:
+def _peers(req: BenchRequest, resolved: _Resolved, kv_dtype: str, threads: int, say) -> list:
     if not req.against:
         return []
     from mlcx.bench.llamacpp import LlamaCppEngine
 
-    return [LlamaCppEngine(resolved.gguf, req.workload, threads, say)]
+    return [LlamaCppEngine(resolved.gguf, req.workload, threads, kv_dtype, say)]
 
 
 def run_bench(req: BenchRequest, say=print) -> BenchReport:
@@ -126,7 +131,8 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
     ids = workload.prompt_ids(ours.vocab)
     ours.run(ids, workload)  # warm-up: pages in the weights, spins up the thread pool
     peak = peak_memory_bytes()
-    engines = [ours, *_peers(req, resolved, threads, say)]
+    kv_dtype = ours.artifact.config.cache_dtype
+    engines = [ours, *_peers(req, resolved, kv_dtype, threads, say)]
     for peer in engines[1:]:
         peer.run(ids, workload)
     runs: dict[str, list] = {e.name: [] for e in engines}
@@ -139,6 +145,7 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
         artifact=str(resolved.artifact),
         workload=workload,
         threads=threads,
+        kv_dtype=kv_dtype,
         speeds={name: Speed.of(r, workload) for name, r in runs.items()},
         compile_seconds=resolved.compile_seconds,
         peak_memory_bytes=peak,

@@ -16,7 +16,7 @@ from typer.core import TyperGroup
 from mlcx.bench.run import PEERS, BenchRequest, run_bench
 from mlcx.bench.workload import Workload
 from mlcx.cli import bench_serve_cmd, web_cmd
-from mlcx.cli.options import QuantizationName
+from mlcx.cli.options import KVDtype, QuantizationName
 
 Peer = Enum("Peer", {p: p for p in PEERS}, type=str)  # type: ignore[misc]
 
@@ -43,6 +43,12 @@ def bench_command(
         Path | None, typer.Option(help="GGUF file for the peer (when MODEL is an artifact).")
     ] = None,
     tuning_db: Annotated[Path | None, typer.Option(help="Tuning database, when compiling.")] = None,
+    kv_dtype: Annotated[
+        KVDtype,
+        typer.Option(
+            help="KV cache dtype of every engine, when compiling (f16: llama.cpp's default)."
+        ),
+    ] = KVDtype.float16,  # type: ignore[attr-defined]
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
 ) -> None:
     """Measure prefill and decode tokens/s at batch 1 (and compile time, peak memory, and the
@@ -54,6 +60,7 @@ def bench_command(
         against=tuple(p.value for p in against or ()),
         gguf=gguf,
         tuning_db=tuning_db,
+        kv_dtype=kv_dtype.value,
     )
     say = (lambda _msg: None) if json_output else (lambda msg: typer.echo(msg, err=True))
     report = run_bench(request, say)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mlcx.cli.options import QuantizationName, TargetName, describe
+from mlcx.cli.options import KVDtype, QuantizationName, TargetName, describe
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.passes.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
@@ -39,6 +39,13 @@ def compile_command(
     context_window: Annotated[int | None, typer.Option(help="Cap the context window.")] = None,
     prefill_chunk: Annotated[int, typer.Option(help="Tokens prefilled per step.")] = 512,
     page_size: Annotated[int, typer.Option(help="KV cache page size (tokens).")] = 16,
+    kv_dtype: Annotated[
+        KVDtype | None,
+        typer.Option(
+            help="cpu: KV cache dtype (default: the math's). float16 halves the cache's memory "
+            "and the bytes decode attention reads, as llama.cpp's default cache does."
+        ),
+    ] = None,
     threads: Annotated[int | None, typer.Option(help="CPU threads (default: all cores).")] = None,
     gpu_arch: Annotated[str | None, typer.Option("--arch", help="GPU arch, e.g. sm_80.")] = None,
     tuning_db: Annotated[
@@ -61,6 +68,7 @@ def compile_command(
         context_window=context_window,
         prefill_chunk=prefill_chunk,
         page_size=page_size,
+        kv_dtype=kv_dtype.value if kv_dtype else None,
         options=BuildOptions(
             num_threads=threads,
             gpu_arch=gpu_arch,

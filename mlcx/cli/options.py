@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from mlcx.compile import KV_DTYPES
 from mlcx.passes.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.registry import TARGETS
 
@@ -14,6 +15,7 @@ def _choices(name: str, registry: dict) -> type[Enum]:
 
 TargetName = _choices("TargetName", TARGETS)
 QuantizationName = _choices("QuantizationName", QUANTIZATIONS)
+KVDtype = _choices("KVDtype", dict.fromkeys(KV_DTYPES))
 
 
 def describe(registry: dict, attr: str) -> str:

@@ -27,7 +27,12 @@ class PageGeometry:
     h_kv: int
     head_dim: int
     page_size: int
-    dtype: str
+    dtype: str  # of the pages
+    act_dtype: str = ""  # of the q/k/v/output activations; "" means the pages' dtype
+
+    @property
+    def io_dtype(self) -> str:
+        return self.act_dtype or self.dtype
 
     @property
     def slab(self) -> int:
@@ -64,16 +69,18 @@ def store_kv(geo: PageGeometry, flat, slot, head, key, value) -> None:
     T.buffer_store(flat, T.Cast(vec.vtype(geo.dtype, d), value), [vec.ramp(start, d)])
 
 
-def kv_append_cpu(h_kv: int, head_dim: int, dtype: str, page_size: int) -> tirx.PrimFunc:
+def kv_append_cpu(
+    h_kv: int, head_dim: int, dtype: str, page_size: int, act_dtype: str = ""
+) -> tirx.PrimFunc:
     """pages[slots[t]] <- k[t], v[t] for every token whose slot is not -1 (in place)."""
-    geo = PageGeometry(h_kv, head_dim, page_size, dtype)
+    geo = PageGeometry(h_kv, head_dim, page_size, dtype, act_dtype)
     with IRBuilder() as ib, T.prim_func():
         T.func_name("kv_append_cpu")
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, KERNEL_ATTR: "kv_append_cpu"})
         tokens = tirx.Var("tokens", "int64")
         pages = geo.pages_param()
-        k = T.match_buffer(T.arg("k", T.handle()), (tokens, h_kv, head_dim), dtype)
-        v = T.match_buffer(T.arg("v", T.handle()), (tokens, h_kv, head_dim), dtype)
+        k = T.match_buffer(T.arg("k", T.handle()), (tokens, h_kv, head_dim), geo.io_dtype)
+        v = T.match_buffer(T.arg("v", T.handle()), (tokens, h_kv, head_dim), geo.io_dtype)
         slots = T.match_buffer(T.arg("slots", T.handle()), (tokens,), "int32")
         flat = geo.flat(pages)
         with T.serial(0, tokens) as t, T.serial(0, h_kv) as h, T.If(slots[t] >= 0), T.Then():

@@ -116,7 +116,7 @@ def _values(sh: _Shape, bufs, seq, head, r, row, visible, total, scores) -> None
                 value = vec.to_f32(bufs["flat"][vec.ramp(base + s * geo.head_dim, lanes)])
                 weight = vec.splat(scores[r, p * ps + s], lanes)
                 T.buffer_store(acc, acc[vec.ramp(0, lanes)] + weight * value, [vec.ramp(0, lanes)])
-        out = T.Cast(vec.vtype(geo.dtype, lanes), acc[vec.ramp(0, lanes)] * inv)
+        out = T.Cast(vec.vtype(geo.io_dtype, lanes), acc[vec.ramp(0, lanes)] * inv)
         T.buffer_store(bufs["output"], out, [row, head, vec.ramp(part * lanes, lanes)])
 
 
@@ -142,13 +142,14 @@ def _params(sh: _Shape) -> dict:
     """Declare the kernel parameters (the rows setting does not matter here)."""
     geo, d = sh.geo, sh.geo.head_dim
     batch, tokens, nnz = (tirx.Var(n, "int32") for n in ("batch", "tokens", "nnz"))
-    bufs = {"q": T.match_buffer(T.arg("q", T.handle()), (tokens, sh.h_q, d), geo.dtype)}
+    bufs = {"q": T.match_buffer(T.arg("q", T.handle()), (tokens, sh.h_q, d), geo.io_dtype)}
     bufs["q_indptr"] = T.match_buffer(T.arg("q_indptr", T.handle()), (batch + 1,), "int32")
     bufs["pages"] = geo.pages_param()
     bufs["page_indptr"] = T.match_buffer(T.arg("page_indptr", T.handle()), (batch + 1,), "int32")
     bufs["page_values"] = T.match_buffer(T.arg("page_values", T.handle()), (nnz,), "int32")
     bufs["last_page_len"] = T.match_buffer(T.arg("last_page_len", T.handle()), (batch,), "int32")
-    bufs["output"] = T.match_buffer(T.arg("output", T.handle()), (tokens, sh.h_q, d), geo.dtype)
+    out_shape = (tokens, sh.h_q, d)
+    bufs["output"] = T.match_buffer(T.arg("output", T.handle()), out_shape, geo.io_dtype)
     bufs["batch"], bufs["nnz"], bufs["tokens"] = batch, nnz, tokens
     bufs["flat"] = geo.flat(bufs["pages"])
     return bufs
@@ -162,8 +163,8 @@ def _sequence(sh: _Shape, bufs, seq, head, part, scores) -> None:
         _block(sh, bufs, seq, head, part + i * SLICES, scores)
 
 
-def paged_attention_cpu(h_kv: int, h_q: int, d: int, dtype: str, page_size: int):
-    geo = PageGeometry(h_kv, d, page_size, dtype)
+def paged_attention_cpu(h_kv: int, h_q: int, d: int, dtype: str, page_size: int, act_dtype=""):
+    geo = PageGeometry(h_kv, d, page_size, dtype, act_dtype)
     single = _Shape(h_q, geo, rows=1)  # decode: one query row per sequence
     blocked = _Shape(h_q, geo, rows=max(1, min(4, 64 // page_size)))
     with IRBuilder() as ib, T.prim_func():

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import tvm
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
@@ -56,7 +57,7 @@ def _page_scores(sh: DecodeShape, bufs, seq, kv_head, page, following, scores) -
     base = T.bind(geo.key_base(page, kv_head))
     next_key = T.bind(geo.key_base(following, kv_head))
     next_value = T.bind(geo.value_base(following, kv_head))
-    line = max(1, 64 // (ps * 4))  # features per 64-byte line of a key slab
+    line = max(1, 64 // (ps * tvm.DataType(geo.dtype).bits // 8))  # features per 64-byte line
     for a in range(g * chains):
         T.buffer_store(acc, vec.splat(vec.f32(0.0), ps), [a, vec.ramp(0, ps)])
     with T.serial(0, geo.head_dim // chains) as cc:
@@ -153,7 +154,7 @@ def _merge(sh: DecodeShape, bufs, partials, seq, head) -> None:
         acc = acc + vec.splat(weight, d) * partials[seq, head, s, vec.ramp(2, d)]
     result = acc * vec.splat(vec.f32(1.0) / total, d)
     T.buffer_store(
-        bufs["output"], T.Cast(vec.vtype(sh.geo.dtype, d), result), [seq, head, vec.ramp(0, d)]
+        bufs["output"], T.Cast(vec.vtype(sh.geo.io_dtype, d), result), [seq, head, vec.ramp(0, d)]
     )
 
 

@@ -75,11 +75,11 @@ def rope_append_cpu(h_q: int, geo: PageGeometry, rope: RopeParams) -> tirx.PrimF
         T.func_name("rope_append_cpu")
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         tokens = tirx.Var("tokens", "int64")
-        qkv = T.match_buffer(T.arg("qkv", T.handle()), (tokens, width), geo.dtype)
+        qkv = T.match_buffer(T.arg("qkv", T.handle()), (tokens, width), geo.io_dtype)
         positions = T.match_buffer(T.arg("positions", T.handle()), (tokens,), "int32")
         pages = geo.pages_param()
         slots = T.match_buffer(T.arg("slots", T.handle()), (tokens,), "int32")
-        q_out = T.match_buffer(T.arg("q", T.handle()), (tokens, h_q, geo.head_dim), geo.dtype)
+        q_out = T.match_buffer(T.arg("q", T.handle()), (tokens, h_q, geo.head_dim), geo.io_dtype)
         flat = geo.flat(pages)
         # A parallel launch costs more than rotating the few tokens of a decode step.
         with T.If(tokens <= SERIAL_TOKENS):
@@ -101,7 +101,7 @@ def _token(h_q: int, geo: PageGeometry, rope: RopeParams, qkv, positions, slots,
         return vec.to_f32(qkv[t, vec.ramp(h * d, d)])
 
     with T.serial(0, h_q) as h:
-        rotated = T.Cast(vec.vtype(geo.dtype, d), _rotate(head(h), cv, sv, d, rope.rotary_dim))
+        rotated = T.Cast(vec.vtype(geo.io_dtype, d), _rotate(head(h), cv, sv, d, rope.rotary_dim))
         T.buffer_store(q_out, rotated, [t, h, vec.ramp(0, d)])
     with T.If(slots[t] >= 0), T.Then(), T.serial(0, h_kv) as h:
         key = _rotate(head(h_q + h), cv, sv, d, rope.rotary_dim)

@@ -45,11 +45,16 @@ class ArtifactConfig:
     # take the artifact; and the tuning database it was compiled with, if any
     source: str = ""
     tuning_db: str | None = None
+    kv_dtype: str = ""  # of the KV pages; "" (artifacts from before it was a choice): activations'
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
         if self.page_size <= 0 or self.prefill_chunk <= 0 or self.context_window <= 0:
             raise ValueError("page_size, prefill_chunk and context_window must be positive")
+
+    @property
+    def cache_dtype(self) -> str:
+        return self.kv_dtype or self.activation_dtype
 
     def to_json(self) -> str:
         data = asdict(self)

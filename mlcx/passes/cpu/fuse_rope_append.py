@@ -81,7 +81,8 @@ def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
     q_ty = q_var.ty
     h_q, d = int(q_ty.shape[1]), int(q_ty.shape[2])
     pages_ty = pages.ty
-    geo = PageGeometry(int(pages_ty.shape[2]), d, int(pages_ty.shape[3]), pages_ty.dtype)
+    ps = int(pages_ty.shape[3])
+    geo = PageGeometry(int(pages_ty.shape[2]), d, ps, pages_ty.dtype, q_ty.dtype)
     if d % 8:
         return None
     return _Group(q_var, binding.var, reshape.args[0], positions, pages, slots, h_q, rope, geo)

@@ -26,7 +26,7 @@ def kv_block_bytes(artifact: Artifact) -> int:
     """Device bytes of one KV block across all layers."""
     cfg, art = artifact.config.model, artifact.config
     per_layer = 2 * cfg.num_kv_heads * art.page_size * cfg.head_dim
-    return cfg.num_layers * per_layer * np.dtype(art.activation_dtype).itemsize
+    return cfg.num_layers * per_layer * np.dtype(art.cache_dtype).itemsize
 
 
 def use_compiled_threads(tvm_target: dict) -> None:
@@ -60,8 +60,7 @@ class TVMRunner:
         cfg = config.model
         shape = (num_blocks, 2, cfg.num_kv_heads, config.page_size, cfg.head_dim)
         self.kv_pages = [
-            tvm.runtime.empty(shape, config.activation_dtype, self.device)
-            for _ in range(cfg.num_layers)
+            tvm.runtime.empty(shape, config.cache_dtype, self.device) for _ in range(cfg.num_layers)
         ]
         self.num_blocks = num_blocks
         # Converted to FFI arrays once: a Python list would be converted on every call.

@@ -1,0 +1,52 @@
+"""A float16 KV cache under float32 math (`--kv-dtype float16`, CPU): the pages really are
+f16, and the logits stay near HF transformers' float32 ones, step after step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlcx.compile import CompileRequest
+from tests.support.harness import Harness, hf_logits
+from tests.support.tiny_models import TinySpec, load_reference
+
+SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=5)
+# f16 keeps 11 significant bits: K and V move by ~5e-4 relative; this model's logits by ~2e-5
+# (f32 pages: ~1e-6)
+TOL = 1e-3
+
+
+def test_f16_pages_track_the_f32_reference(tiny_model, compiled):
+    ref = load_reference(tiny_model(SPEC))
+    harness = Harness(compiled(SPEC, "q0f32", kv_dtype="float16"), num_blocks=32)
+    assert harness.artifact.config.kv_dtype == "float16"
+    assert {str(p.dtype) for p in harness.runner.kv_pages} == {"float16"}
+    rng, vocab = np.random.default_rng(3), ref.config.vocab_size
+    seqs = {1: rng.integers(0, vocab, 27).tolist(), 2: rng.integers(0, vocab, 40).tolist()}
+    got = harness.step(seqs, all_rows=True)
+    worst = 0.0
+    for _ in range(4):
+        tokens = {}
+        for seq, logits in got.items():
+            want = hf_logits(ref, seqs[seq])[-len(logits) :]
+            worst = max(worst, float(np.abs(logits - want).max()))
+            tokens[seq] = int(np.argmax(want[-1]))
+            assert int(np.argmax(logits[-1])) == tokens[seq]
+            seqs[seq].append(tokens[seq])
+        got = {seq: row[None] for seq, row in harness.decode(tokens).items()}
+    assert worst <= TOL
+
+
+def test_gpu_targets_refuse_a_kv_dtype_other_than_the_math(tiny_model, tmp_path):
+    from mlcx.compile import export_model
+
+    req = CompileRequest(
+        str(tiny_model(SPEC)), "webgpu", "q0f32", tmp_path / "a", kv_dtype="float16"
+    )
+    with pytest.raises(ValueError, match="CPU-only"):
+        export_model(req)
+
+
+def test_unknown_kv_dtype_is_refused():
+    with pytest.raises(ValueError, match="KV cache dtype must be one of float16, float32"):
+        CompileRequest("m", kv_dtype="int8")
