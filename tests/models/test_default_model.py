@@ -15,13 +15,31 @@ pytestmark = pytest.mark.slow
 PROMPT = "The history of the Roman Empire is"
 
 
-@pytest.fixture(scope="module")
-def artifact(tmp_path_factory):
+# the default KV cache (f32, as the math) and llama.cpp's f16 one
+@pytest.fixture(scope="module", params=[[], ["--kv-dtype", "float16"]], ids=["kv-f32", "kv-f16"])
+def artifact(request, tmp_path_factory):
     default_gguf()  # downloads once into the mlcx cache
     out = tmp_path_factory.mktemp("default") / "smollm2"
-    result = run_mlcx("compile", DEFAULT, "--target", "cpu", "-o", str(out))
+    result = run_mlcx("compile", DEFAULT, "--target", "cpu", "-o", str(out), *request.param)
     assert result.returncode == 0, result.stderr
     return out
+
+
+@pytest.fixture(scope="module")
+def transformers_greedy():
+    """(prompt ids, 32 greedy tokens) of HF transformers on the same GGUF."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = default_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        path.parent, gguf_file=path.name, dtype=torch.float32
+    )
+    prompt_ids = tokenizer(PROMPT)["input_ids"]
+    with torch.no_grad():
+        ref = model.generate(torch.tensor([prompt_ids]), max_new_tokens=32, do_sample=False)
+    return prompt_ids, ref[0, len(prompt_ids) :].tolist()
 
 
 def test_chat_answers_paris(artifact):
@@ -39,19 +57,9 @@ def test_chat_answers_paris(artifact):
     assert "Paris" in json.loads(result.stdout)["text"]
 
 
-def test_greedy_tokens_equal_transformers_on_the_same_gguf(artifact):
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = default_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        path.parent, gguf_file=path.name, dtype=torch.float32
-    )
+def test_greedy_tokens_equal_transformers_on_the_same_gguf(artifact, transformers_greedy):
+    prompt_ids, want = transformers_greedy
     llm = LLM(artifact)
-    prompt_ids = tokenizer(PROMPT)["input_ids"]
     assert llm.tokenizer.encode(PROMPT) == prompt_ids
     [[ours]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=32, ignore_eos=True))
-    with torch.no_grad():
-        ref = model.generate(torch.tensor([prompt_ids]), max_new_tokens=32, do_sample=False)
-    assert ours.token_ids == ref[0, len(prompt_ids) :].tolist()
+    assert ours.token_ids == want
