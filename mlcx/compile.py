@@ -15,7 +15,7 @@ from mlcx.frontends.source import ModelSource, load_source
 from mlcx.ops.attention import KVLayout, PagedKVOps
 from mlcx.passes.quantization.convert import iter_params, plan_formats
 from mlcx.passes.quantization.schemes import get_quantization
-from mlcx.runtime.artifact import CONFIG_FILE, ArtifactConfig
+from mlcx.runtime.artifact import CONFIG_FILE, KV_DTYPES, ArtifactConfig
 from mlcx.runtime.weight_shards import ShardWriter
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.registry import get_target
@@ -24,9 +24,6 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 DEFAULT_SAMPLING = {"temperature": 0.7, "top_p": 0.95}
-
-
-KV_DTYPES = ("float16", "float32")
 
 
 @dataclass(frozen=True)
@@ -80,6 +77,7 @@ class ExportedModel:
     tvm_target: object
     mod: object
     params: list
+    kv_dtype: str  # of the KV pages
 
 
 def export_model(req: CompileRequest) -> ExportedModel:
@@ -95,17 +93,12 @@ def export_model(req: CompileRequest) -> ExportedModel:
     cfg = source.config
     formats = plan_formats(source.weights, source.tensors, quant)
     tvm_target = target.tvm_target(req.options)
-    layout = KVLayout(
-        cfg.num_heads,
-        cfg.num_kv_heads,
-        cfg.head_dim,
-        req.page_size,
-        quant.activation_dtype,
-        req.kv_dtype or quant.activation_dtype,
-    )
+    kv_dtype = req.kv_dtype or quant.activation_dtype
+    heads = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
+    layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype)
     model = source.arch.build(cfg, formats, PagedKVOps(layout, target.kernel_kind, tvm_target))
     mod, params = model.export_tvm(spec=model.export_spec())
-    return ExportedModel(source, target, quant, formats, tvm_target, mod, params)
+    return ExportedModel(source, target, quant, formats, tvm_target, mod, params, kv_dtype)
 
 
 def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path:
@@ -132,7 +125,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         model=cfg,
         quantization=quant.name,
         activation_dtype=quant.activation_dtype,
-        kv_dtype=req.kv_dtype or quant.activation_dtype,
+        kv_dtype=exported.kv_dtype,
         target=target.name,
         tvm_target=_plain(tvm_target.export()),
         library=library,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
-from mlcx.compile import KV_DTYPES
 from mlcx.passes.quantization.schemes import QUANTIZATIONS
+from mlcx.runtime.artifact import KV_DTYPES
 from mlcx.targets.registry import TARGETS
 
 

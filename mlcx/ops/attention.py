@@ -37,11 +37,7 @@ class KVLayout:
     head_dim: int
     page_size: int
     dtype: str  # the activations'
-    cache_dtype: str = ""  # the pages'; "" means `dtype`
-
-    @property
-    def page_dtype(self) -> str:
-        return self.cache_dtype or self.dtype
+    cache_dtype: str  # the pages'
 
     def pages_shape(self, num_pages: int | str) -> list[int | str]:
         return [num_pages, 2, self.num_kv_heads, self.page_size, self.head_dim]
@@ -84,9 +80,9 @@ class PagedKVOps:
             raise ValueError(f"kernel kind must be 'cpu' or 'gpu', not {kernel_kind!r}")
         if kernel_kind == "gpu" and target is None:
             raise ValueError("GPU attention kernels need the TVM target")
-        if kernel_kind == "gpu" and layout.page_dtype != layout.dtype:
+        if kernel_kind == "gpu" and layout.cache_dtype != layout.dtype:
             raise ValueError(
-                f"a {layout.page_dtype} KV cache with {layout.dtype} math is a CPU-only option "
+                f"a {layout.cache_dtype} KV cache with {layout.dtype} math is a CPU-only option "
                 "(TVM's GPU attention kernels take one dtype); drop --kv-dtype for this target"
             )
         self.layout = layout
@@ -98,7 +94,7 @@ class PagedKVOps:
         lay = self.layout
         if self.kind == "cpu":  # CPU pages hold keys transposed (mlcx.ops.kv_pages_cpu)
             func = kv_append_cpu(
-                lay.num_kv_heads, lay.head_dim, lay.page_dtype, lay.page_size, lay.dtype
+                lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, lay.dtype
             )
         else:
             func = _page_kernels._kv_cache_transpose_append(
@@ -110,14 +106,14 @@ class PagedKVOps:
     def _copy(self) -> tirx.PrimFunc:
         lay = self.layout
         return attention_cpu.copy_pages(
-            lay.num_kv_heads, lay.head_dim, lay.page_dtype, lay.page_size, gpu=self.kind == "gpu"
+            lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, gpu=self.kind == "gpu"
         )
 
     @cached_property
     def _cpu_attend(self) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_kv_heads, lay.num_q_heads, lay.head_dim)
-        return attention_cpu.paged_attention_cpu(*heads, lay.page_dtype, lay.page_size, lay.dtype)
+        return attention_cpu.paged_attention_cpu(*heads, lay.cache_dtype, lay.page_size, lay.dtype)
 
     def _gpu_kernel(self, make, leading: list) -> tirx.PrimFunc:
         """TVM's kernel for this layout (no sliding window, no rope inside), its scalar

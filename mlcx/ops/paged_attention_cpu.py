@@ -163,7 +163,9 @@ def _sequence(sh: _Shape, bufs, seq, head, part, scores) -> None:
         _block(sh, bufs, seq, head, part + i * SLICES, scores)
 
 
-def paged_attention_cpu(h_kv: int, h_q: int, d: int, dtype: str, page_size: int, act_dtype=""):
+def paged_attention_cpu(
+    h_kv: int, h_q: int, d: int, dtype: str, page_size: int, act_dtype: str = ""
+) -> tirx.PrimFunc:
     geo = PageGeometry(h_kv, d, page_size, dtype, act_dtype)
     single = _Shape(h_q, geo, rows=1)  # decode: one query row per sequence
     blocked = _Shape(h_q, geo, rows=max(1, min(4, 64 // page_size)))

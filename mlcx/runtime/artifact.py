@@ -20,6 +20,7 @@ from mlcx.frontends.decoder_config import DecoderConfig
 
 CONFIG_FILE = "mlcx-config.json"
 FORMAT_VERSION = 1
+KV_DTYPES = ("float16", "float32")  # what the KV pages may be stored in
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class ArtifactConfig:
     def __post_init__(self) -> None:
         if self.page_size <= 0 or self.prefill_chunk <= 0 or self.context_window <= 0:
             raise ValueError("page_size, prefill_chunk and context_window must be positive")
+        if self.kv_dtype not in ("", *KV_DTYPES):
+            raise ValueError(
+                f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "
+                "the model (`mlcx compile --kv-dtype`)"
+            )
 
     @property
     def cache_dtype(self) -> str:

@@ -30,6 +30,7 @@ def test_bench_reports_speeds_and_the_bandwidth_bound(artifact):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["threads"] == 1 and report["workload"]["prompt_tokens"] == 24
+    assert report["kv_dtype"] == "float32"  # an artifact keeps its own cache dtype
     speed = report["speeds"]["mlcx"]
     assert speed["prefill"] > 0 and speed["decode"] > 0
     assert report["ratios"] == {} and report["compile_seconds"] is None
@@ -41,6 +42,25 @@ def test_bench_reports_speeds_and_the_bandwidth_bound(artifact):
     assert report["decode_bound"] == pytest.approx(bound)
     assert report["decode_bound_fraction"] == pytest.approx(speed["decode"] / bound)
     assert report["peak_memory_bytes"] > 0
+
+
+def test_bench_compiles_with_llama_cpp_s_f16_kv_cache(tiny_model, tmp_path):
+    result = run_mlcx(
+        "bench",
+        str(tiny_model(SPEC)),
+        "--prompt",
+        "24",
+        "--decode",
+        "6",
+        "--reps",
+        "1",
+        "--json",
+        env={"MLCX_CACHE": str(tmp_path)},
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["kv_dtype"] == "float16" and report["compile_seconds"] > 0
+    assert Artifact(report["artifact"]).config.kv_dtype == "float16"
 
 
 def test_bench_is_the_default_subcommand(artifact):

@@ -4,6 +4,7 @@ does: one model, one set of weight files, whatever device runs it."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -48,3 +49,15 @@ def test_config_has_the_cpu_format(compiled, cpu_artifact, target):
     config = ArtifactConfig.from_json((artifact / CONFIG_FILE).read_text())
     assert config.target == target and config.runtime == TARGETS[target].runtime
     assert (artifact / config.library).is_file()
+
+
+def test_a_config_with_an_unknown_kv_dtype_is_refused_clearly(cpu_artifact, tmp_path):
+    from tests.support.cli import one_line_error, run_mlcx
+
+    broken = tmp_path / "broken"
+    shutil.copytree(cpu_artifact, broken)
+    config = json.loads((broken / CONFIG_FILE).read_text())
+    config["kv_dtype"] = "int8"
+    (broken / CONFIG_FILE).write_text(json.dumps(config))
+    line = one_line_error(run_mlcx("generate", str(broken), "--prompt", "hi"))
+    assert "kv_dtype 'int8'" in line and "recompile" in line

@@ -96,7 +96,7 @@ class CausalLM(nn.Module):
     def export_spec(self) -> dict:
         lay = self.kv.layout
         i32 = "int32"
-        kv = [spec.Tensor(lay.pages_shape("num_pages"), lay.page_dtype) for _ in self.layers]
+        kv = [spec.Tensor(lay.pages_shape("num_pages"), lay.cache_dtype) for _ in self.layers]
         step = {
             "positions": spec.Tensor(["tokens"], i32),
             "slots": spec.Tensor(["tokens"], i32),

@@ -54,10 +54,10 @@ class WgpuRunner:
         self.params = [self._persistent(a) for _, a in load_arrays(artifact.params_dir)]
         cfg = config.model
         shape = (num_blocks, 2, cfg.num_kv_heads, config.page_size, cfg.head_dim)
-        page = np.dtype(config.activation_dtype).itemsize * int(np.prod(shape))
+        page = np.dtype(config.cache_dtype).itemsize * int(np.prod(shape))
         self._check_binding(page, "one layer's KV pages (lower the KV cache size)")
         self.kv_pages = [
-            GpuTensor(self.gpu.buffer(page), shape, config.activation_dtype)
+            GpuTensor(self.gpu.buffer(page), shape, config.cache_dtype)
             for _ in range(cfg.num_layers)
         ]
         self.num_blocks = num_blocks
