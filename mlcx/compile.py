@@ -6,18 +6,24 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+import tvm
+from tvm.relax.frontend import nn
+
+from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
+from mlcx.artifact.weight_shards import ShardWriter
 from mlcx.errors import ModelSourceError
+from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import ModelSource, load_source
-from mlcx.ops.attention import KVLayout, PagedKVOps
-from mlcx.passes.quantization.convert import iter_params, plan_formats
-from mlcx.passes.quantization.schemes import get_quantization
-from mlcx.runtime.artifact import CONFIG_FILE, KV_DTYPES, ArtifactConfig
-from mlcx.runtime.weight_shards import ShardWriter
-from mlcx.targets.base import BuildOptions
+from mlcx.kernels.attention import KVLayout, PagedKVOps
+from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.passes.tuning.records import resolve_linear_kernels
+from mlcx.quantization.formats import WeightFormat
+from mlcx.quantization.schemes import Quantization, get_quantization
+from mlcx.targets.base import BuildOptions, Target
 from mlcx.targets.registry import get_target
 
 log = logging.getLogger(__name__)
@@ -71,19 +77,32 @@ class ExportedModel:
     """A model exported to a Relax IRModule for one target, before the target builds it."""
 
     source: ModelSource
-    target: object
-    quant: object
-    formats: dict
-    tvm_target: object
-    mod: object
-    params: list
+    target: Target
+    quant: Quantization
+    formats: dict[str, WeightFormat]
+    tvm_target: tvm.target.Target
+    mod: tvm.IRModule
+    params: list[tuple[str, nn.Parameter]]
     kv_dtype: str  # of the KV pages
+    context_window: int
+    options: BuildOptions  # the request's, with the linear-kernel choice resolved
+
+
+def _resolved(options: BuildOptions, target: Target) -> BuildOptions:
+    """The linear kernels are a CPU choice; resolved here (a tuning database may decide them)
+    so that a bad combination fails before anything is built."""
+    if target.name != "cpu":
+        return replace(options, linear_kernels=None)
+    kernels = resolve_linear_kernels(options.linear_kernels, options.tuning_db)
+    return replace(options, linear_kernels=kernels)
 
 
 def export_model(req: CompileRequest) -> ExportedModel:
     """Load the source, plan weight formats and export the graph (also used by `mlcx tune`)."""
-    source = load_source(req.model)
     target = get_target(req.target)
+    options = _resolved(req.options, target)
+    source = load_source(req.model)
+    context_window = _context_window(source, req.context_window)
     quant = get_quantization(req.quantization or target.default_quantization(source.kind == "gguf"))
     if quant.keeps_source_formats and source.kind != "gguf":
         raise ModelSourceError(
@@ -92,13 +111,15 @@ def export_model(req: CompileRequest) -> ExportedModel:
         )
     cfg = source.config
     formats = plan_formats(source.weights, source.tensors, quant)
-    tvm_target = target.tvm_target(req.options)
+    tvm_target = target.tvm_target(options)
     kv_dtype = req.kv_dtype or quant.activation_dtype
     heads = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
     layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype)
     model = source.arch.build(cfg, formats, PagedKVOps(layout, target.kernel_kind, tvm_target))
     mod, params = model.export_tvm(spec=model.export_spec())
-    return ExportedModel(source, target, quant, formats, tvm_target, mod, params, kv_dtype)
+    return ExportedModel(
+        source, target, quant, formats, tvm_target, mod, params, kv_dtype, context_window, options
+    )
 
 
 def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path:
@@ -108,14 +129,14 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
     exported = export_model(req)
     source, target, quant = exported.source, exported.target, exported.quant
     cfg, formats, tvm_target = source.config, exported.formats, exported.tvm_target
-    mod, params = exported.mod, exported.params
+    mod, params, options = exported.mod, exported.params, exported.options
     report("build", 0, 1)
-    executable = target.build(mod, tvm_target, req.options)
+    executable = target.build(mod, tvm_target, options)
     out = req.output
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    library = target.export(executable, out, req.options)
+    library = target.export(executable, out, options)
     _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
     assets = source.tokenizer_assets()
     assets.write(out)
@@ -130,7 +151,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         tvm_target=_plain(tvm_target.export()),
         library=library,
         runtime=target.runtime,
-        context_window=_context_window(source, req.context_window),
+        context_window=exported.context_window,
         prefill_chunk=req.prefill_chunk,
         page_size=req.page_size,
         sampling=_sampling(source),
@@ -142,13 +163,18 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         },
         weight_formats={name: fmt.name for name, fmt in formats.items()},
         source=req.model if req.model in PRESETS else str(source.path.resolve()),
-        tuning_db=str(req.options.tuning_db.resolve()) if req.options.tuning_db else None,
+        tuning_db=str(options.tuning_db.resolve()) if options.tuning_db else None,
+        linear_kernels=_value(options.linear_kernels),
     )
     (out / CONFIG_FILE).write_text(config.to_json())
     log.info(
         "compiled %s for %s in %.1f s", source.name, target.name, time.perf_counter() - started
     )
     return out
+
+
+def _value(kernels: LinearKernels | None) -> str | None:
+    return kernels.value if kernels is not None else None
 
 
 def _plain(value):

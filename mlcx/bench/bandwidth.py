@@ -10,7 +10,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 from tvm.target import codegen
 
-from mlcx.ops import cpu_vec as vec
+from mlcx.kernels.cpu import vec
 
 LANES = 16
 UNROLL = 4  # independent accumulators per thread

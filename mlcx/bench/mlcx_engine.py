@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import load_arrays
 from mlcx.bench.workload import RunTiming, Workload
-from mlcx.runtime.artifact import Artifact
 from mlcx.runtime.backends.tvm_vm import TVMRunner
 from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.weight_shards import load_arrays
 
 
 def weight_bytes_per_token(artifact: Artifact) -> int:

@@ -11,13 +11,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from mlcx.artifact.config import CONFIG_FILE, Artifact
 from mlcx.bench.bandwidth import measure_read_bandwidth
 from mlcx.bench.mlcx_engine import MlcxEngine, peak_memory_bytes, weight_bytes_per_token
 from mlcx.bench.random_models import RANDOM_MODELS, ensure_random_gguf
 from mlcx.bench.report import BenchReport
 from mlcx.bench.workload import Speed, Workload
 from mlcx.cache import cache_dir
-from mlcx.runtime.artifact import CONFIG_FILE, Artifact
 
 PEERS = ("llama.cpp",)
 

@@ -8,9 +8,10 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mlcx.cli.options import KVDtype, QuantizationName, TargetName, describe
+from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, TargetName, describe
 from mlcx.compile import CompileRequest, compile_model
-from mlcx.passes.quantization.schemes import QUANTIZATIONS
+from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.registry import TARGETS
 
@@ -51,13 +52,10 @@ def compile_command(
     tuning_db: Annotated[
         Path | None, typer.Option(help="Tuning database written by `mlcx tune` (cpu).")
     ] = None,
-    float_activations: Annotated[
-        bool,
-        typer.Option(
-            help="cpu: float32 activations in quantized matmuls (exact to the reference, "
-            "slower) instead of int16."
-        ),
-    ] = False,
+    linear_kernels: Annotated[
+        LinearKernels | None,
+        typer.Option(help=LINEAR_KERNELS_HELP + " Default: int16, or the tuning database's."),
+    ] = None,
 ) -> None:
     """Compile a model into an artifact directory that the mlcx runtime loads."""
     request = CompileRequest(
@@ -73,7 +71,7 @@ def compile_command(
             num_threads=threads,
             gpu_arch=gpu_arch,
             tuning_db=tuning_db,
-            float_activations=float_activations,
+            linear_kernels=linear_kernels,
         ),
     )
     columns = (

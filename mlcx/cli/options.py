@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from enum import Enum
 
-from mlcx.passes.quantization.schemes import QUANTIZATIONS
-from mlcx.runtime.artifact import KV_DTYPES
+from mlcx.artifact.config import KV_DTYPES
+from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.registry import TARGETS
 
 
@@ -16,6 +16,13 @@ def _choices(name: str, registry: dict) -> type[Enum]:
 TargetName = _choices("TargetName", TARGETS)
 QuantizationName = _choices("QuantizationName", QUANTIZATIONS)
 KVDtype = _choices("KVDtype", dict.fromkeys(KV_DTYPES))
+
+
+LINEAR_KERNELS_HELP = (
+    "cpu: kernels of the linear layers. int16: mlcx's (int16 activations, fast); float: "
+    "TVM's float32 dequantize-matmul for quantized weights (exact to the reference, slower); "
+    "tvm: TVM's plain kernels for every linear (what `mlcx tune` can tune)."
+)
 
 
 def describe(registry: dict, attr: str) -> str:

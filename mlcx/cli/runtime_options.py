@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from mlcx.artifact.config import Artifact
 from mlcx.cache import cache_dir
 from mlcx.compile import CompileRequest, compile_model
-from mlcx.runtime.artifact import Artifact
 from mlcx.runtime.sampling_params import SamplingParams
 
 

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mlcx.cli.options import QuantizationName, TargetName
+from mlcx.cli.options import LINEAR_KERNELS_HELP, QuantizationName, TargetName
 from mlcx.compile import CompileRequest
-from mlcx.passes.tuning.tune import TuneConfig, model_of, tune_model
+from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.targets.base import BuildOptions
-
-
-class KernelSet(str, Enum):
-    rest = "rest"
-    all = "all"
+from mlcx.tune import TuneConfig, model_of, tune_model
 
 
 def tune_command(
@@ -33,10 +28,10 @@ def tune_command(
     ] = None,
     trials: Annotated[int, typer.Option(help="Measured candidates, all kernels together.")] = 64,
     max_seconds: Annotated[float, typer.Option(help="Stop starting new rounds after this.")] = 600,
-    kernels: Annotated[
-        KernelSet,
-        typer.Option(help="rest: kernels mlcx leaves unscheduled; all: also the linear layers."),
-    ] = KernelSet.rest,
+    linear_kernels: Annotated[
+        LinearKernels,
+        typer.Option(help=LINEAR_KERNELS_HELP + " Compile with the same choice to use it."),
+    ] = LinearKernels.INT16,
     threads: Annotated[int | None, typer.Option(help="CPU threads (default: all cores).")] = None,
 ) -> None:
     """Autotune a model's CPU kernels with MetaSchedule; compile with --tuning-db to use it."""
@@ -47,7 +42,7 @@ def tune_command(
         quantization=quant,
         options=BuildOptions(num_threads=threads),
     )
-    config = TuneConfig(output, trials, max_seconds, kernels.value)
+    config = TuneConfig(output, trials, max_seconds, linear_kernels)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeElapsedColumn()) as bar:
         rows: dict[str, int] = {}

@@ -11,7 +11,7 @@ from typing import Any
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.hf_config import HFConfigReader
 from mlcx.frontends.weight_spec import WeightSpec
-from mlcx.passes.quantization.schemes import Role
+from mlcx.quantization.schemes import Role
 
 
 def decoder_config_from_hf(

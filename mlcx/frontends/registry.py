@@ -19,7 +19,7 @@ from mlcx.frontends.mistral import config as mistral_config
 from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.qwen2 import config as qwen2_config
 from mlcx.frontends.weight_spec import WeightSpec
-from mlcx.ops.attention import PagedKVOps
+from mlcx.kernels.attention import PagedKVOps
 
 
 @dataclass(frozen=True)

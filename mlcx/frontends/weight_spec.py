@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mlcx.passes.quantization.schemes import Role
+from mlcx.quantization.schemes import Role
 
 RowTransform = Callable[[np.ndarray], np.ndarray]
 

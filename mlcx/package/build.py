@@ -15,13 +15,13 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from mlcx.artifact.config import CONFIG_FILE, Artifact
+from mlcx.artifact.weight_shards import INDEX
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.frontends.tokenizer_assets import MLCX_TOKENIZER_JSON, TOKENIZER_JSON
 from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig, AppModel, AppWeights
 from mlcx.package.config import PackageConfig, PackageModel
 from mlcx.package.libraries import LAYOUTS, ModelLibraries
-from mlcx.runtime.artifact import CONFIG_FILE, Artifact
-from mlcx.runtime.weight_shards import INDEX
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.mobile import MobileTarget
 from mlcx.targets.registry import get_target

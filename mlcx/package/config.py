@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlcx.passes.quantization.schemes import QUANTIZATIONS
+from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.registry import TARGETS
 
 LIBRARY_LAYOUTS = ("combined", "per-model")

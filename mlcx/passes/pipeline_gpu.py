@@ -16,8 +16,6 @@ import tvm
 from tvm import relax
 from tvm.s_tir import dlight as dl
 
-from mlcx.targets.base import BuildOptions
-
 # (target kind, activation dtype or "*") where dlight.gpu.Matmul crashes in TVM 0.27.
 MATMUL_RULE_UNSAFE = {("cuda", "float16"), ("metal", "*")}
 
@@ -67,9 +65,7 @@ def vm_lowering_passes() -> list[tvm.transform.Pass]:
     ]
 
 
-def gpu_pipeline(
-    target: tvm.target.Target, options: BuildOptions, dtype: str
-) -> tvm.transform.Pass:
+def gpu_pipeline(target: tvm.target.Target, dtype: str) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlcx.artifact.config import Artifact
 from mlcx.errors import ContextWindowError, QueueFullError
-from mlcx.runtime.artifact import Artifact
 from mlcx.runtime.backends.registry import create_runner, kv_block_bytes
 from mlcx.runtime.detokenizer import IncrementalDetokenizer
 from mlcx.runtime.engine_config import EngineConfig

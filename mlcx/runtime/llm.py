@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
-from mlcx.runtime.artifact import Artifact
+from mlcx.artifact.config import Artifact
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.outputs import Completion, Delta

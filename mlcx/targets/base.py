@@ -9,6 +9,8 @@ from typing import Protocol
 
 import tvm
 
+from mlcx.kernels.cpu.kernel_config import LinearKernels
+
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -17,12 +19,9 @@ class BuildOptions:
     num_threads: int | None = None
     gpu_arch: str | None = None
     tuning_db: Path | None = None
-    # CPU: keep float32 activations in quantized matmuls (TVM's kernels) instead of mlcx's
-    # int16-activation kernels; slower, but computes exactly what the reference computes.
-    float_activations: bool = False
-    # CPU: mlcx's hand-written linear kernels; off to tune or run TVM's plain linear layers
-    # (a tuning database sets it to what it was tuned with).
-    hand_linears: bool = True
+    # CPU: which kernels compute the linear layers (kernels.cpu.kernel_config.LinearKernels);
+    # None: int16, or what the tuning database was tuned with (resolved once, by compile).
+    linear_kernels: LinearKernels | None = None
     # Mobile targets: prefix of every symbol in the static library, so several models can be
     # linked into one app; the app finds a model with TVM's SystemLib(prefix).
     system_lib_prefix: str | None = None

@@ -9,6 +9,7 @@ import tvm
 from tvm.target import codegen
 
 from mlcx.passes.pipeline_cpu import cpu_pipeline
+from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.targets.base import BuildOptions
 
 
@@ -28,7 +29,9 @@ class CpuTarget:
         return "gguf" if from_gguf else "q4f32"
 
     def build(self, mod, target, options):
-        return tvm.compile(mod, target=target, relax_pipeline=cpu_pipeline(target, options))
+        kernels = resolve_linear_kernels(options.linear_kernels, options.tuning_db)
+        pipeline = cpu_pipeline(target, kernels, options.tuning_db)
+        return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 
     def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
         name = "model-cpu.so"

@@ -15,8 +15,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from mlcx.artifact.config import Artifact
 from mlcx.errors import ArtifactError, ToolchainError
-from mlcx.runtime.artifact import Artifact
 
 WEB_ENV = "MLCX_WEB_ROOT"
 mimetypes.add_type("text/javascript", ".mjs")

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from mlcx.runtime.weight_shards import read_index
+from mlcx.artifact.weight_shards import read_index
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import TinySpec
@@ -64,6 +64,14 @@ def test_malformed_config(folder, tmp_path):
     (other / "config.json").write_text("{not json")
     line = one_line_error(run_mlcx("compile", str(other), "-o", str(tmp_path / "o")))
     assert "config.json" in line and "not valid JSON" in line
+
+
+def test_context_window_over_the_models_fails_before_building(folder, tmp_path):
+    out = tmp_path / "o"
+    result = run_mlcx("compile", str(folder), "--context-window", "1000000", "-o", str(out))
+    line = one_line_error(result)
+    assert "context window 1000000 exceeds the model's" in line
+    assert not out.exists()  # nothing built, converted or written
 
 
 def test_prompt_over_context_window(compiled):

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from mlcx.runtime.artifact import Artifact
-from mlcx.runtime.weight_shards import load_arrays
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import load_arrays
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_models import TinySpec
 

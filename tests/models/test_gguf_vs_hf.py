@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as GT
 
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import load_arrays
 from mlcx.compile import CompileRequest, compile_model
-from mlcx.runtime.artifact import Artifact
-from mlcx.runtime.weight_shards import load_arrays
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_gguf import DEFAULT_TYPES, write_tiny_gguf
 from tests.support.tiny_models import TinySpec

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from mlcx.passes.quantization.schemes import QUANTIZATIONS
-from mlcx.runtime.artifact import Artifact
-from mlcx.runtime.weight_shards import load_arrays
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import load_arrays
+from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_models import TinySpec, load_reference
@@ -47,12 +48,12 @@ def _dequantized_reference(folder, artifact_dir, quantization: str):
     return model
 
 
-@pytest.mark.parametrize("float_activations", [False, True], ids=["int16-acts", "f32-acts"])
+@pytest.mark.parametrize("linear_kernels", [LinearKernels.INT16, LinearKernels.FLOAT])
 @pytest.mark.parametrize("quantization", ["q4f32", "q8f32"])
 def test_quantized_logits_match_dequantized_reference(
-    quantization, float_activations, tiny_model, compiled
+    quantization, linear_kernels, tiny_model, compiled
 ):
-    options = BuildOptions(float_activations=float_activations)
+    options = BuildOptions(linear_kernels=linear_kernels)
     artifact = compiled(SPEC, quantization, options=options)
     ref = _dequantized_reference(tiny_model(SPEC), artifact, quantization)
     harness = Harness(artifact, num_blocks=32)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from mlcx.artifact.config import CONFIG_FILE, ArtifactConfig
 from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig
 from mlcx.package.build import build_package
 from mlcx.package.config import PackageConfig
-from mlcx.runtime.artifact import CONFIG_FILE, ArtifactConfig
 from tests.support.cli import run_mlcx
 from tests.support.tiny_models import TinySpec
 from tests.targets.binaries import (

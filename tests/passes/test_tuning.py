@@ -7,20 +7,22 @@ from pathlib import Path
 
 import pytest
 
+from mlcx.artifact.config import CONFIG_FILE, Artifact
 from mlcx.compile import CompileRequest, export_model
 from mlcx.errors import MlcxError
+from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.passes.tuning.apply import apply_records
 from mlcx.passes.tuning.records import MANIFEST, RECORDS, open_db
 from mlcx.passes.tuning.tasks import extract_tasks
-from mlcx.passes.tuning.tune import TuneConfig, fused_module, model_of, tune_model
-from mlcx.runtime.artifact import CONFIG_FILE, Artifact
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.targets.base import BuildOptions
+from mlcx.tune import TuneConfig, fused_module, model_of, tune_model
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_models import TinySpec
 
 TRIALS = 3
+TVM = LinearKernels.TVM
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +32,14 @@ def request_(tiny_model):
 
 @pytest.fixture(scope="module")
 def tuned(request_, tmp_path_factory):
-    config = TuneConfig(tmp_path_factory.mktemp("tuning") / "db", trials=TRIALS, kernels="all")
+    config = TuneConfig(tmp_path_factory.mktemp("tuning") / "db", trials=TRIALS, linear_kernels=TVM)
     return config, tune_model(request_, config)
 
 
 @pytest.fixture(scope="module")
 def fused(request_):
     exported = export_model(request_)
-    options = BuildOptions(hand_linears=False)
-    return fused_module(exported.mod, exported.tvm_target, options), exported.tvm_target
+    return fused_module(exported.mod, exported.tvm_target, TVM), exported.tvm_target
 
 
 def test_database_round_trips(tuned, fused):
@@ -46,7 +47,7 @@ def test_database_round_trips(tuned, fused):
     assert summary.new_trials == TRIALS and summary.records == TRIALS
     assert (config.output / MANIFEST).is_file() and (config.output / RECORDS).is_file()
     db = open_db(config.output)
-    assert len(db.records) == TRIALS and not db.hand_linears
+    assert len(db.records) == TRIALS and db.linear_kernels is TVM
     tasks, _ = extract_tasks(*fused)
     keys = {t.key for t in tasks}
     assert {r.workload for r in db.records} <= keys
@@ -57,14 +58,14 @@ def test_rerun_resumes(tuned, request_):
     config, _ = tuned
     again = tune_model(request_, config)
     assert again.new_trials == 0 and again.records == TRIALS
-    more = tune_model(request_, TuneConfig(config.output, trials=TRIALS + 1, kernels="all"))
+    more = tune_model(request_, TuneConfig(config.output, trials=TRIALS + 1, linear_kernels=TVM))
     assert more.new_trials == 1 and more.records == TRIALS + 1
 
 
 def test_kernel_set_of_a_database_is_fixed(tuned, request_):
     config, _ = tuned
-    with pytest.raises(MlcxError, match="hand-written linears off"):
-        tune_model(request_, TuneConfig(config.output, trials=1, kernels="rest"))
+    with pytest.raises(MlcxError, match="tuned with --linear-kernels tvm"):
+        tune_model(request_, TuneConfig(config.output, trials=1))
 
 
 def test_records_schedule_the_kernels(tuned, fused):
@@ -80,7 +81,7 @@ def test_records_schedule_the_kernels(tuned, fused):
 
 def test_tuned_artifact_generates_the_same_tokens(tuned, compiled):
     config, _ = tuned
-    plain = compiled(TinySpec(), "q0f32", options=BuildOptions(hand_linears=False))
+    plain = compiled(TinySpec(), "q0f32", options=BuildOptions(linear_kernels=TVM))
     with_db = compiled(TinySpec(), "q0f32", options=BuildOptions(tuning_db=config.output))
     params = SamplingParams.greedy(max_tokens=12, ignore_eos=True)
     prompt = list(range(3, 40))
@@ -118,6 +119,7 @@ def test_artifact_records_its_model_and_database(tuned, compiled, request_, tmp_
     with_db = compiled(TinySpec(), "q0f32", options=BuildOptions(tuning_db=config.output))
     recorded = Artifact(with_db).config
     assert recorded.tuning_db == str(config.output.resolve())
+    assert recorded.linear_kernels == "tvm"  # the database decided it
     assert model_of(str(with_db), None) == (str(Path(request_.model).resolve()), "q0f32")
     moved = tmp_path / "moved"
     moved.mkdir()
@@ -125,3 +127,10 @@ def test_artifact_records_its_model_and_database(tuned, compiled, request_, tmp_
     (moved / CONFIG_FILE).write_text(json.dumps({**data, "source": str(tmp_path / "gone")}))
     with pytest.raises(MlcxError, match="gone"):
         model_of(str(moved), None)
+
+
+def test_linear_kernels_that_disagree_with_the_database_fail_before_building(tuned, request_):
+    config, _ = tuned
+    options = BuildOptions(tuning_db=config.output, linear_kernels=LinearKernels.INT16)
+    with pytest.raises(ValueError, match="disagrees with the tuning database"):
+        export_model(CompileRequest(request_.model, quantization="q0f32", options=options))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlcx.runtime.artifact import Artifact
+from mlcx.artifact.config import Artifact
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from mlcx.runtime.artifact import CONFIG_FILE, ArtifactConfig
+from mlcx.artifact.config import CONFIG_FILE, ArtifactConfig
 from mlcx.targets.registry import TARGETS
 from tests.support.tiny_models import TinySpec
 

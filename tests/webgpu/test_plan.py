@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from mlcx.runtime.artifact import Artifact
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import read_index
 from mlcx.runtime.backends.wgpu_runner import load_plan
-from mlcx.runtime.weight_shards import read_index
 from mlcx.targets.webgpu_plan.schema import PLAN_FILE, Plan
 from tests.support.tiny_models import TinySpec
 

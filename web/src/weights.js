@@ -1,5 +1,5 @@
 // Weight shards (params/index.json + raw little-endian shard files, see
-// mlcx/runtime/weight_shards.py) fetched once, kept in the browser's Cache API, checked
+// mlcx/artifact/weight_shards.py) fetched once, kept in the browser's Cache API, checked
 // against their sha256 and uploaded tensor by tensor.
 
 import { createBuffer } from "./gpu.js";

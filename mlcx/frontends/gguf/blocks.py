@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 
-from mlcx.passes.quantization.formats import GroupIntFormat
+from mlcx.quantization.formats import GroupIntFormat
 
 _BLOCK_BYTES = {GT.Q4_0: 18, GT.Q4_1: 20, GT.Q8_0: 34}
 

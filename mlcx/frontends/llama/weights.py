@@ -7,7 +7,7 @@ import numpy as np
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.llama_family import hf_weights as _hf_weights
 from mlcx.frontends.weight_spec import WeightSpec
-from mlcx.passes.quantization.schemes import Role
+from mlcx.quantization.schemes import Role
 
 
 def hf_weights(cfg: DecoderConfig) -> list[WeightSpec]:

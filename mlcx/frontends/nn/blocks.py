@@ -9,9 +9,9 @@ from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
-from mlcx.ops.attention import PagedKVOps, StepTensors
-from mlcx.ops.rope import rope_te
-from mlcx.passes.quantization.formats import WeightFormat
+from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.kernels.rope import rope_te
+from mlcx.quantization.formats import WeightFormat
 
 Formats = Mapping[str, WeightFormat]
 

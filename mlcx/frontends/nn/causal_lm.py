@@ -19,8 +19,8 @@ from tvm.relax.frontend.nn import op, spec
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import DecoderLayer, Formats
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
-from mlcx.ops.attention import PagedKVOps, StepTensors
-from mlcx.ops.linear import gather_rows_te
+from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.kernels.linear import gather_rows_te
 
 LayerFactory = Callable[[DecoderConfig, Formats, int, PagedKVOps], nn.Module]
 

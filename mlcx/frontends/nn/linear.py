@@ -5,8 +5,8 @@ from __future__ import annotations
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
-from mlcx.ops.linear import embedding_te, matmul_te
-from mlcx.passes.quantization.formats import WeightFormat
+from mlcx.kernels.linear import embedding_te, matmul_te
+from mlcx.quantization.formats import WeightFormat
 
 
 def _declare(module: nn.Module, fmt: WeightFormat, rows: int, cols: int) -> list[str]:

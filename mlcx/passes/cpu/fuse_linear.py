@@ -1,7 +1,7 @@
 """Relax pass: every linear layer becomes one hand-written CPU kernel with its neighbours fused.
 
 Matches, in each dataflow block, a call to a PrimFunc carrying the `mlcx.linear` annotation
-(mlcx.ops.linear) and replaces it with a kernel from `linear_kernels`, absorbing
+(mlcx.kernels.linear) and replaces it with a kernel from `linear_kernels`, absorbing
 - the RMSNorm or SwiGLU (silu(gate) * up of a 2-way split) that produced its input, and
 - the residual add that consumes its output,
 when those intermediate values have no other user. Dead bindings and the replaced TE
@@ -16,12 +16,12 @@ import tvm
 import tvm_ffi
 from tvm import relax, s_tir
 
-from mlcx.ops.linear import LINEAR_ATTR
-from mlcx.passes.cpu.host import KernelConfig
-from mlcx.passes.cpu.linear_kernels import build_linear, can_build
-from mlcx.passes.cpu.linear_spec import LinearSpec
-from mlcx.passes.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
-from mlcx.passes.quantization.formats import WeightFormat, format_from_name
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
+from mlcx.kernels.cpu.linear_spec import LinearSpec
+from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
+from mlcx.kernels.linear import LINEAR_ATTR
+from mlcx.quantization.formats import WeightFormat, format_from_name
 
 
 def linear_format(func) -> WeightFormat | None:

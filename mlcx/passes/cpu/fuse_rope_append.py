@@ -6,8 +6,8 @@ The attention block of mlcx.frontends.nn emits, per layer,
     q = call_tir(rope, (parts[0], positions));  k = call_tir(rope, (parts[1], positions))
     pages = call_tir_inplace(kv_append_cpu, (pages, k, parts[2], slots))
 
-with both rope PrimFuncs annotated by mlcx.ops.rope. This pass replaces the group by one
-call_tir_inplace of mlcx.ops.rope_append_cpu (q as a new output, pages in place), bound where
+with both rope PrimFuncs annotated by mlcx.kernels.rope. This pass replaces the group by one
+call_tir_inplace of mlcx.kernels.cpu.rope_append (q as a new output, pages in place), bound where
 q was; the kv_append binding then reads the fused call's second output.
 """
 
@@ -18,9 +18,9 @@ import json
 import tvm
 from tvm import relax, s_tir
 
-from mlcx.ops.kv_pages_cpu import KERNEL_ATTR, PageGeometry
-from mlcx.ops.rope import ROPE_ATTR
-from mlcx.ops.rope_append_cpu import RopeParams, rope_append_cpu
+from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, PageGeometry
+from mlcx.kernels.cpu.rope_append import RopeParams, rope_append_cpu
+from mlcx.kernels.rope import ROPE_ATTR
 
 
 def _rope_params(func) -> RopeParams | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlcx.errors import MlcxError
+from mlcx.kernels.cpu.kernel_config import LinearKernels
 
 MANIFEST = "mlcx-tuning.json"
 RECORDS = "records.jsonl"
@@ -39,7 +40,7 @@ class Record:
 @dataclass
 class TuningDb:
     path: Path
-    hand_linears: bool
+    linear_kernels: LinearKernels  # the module the records were measured on
     records: list[Record] = field(default_factory=list)
 
     def trials(self, workload: str) -> int:
@@ -56,21 +57,35 @@ class TuningDb:
         self.records.extend(records)
 
 
-def create_db(path: Path, hand_linears: bool) -> TuningDb:
-    """Open the database at path for tuning, creating it; its kernel set must not change."""
+def create_db(path: Path, linear_kernels: LinearKernels) -> TuningDb:
+    """Open the database at path for tuning, creating it; its linear kernels must not change."""
     if (path / MANIFEST).exists():
         db = open_db(path)
-        if db.hand_linears != hand_linears:
+        if db.linear_kernels is not linear_kernels:
             raise TuningDbError(
-                f"{path} was tuned with hand-written linears {_on(db.hand_linears)}; "
-                "use a new output directory to tune the other kernel set"
+                f"{path} was tuned with --linear-kernels {db.linear_kernels.value}; "
+                f"use a new output directory to tune with {linear_kernels.value}"
             )
         return db
     path.mkdir(parents=True, exist_ok=True)
-    manifest = {"format_version": FORMAT_VERSION, "hand_linears": hand_linears}
+    manifest = {"format_version": FORMAT_VERSION, "linear_kernels": linear_kernels.value}
     (path / MANIFEST).write_text(json.dumps(manifest, indent=2))
     (path / RECORDS).touch()
-    return TuningDb(path, hand_linears)
+    return TuningDb(path, linear_kernels)
+
+
+def resolve_linear_kernels(
+    requested: LinearKernels | None, tuning_db: Path | None
+) -> LinearKernels:
+    """The linear kernels of a compile: the requested ones, else the tuning database's (its
+    records only match a module built the same way), else int16."""
+    tuned = open_db(tuning_db).linear_kernels if tuning_db is not None else None
+    if requested is not None and tuned is not None and requested is not tuned:
+        raise ValueError(
+            f"--linear-kernels {requested.value} disagrees with the tuning database {tuning_db}, "
+            f"tuned with {tuned.value}; drop one of the two options"
+        )
+    return requested or tuned or LinearKernels.INT16
 
 
 def open_db(path: Path) -> TuningDb:
@@ -85,7 +100,7 @@ def open_db(path: Path) -> TuningDb:
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"format {meta.get('format_version')} is not {FORMAT_VERSION}")
         records = _read_records(path / RECORDS)
-        return TuningDb(path, bool(meta["hand_linears"]), records)
+        return TuningDb(path, _linear_kernels(meta), records)
     except (ValueError, KeyError, TypeError, OSError) as err:
         raise TuningDbError(
             f"tuning database {path} is malformed ({err}); rerun `mlcx tune` into a new directory"
@@ -104,5 +119,8 @@ def _read_records(path: Path) -> list[Record]:
     return records
 
 
-def _on(flag: bool) -> str:
-    return "on" if flag else "off"
+def _linear_kernels(meta: dict) -> LinearKernels:
+    if "linear_kernels" in meta:
+        return LinearKernels(meta["linear_kernels"])
+    # databases written before the choice had one name: hand-written linears on or off
+    return LinearKernels.INT16 if meta["hand_linears"] else LinearKernels.TVM

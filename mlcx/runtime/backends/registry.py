@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from mlcx.artifact.config import Artifact
 from mlcx.errors import ArtifactError
-from mlcx.runtime.artifact import Artifact
 from mlcx.runtime.backends.tvm_vm import TVMRunner, kv_block_bytes
 
 RunnerFactory = Callable[[Artifact, int, str | None], object]

@@ -13,11 +13,11 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
-from mlcx.runtime.artifact import Artifact
 from mlcx.runtime.backends.host_tensors import host_int32
 from mlcx.runtime.forward_batch import ForwardBatch
-from mlcx.runtime.weight_shards import load_arrays
 
 DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from mlcx.errors import ArtifactError
 from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.kernels.cpu.kernel_config import LinearKernels
 
 CONFIG_FILE = "mlcx-config.json"
 FORMAT_VERSION = 1
@@ -47,11 +48,15 @@ class ArtifactConfig:
     source: str = ""
     tuning_db: str | None = None
     kv_dtype: str = ""  # of the KV pages; "" (artifacts from before it was a choice): activations'
+    # cpu: which kernels compute the linear layers (int16, float, tvm); None on other targets
+    linear_kernels: str | None = None
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
         if self.page_size <= 0 or self.prefill_chunk <= 0 or self.context_window <= 0:
             raise ValueError("page_size, prefill_chunk and context_window must be positive")
+        if self.linear_kernels not in (None, *(k.value for k in LinearKernels)):
+            raise ValueError(f"linear_kernels {self.linear_kernels!r} is not int16, float or tvm")
         if self.kv_dtype not in ("", *KV_DTYPES):
             raise ValueError(
                 f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "

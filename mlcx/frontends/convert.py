@@ -12,8 +12,8 @@ from mlcx.errors import ModelSourceError
 from mlcx.frontends.gguf.blocks import unpack_blocks
 from mlcx.frontends.tensors import SourceTensor, TensorSource
 from mlcx.frontends.weight_spec import WeightSpec
-from mlcx.passes.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
-from mlcx.passes.quantization.schemes import GGUF_FLOAT_TYPES, GGUF_FORMATS, Quantization, Role
+from mlcx.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
+from mlcx.quantization.schemes import GGUF_FLOAT_TYPES, GGUF_FORMATS, Quantization, Role
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read and write them:
 - append: writes new keys/values at their slots (TVM's `_kv_cache_transpose_append` on GPU,
-  mlcx.ops.kv_pages_cpu on CPU, whose pages hold keys transposed);
+  mlcx.kernels.cpu.kv_pages on CPU, whose pages hold keys transposed);
 - attend: causal attention over each sequence's pages — mlcx's CPU kernel on llvm targets,
   TVM's prefill/decode kernels on GPU targets;
 - copy: copies whole pages (copy-on-write of a shared page).
@@ -24,8 +24,8 @@ from tvm.relax.frontend.nn import op
 from tvm.relax.frontend.nn.llm import _decode_kernels, _page_kernels, _prefill_kernels
 from tvm.target import Target
 
-from mlcx.ops import attention_cpu
-from mlcx.ops.kv_pages_cpu import kv_append_cpu
+from mlcx.kernels.cpu import attention as attention_cpu
+from mlcx.kernels.cpu.kv_pages import kv_append_cpu
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class PagedKVOps:
     @cached_property
     def _append(self) -> tirx.PrimFunc:
         lay = self.layout
-        if self.kind == "cpu":  # CPU pages hold keys transposed (mlcx.ops.kv_pages_cpu)
+        if self.kind == "cpu":  # CPU pages hold keys transposed (mlcx.kernels.cpu.kv_pages)
             func = kv_append_cpu(
                 lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, lay.dtype
             )

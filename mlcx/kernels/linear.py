@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tvm import te
 
-from mlcx.passes.quantization.formats import WeightFormat
+from mlcx.quantization.formats import WeightFormat
 
 ACCUMULATE = "float32"
 # Block annotation naming the weight format, so target passes can find and replace linears.

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.passes.cpu.weights import CHUNK
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.weights import CHUNK
 
 Buffers = dict[str, tirx.Buffer]
 INT16_MAX = 32767.0

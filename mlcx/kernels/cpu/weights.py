@@ -1,6 +1,6 @@
 """How the CPU kernels read each quantized weight format, 32 input features (a chunk) at a time.
 
-A reader turns the stored planes of `GroupIntFormat` (see mlcx.passes.quantization.formats)
+A reader turns the stored planes of `GroupIntFormat` (see mlcx.quantization.formats)
 into int16 codes plus a float scale and offset per chunk, so that for one output row
 
     sum_k x[k] * w[k] = sum_chunks scale * (x_chunk . codes) + offset * sum(x_chunk)
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.passes.quantization.formats import GroupIntFormat
+from mlcx.kernels.cpu import vec
+from mlcx.quantization.formats import GroupIntFormat
 
 CHUNK = 32
 NATURAL = list(range(CHUNK))

@@ -16,7 +16,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
+from mlcx.kernels.cpu import vec
 
 # PrimFunc attribute naming an mlcx kernel, so graph passes can recognize calls to it.
 KERNEL_ATTR = "mlcx.kernel"

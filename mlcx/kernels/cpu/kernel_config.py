@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import tvm
 from tvm.target import codegen
@@ -24,6 +25,26 @@ def vector_bits(target: tvm.target.Target) -> int:
     return next((bits for name, bits in VECTOR_BITS if name in features), 128)
 
 
+class LinearKernels(str, Enum):
+    """Which kernels compute a CPU model's linear layers: one choice, made at compile (or tune)
+    time and recorded in the artifact's config and in a tuning database.
+
+    int16: mlcx's hand-written kernels; quantized weights meet int16-quantized activations
+           (one scale per 32 features, exact int32 dot products): the fast default.
+    float: quantized linears keep TVM's float32 dequantize-matmul, computing exactly what the
+           reference computes (slower); float-weight linears still use mlcx's float kernels.
+    tvm:   every linear stays TVM's plain dequantize-matmul, which `mlcx tune` can tune.
+    """
+
+    INT16 = "int16"
+    FLOAT = "float"
+    TVM = "tvm"
+
+    @property
+    def hand_written(self) -> bool:
+        return self is not LinearKernels.TVM
+
+
 @dataclass(frozen=True)
 class KernelConfig:
     """Tile sizes of the hand-written linear kernels for one target.
@@ -38,8 +59,7 @@ class KernelConfig:
     gemm_rows:      output rows of one packed weight tile (a multiple of `lanes`)
     gemm_tokens:    tokens of one GEMM microkernel step
     prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
-    int16_activations: quantized weights multiply int16-quantized activations (fast); when
-                    off, they keep TVM's float32 kernels (bit-faithful to the reference)
+    linear_kernels: which linears get hand-written kernels (see LinearKernels)
     """
 
     threads: int = 1
@@ -50,7 +70,7 @@ class KernelConfig:
     gemm_rows: int = 8
     gemm_tokens: int = 4
     prefetch_bytes: int = 2048
-    int16_activations: bool = True
+    linear_kernels: LinearKernels = LinearKernels.INT16
 
     def __post_init__(self) -> None:
         for name in ("threads", "lanes", "gemv_rows", "gemv_max_tokens", "gemm_tokens"):
@@ -62,7 +82,9 @@ class KernelConfig:
             raise ValueError(f"gemm_rows {self.gemm_rows} is not a multiple of {self.lanes} lanes")
 
     @staticmethod
-    def for_target(target: tvm.target.Target, int16_activations: bool = True) -> KernelConfig:
+    def for_target(
+        target: tvm.target.Target, linear_kernels: LinearKernels = LinearKernels.INT16
+    ) -> KernelConfig:
         """Defaults from the target: its core count and its widest vector register."""
         threads = int(target.attrs.get("num-cores", 1) or 1)
         bits = vector_bits(target)
@@ -74,5 +96,5 @@ class KernelConfig:
             registers=registers,
             gemm_rows=2 * lanes,  # two vector registers of output rows per tile
             gemm_tokens=4 if registers == 16 else 8,
-            int16_activations=int16_activations,
+            linear_kernels=linear_kernels,
         )

@@ -13,11 +13,11 @@ import pytest
 import tvm
 from tvm.target import codegen
 
-from mlcx.passes.cpu.host import KernelConfig
-from mlcx.passes.cpu.linear_kernels import build_linear
-from mlcx.passes.cpu.linear_spec import LinearSpec
-from mlcx.passes.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
-from mlcx.passes.quantization.formats import format_from_name
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_kernels import build_linear
+from mlcx.kernels.cpu.linear_spec import LinearSpec
+from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
+from mlcx.quantization.formats import format_from_name
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
 EPS = 1e-5

@@ -1,10 +1,10 @@
-"""Page kernels for CPU targets: attention (mlcx.ops.paged_attention_cpu) and page copy."""
+"""Page kernels for CPU targets: attention (mlcx.kernels.cpu.paged_attention) and page copy."""
 
 from __future__ import annotations
 
 from tvm.script import tirx as T
 
-from mlcx.ops.paged_attention_cpu import paged_attention_cpu
+from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
 
 __all__ = ["copy_pages", "paged_attention_cpu"]
 

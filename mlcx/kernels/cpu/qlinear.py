@@ -19,13 +19,13 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.passes.cpu.gemv_common import GEMV_LANES, prefetch_row_planes, prefetch_steps, row_scales
-from mlcx.passes.cpu.gemv_pairs import gemv_pairs
-from mlcx.passes.cpu.host import KernelConfig
-from mlcx.passes.cpu.linear_spec import LinearSpec, declare_params, divisor, split_range, store_out
-from mlcx.passes.cpu.rows import QuantizedRows, quantize_row
-from mlcx.passes.cpu.weights import CHUNK, NATURAL, QuantReader
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.gemv_common import GEMV_LANES, prefetch_row_planes, prefetch_steps, row_scales
+from mlcx.kernels.cpu.gemv_pairs import gemv_pairs
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_spec import LinearSpec, declare_params, divisor, split_range, store_out
+from mlcx.kernels.cpu.rows import QuantizedRows, quantize_row
+from mlcx.kernels.cpu.weights import CHUNK, NATURAL, QuantReader
 
 
 def _gemv(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, tokens) -> None:

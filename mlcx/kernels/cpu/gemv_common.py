@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.passes.cpu.host import KernelConfig
-from mlcx.passes.cpu.rows import QuantizedRows
-from mlcx.passes.cpu.weights import CHUNK, QuantReader
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.rows import QuantizedRows
+from mlcx.kernels.cpu.weights import CHUNK, QuantReader
 
 GEMV_LANES = 8
 

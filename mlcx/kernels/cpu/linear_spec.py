@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.passes.cpu.rows import RowSource
-from mlcx.passes.quantization.formats import WeightFormat
+from mlcx.kernels.cpu.rows import RowSource
+from mlcx.quantization.formats import WeightFormat
 
 
 @dataclass(frozen=True)

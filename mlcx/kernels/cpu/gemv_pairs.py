@@ -16,18 +16,18 @@ from __future__ import annotations
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.passes.cpu.gemv_common import (
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.gemv_common import (
     GEMV_LANES,
     prefetch_row_planes,
     prefetch_steps,
     row_scales,
     vector_groups,
 )
-from mlcx.passes.cpu.host import KernelConfig
-from mlcx.passes.cpu.linear_spec import LinearSpec, divisor, split_range, store_out
-from mlcx.passes.cpu.rows import QuantizedRows, quantize_row
-from mlcx.passes.cpu.weights import CHUNK, NATURAL, QuantReader
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_spec import LinearSpec, divisor, split_range, store_out
+from mlcx.kernels.cpu.rows import QuantizedRows, quantize_row
+from mlcx.kernels.cpu.weights import CHUNK, NATURAL, QuantReader
 
 PAIR_ORDER = [(w // 8) * CHUNK + 4 * (w % 8) + k for k in range(4) for w in range(16)]
 # hadd(a, b) within each 128-bit half: a0+a1, a2+a3, b0+b1, b2+b3 | a4+a5, a6+a7, b4+b5, b6+b7

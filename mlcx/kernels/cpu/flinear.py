@@ -11,12 +11,12 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.passes.cpu.host import KernelConfig
-from mlcx.passes.cpu.linear_spec import LinearSpec, declare_params, divisor, split_range, store_out
-from mlcx.passes.cpu.rows import float_row
-from mlcx.passes.cpu.weights import CHUNK
-from mlcx.passes.quantization.formats import DenseFormat
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_spec import LinearSpec, declare_params, divisor, split_range, store_out
+from mlcx.kernels.cpu.rows import float_row
+from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.quantization.formats import DenseFormat
 
 LANES = 8
 

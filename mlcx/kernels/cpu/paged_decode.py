@@ -7,7 +7,7 @@ are split over `splits` work items (flash-decoding), so a single sequence fills 
 
 Phase 1, per (sequence, kv head, split): online softmax over the split's pages for all group
 heads; writes (max, sum, unnormalized output) per head. Phase 2, per (sequence, query head):
-merges the splits. Keys are stored transposed in pages (mlcx.ops.kv_pages_cpu).
+merges the splits. Keys are stored transposed in pages (mlcx.kernels.cpu.kv_pages).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import tvm
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.ops.kv_pages_cpu import PageGeometry
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.kv_pages import PageGeometry
 
 NEG_INF = -3.0e38
 

@@ -1,10 +1,10 @@
 """Paged causal attention for CPU targets, written for mlcx.
 
 One kernel serves prefill (ragged query runs, with or without a cached prefix) and decode
-(one query token per sequence, handled by mlcx.ops.paged_decode_cpu). Prefill work items are
+(one query token per sequence, handled by mlcx.kernels.cpu.paged_decode). Prefill work items are
 (query head, slice of row blocks), so long prompts spread over all cores.
 
-Keys are stored transposed inside each page (mlcx.ops.kv_pages_cpu), so the scores of a block
+Keys are stored transposed inside each page (mlcx.kernels.cpu.kv_pages), so the scores of a block
 of query rows against one page are page_size-lane vector FMAs, one per feature. Each row then
 takes an exact softmax over its visible scores (vectorized exp) and sums the values.
 
@@ -23,9 +23,9 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.ops.kv_pages_cpu import PageGeometry
-from mlcx.ops.paged_decode_cpu import DecodeShape, decode_attention, uses_decode
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.kv_pages import PageGeometry
+from mlcx.kernels.cpu.paged_decode import DecodeShape, decode_attention, uses_decode
 
 SLICES = 4  # row-block slices per head: work items = h_q * SLICES
 NEG_INF = -3.0e38

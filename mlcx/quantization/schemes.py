@@ -12,7 +12,7 @@ from enum import Enum
 
 from gguf import GGMLQuantizationType as GT
 
-from mlcx.passes.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
+from mlcx.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
 
 log = logging.getLogger(__name__)
 

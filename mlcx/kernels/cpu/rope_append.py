@@ -1,7 +1,7 @@
 """RoPE on the fused qkv projection plus the KV append, as one CPU kernel.
 
 Replaces reshape -> split -> rope(q), rope(k) -> kv_append: per token it evaluates the RoPE
-cos/sin once per feature (TVM's frequency formulas, as mlcx.ops.rope uses) instead of once per
+cos/sin once per feature (TVM's frequency formulas, as mlcx.kernels.rope uses) instead of once per
 head and feature, rotates q into its own output and k straight into the pages, and stores v.
 """
 
@@ -15,8 +15,8 @@ from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.ops import cpu_vec as vec
-from mlcx.ops.kv_pages_cpu import PageGeometry, store_kv
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.kv_pages import PageGeometry, store_kv
 
 SERIAL_TOKENS = 8
 

@@ -6,16 +6,16 @@ from collections.abc import Callable
 
 from tvm import tirx
 
-from mlcx.passes.cpu import flinear, qlinear, weights
-from mlcx.passes.cpu.host import KernelConfig
-from mlcx.passes.cpu.linear_spec import LinearSpec
-from mlcx.passes.cpu.weights import CHUNK
+from mlcx.kernels.cpu import flinear, qlinear, weights
+from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
+from mlcx.kernels.cpu.linear_spec import LinearSpec
+from mlcx.kernels.cpu.weights import CHUNK
 
 Builder = Callable[[LinearSpec, KernelConfig], tirx.PrimFunc]
 
 
 def _quantized(fmt, cfg: KernelConfig) -> bool:
-    return cfg.int16_activations and weights.supports(fmt)
+    return cfg.linear_kernels is LinearKernels.INT16 and weights.supports(fmt)
 
 
 def _float(fmt, cfg: KernelConfig) -> bool:

@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import tvm
 import tvm.s_tir.meta_schedule as ms
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
+from mlcx.artifact.config import Artifact
 from mlcx.compile import CompileRequest, export_model
 from mlcx.errors import ArtifactError
 from mlcx.frontends.presets import PRESETS
+from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.passes.pipeline_cpu import graph_passes
 from mlcx.passes.tuning import measure
 from mlcx.passes.tuning.records import Record, TuningDb, create_db
 from mlcx.passes.tuning.tasks import Task, extract_tasks
-from mlcx.runtime.artifact import Artifact
-from mlcx.targets.base import BuildOptions
 
 Progress = Callable[[str, int, int], None]  # (task, trials done, trials planned)
-KERNEL_SETS = ("rest", "all")
 FAILED = 1e9  # MetaSchedule's run time for a candidate that did not build or run
 
 
@@ -36,7 +35,8 @@ class TuneConfig:
     output: Path
     trials: int = 64
     max_seconds: float = 600.0
-    kernels: str = "rest"  # rest: kernels mlcx leaves unscheduled; all: also the linears
+    # int16/float: tune what the hand-written kernels leave; tvm: the linear layers too
+    linear_kernels: LinearKernels = LinearKernels.INT16
     trials_per_round: int = 8
 
     def __post_init__(self) -> None:
@@ -44,12 +44,7 @@ class TuneConfig:
             raise ValueError(f"trials must be positive, not {self.trials}")
         if self.max_seconds <= 0:
             raise ValueError(f"max seconds must be positive, not {self.max_seconds}")
-        if self.kernels not in KERNEL_SETS:
-            raise ValueError(f"kernels must be one of {', '.join(KERNEL_SETS)}, not {self.kernels}")
-
-    @property
-    def hand_linears(self) -> bool:
-        return self.kernels == "rest"
+        object.__setattr__(self, "linear_kernels", LinearKernels(self.linear_kernels))
 
 
 @dataclass(frozen=True)
@@ -68,11 +63,12 @@ def tune_model(req: CompileRequest, config: TuneConfig, progress: Progress | Non
     started = time.perf_counter()
     if req.target != "cpu":
         raise ValueError(f"mlcx tune supports the cpu target only, not {req.target}")
-    exported = export_model(req)
+    options = replace(req.options, linear_kernels=config.linear_kernels, tuning_db=None)
+    exported = export_model(replace(req, options=options))
     target = exported.tvm_target
-    options = BuildOptions(num_threads=req.options.num_threads, hand_linears=config.hand_linears)
-    tasks, skipped = extract_tasks(fused_module(exported.mod, target, options), target)
-    db = create_db(config.output, config.hand_linears)
+    module = fused_module(exported.mod, target, config.linear_kernels)
+    tasks, skipped = extract_tasks(module, target)
+    db = create_db(config.output, config.linear_kernels)
     deadline = started + config.max_seconds
     before = len(db.records)
     out_of_time = False
@@ -91,10 +87,10 @@ def tune_model(req: CompileRequest, config: TuneConfig, progress: Progress | Non
     )
 
 
-def fused_module(mod: tvm.IRModule, target, options: BuildOptions) -> tvm.IRModule:
+def fused_module(mod: tvm.IRModule, target, linear_kernels: LinearKernels) -> tvm.IRModule:
     """The module as the CPU pipeline has it right after operator fusion."""
     passes = (
-        graph_passes(target, options)
+        graph_passes(target, linear_kernels)
         + cpu_generic.library_dispatch_passes(target)
         + cpu_generic.legalize_passes(target)
     )
