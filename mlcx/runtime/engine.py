@@ -144,7 +144,7 @@ class Engine:
             return deltas
         logits = self.runner.forward(self._batch(plan.scheduled, plan.copies))
         for item in plan.scheduled:
-            self.kv.commit(item.seq.seq_id)
+            self.kv.commit(item.seq.seq_id, item.seq.all_ids)
             item.seq.num_computed += item.num_new
             self.computed_tokens += item.num_new
         deltas += self._postprocess(plan.scheduled, logits)

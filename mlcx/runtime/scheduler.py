@@ -93,8 +93,7 @@ class Scheduler:
             self._preempt(victim, out)
             if victim is seq:
                 return False
-        tokens = seq.all_ids[seq.num_computed : seq.num_computed + n]
-        out.copies += self.kv.append(seq.seq_id, tokens)
+        out.copies += self.kv.append(seq.seq_id, n)
         out.scheduled.append(Scheduled(seq, n))
         return True
 
@@ -118,7 +117,6 @@ class Scheduler:
         self.running.append(seq)
         self.prefix_hit_tokens += seq.num_computed
         self.prefix_query_tokens += seq.num_tokens
-        tokens = seq.all_ids[seq.num_computed : seq.num_computed + n]
-        out.copies += self.kv.append(seq.seq_id, tokens)
+        out.copies += self.kv.append(seq.seq_id, n)
         out.scheduled.append(Scheduled(seq, n))
         return n

@@ -16,30 +16,31 @@ def manager(num_blocks: int = 8, prefix_caching: bool = True) -> KVCacheManager:
 def prefill(m: KVCacheManager, seq_id, prompt: list[int]) -> int:
     """add + append + one forward step + commit; returns the cached prompt tokens."""
     cached = m.add_sequence(seq_id, prompt)
-    m.append(seq_id, prompt[cached:])
+    m.append(seq_id, len(prompt) - cached)
     m.build_arrays([(seq_id, len(prompt) - cached)])
-    m.commit(seq_id)
+    m.commit(seq_id, prompt)
     return cached
 
 
-def decode(m: KVCacheManager, seq_id, token: int) -> list[tuple[int, int]]:
-    copies = m.append(seq_id, [token])
+def decode(m: KVCacheManager, seq_id, token_ids: list[int]) -> list[tuple[int, int]]:
+    """One decode step of the sequence whose tokens are now `token_ids`."""
+    copies = m.append(seq_id, 1)
     m.build_arrays([(seq_id, 1)])
-    m.commit(seq_id)
+    m.commit(seq_id, token_ids)
     return copies
 
 
 def test_prefill_allocates_blocks_in_id_order():
     m = manager()
     assert m.add_sequence("a", list(range(1, 10))) == 0
-    assert m.append("a", list(range(1, 10))) == []
+    assert m.append("a", 9) == []
     assert m.page_table("a") == (0, 1, 2)
-    assert (m.num_tokens("a"), m.num_computed("a")) == (9, 0)
+    assert m.num_tokens("a") == 9
     assert m.pool.num_free == 5
     assert m.usage() == 3 / 8
     m.build_arrays([("a", 9)])
-    m.commit("a")
-    assert m.num_computed("a") == 9
+    assert m.pool.num_cached == 0
+    m.commit("a", list(range(1, 10)))
     assert m.pool.num_cached == 2
 
 
@@ -51,20 +52,19 @@ def test_second_sequence_reuses_committed_full_prefix_blocks():
     prompt = [*range(1, 9), 20, 21, 22]
     assert m.add_sequence("b", prompt) == 8
     assert m.page_table("b") == (0, 1)
-    assert m.token_ids("b") == tuple(range(1, 9))
+    assert m.num_tokens("b") == 8
     assert refcounts(m)[:4] == [2, 2, 1, 0]
-    assert m.append("b", [20, 21, 22]) == []
+    assert m.append("b", 3) == []
     assert m.page_table("b") == (0, 1, 3)
-    assert (m.prefix_hit_tokens, m.prefix_query_tokens) == (8, 21)
 
 
 def test_blocks_are_shareable_only_after_commit():
     m = manager()
     m.add_sequence("a", list(range(1, 11)))
-    m.append("a", list(range(1, 11)))
+    m.append("a", 10)
     assert m.add_sequence("b", list(range(1, 11))) == 0
     m.build_arrays([("a", 10)])
-    m.commit("a")
+    m.commit("a", list(range(1, 11)))
     assert m.match_prefix(list(range(1, 11))) == 8
     assert m.add_sequence("c", list(range(1, 11))) == 8
 
@@ -78,7 +78,6 @@ def test_at_least_one_prompt_token_is_left_uncached():
     assert m.page_table("b") == (0,)
     assert m.add_sequence("c", list(range(1, 10))) == 8
     assert m.add_sequence("d", [1, 2, 3, 4]) == 0
-    assert (m.prefix_hit_tokens, m.prefix_query_tokens) == (12, 29)
 
 
 def test_prefix_caching_disabled_never_hits():
@@ -86,7 +85,6 @@ def test_prefix_caching_disabled_never_hits():
     prefill(m, "a", list(range(1, 11)))
     assert m.pool.num_cached == 0
     assert m.add_sequence("b", list(range(1, 11))) == 0
-    assert (m.prefix_hit_tokens, m.prefix_query_tokens) == (0, 20)
 
 
 def test_fork_shares_blocks_and_copies_partial_block_on_first_write():
@@ -94,15 +92,15 @@ def test_fork_shares_blocks_and_copies_partial_block_on_first_write():
     prefill(m, "a", [1, 2, 3, 4, 5, 6])
     m.fork("a", "b")
     assert m.page_table("b") == (0, 1)
-    assert m.token_ids("b") == (1, 2, 3, 4, 5, 6)
+    assert m.num_tokens("b") == 6
     assert refcounts(m)[:3] == [2, 2, 0]
     assert m.blocks_needed("b", 1) == 1
 
-    assert m.append("b", [7]) == [(1, 2)]
+    assert m.append("b", 1) == [(1, 2)]
     assert m.page_table("b") == (0, 2)
     assert refcounts(m)[:3] == [2, 1, 1]
     # The parent now owns block 1 alone and writes into it directly.
-    assert m.append("a", [70]) == []
+    assert m.append("a", 1) == []
     assert m.page_table("a") == (0, 1)
     arrays = m.build_arrays([("a", 1), ("b", 1)])
     assert arrays.slots.tolist() == [1 * PAGE + 2, 2 * PAGE + 2]
@@ -113,7 +111,7 @@ def test_copy_on_write_together_with_new_blocks():
     prefill(m, "a", [1, 2, 3, 4, 5, 6])
     m.fork("a", "b")
     assert m.blocks_needed("b", 3) == 2
-    assert m.append("b", [7, 8, 9]) == [(1, 2)]
+    assert m.append("b", 3) == [(1, 2)]
     assert m.page_table("b") == (0, 2, 3)
 
 
@@ -121,22 +119,29 @@ def test_fork_of_full_last_block_needs_no_copy():
     m = manager()
     prefill(m, "a", list(range(1, 9)))
     m.fork("a", "b")
-    assert m.append("b", [9]) == []
+    assert m.append("b", 1) == []
     assert m.page_table("b") == (0, 1, 2)
     assert refcounts(m)[:3] == [2, 2, 1]
 
 
-def test_fork_rejects_uncommitted_parent_and_existing_child():
+def test_fork_rejects_existing_child():
     m = manager()
-    m.add_sequence("a", [1, 2, 3])
-    m.append("a", [1, 2, 3])
-    with pytest.raises(ValueError, match="3 reserved token"):
-        m.fork("a", "b")
-    m.build_arrays([("a", 3)])
-    m.commit("a")
+    prefill(m, "a", [1, 2, 3])
     m.fork("a", "b")
     with pytest.raises(ValueError, match="already registered"):
         m.fork("a", "b")
+    assert refcounts(m)[:2] == [2, 0]
+
+
+def test_commit_needs_a_token_id_per_slot():
+    m = manager()
+    m.add_sequence("a", list(range(1, 10)))
+    m.append("a", 9)
+    with pytest.raises(ValueError, match="9 slot"):
+        m.commit("a", list(range(1, 9)))
+    assert m.pool.num_cached == 0
+    m.commit("a", list(range(1, 10)))
+    assert m.pool.num_cached == 2
 
 
 def test_out_of_blocks_reports_counts_and_changes_nothing():
@@ -146,7 +151,7 @@ def test_out_of_blocks_reports_counts_and_changes_nothing():
     before = snapshot(m, ["a", "b"])
     assert not m.can_append("b", 13)
     with pytest.raises(OutOfBlocks) as info:
-        m.append("b", list(range(100, 113)))
+        m.append("b", 13)
     assert (info.value.needed, info.value.available) == (4, 3)
     assert snapshot(m, ["a", "b"]) == before
     assert m.can_append("b", 12)
@@ -160,7 +165,7 @@ def test_out_of_blocks_on_copy_on_write_changes_nothing():
     assert m.pool.num_free == 0
     before = snapshot(m, ["a", "b", "c"])
     with pytest.raises(OutOfBlocks) as info:
-        m.append("b", [7])
+        m.append("b", 1)
     assert (info.value.needed, info.value.available) == (1, 0)
     assert snapshot(m, ["a", "b", "c"]) == before
 
@@ -168,7 +173,7 @@ def test_out_of_blocks_on_copy_on_write_changes_nothing():
 def test_finished_sequence_returns_blocks_and_keeps_its_prefix_evictable():
     m = manager()
     prefill(m, "a", [1, 2, 3, 4, 5, 6])
-    decode(m, "a", 7)
+    decode(m, "a", [1, 2, 3, 4, 5, 6, 7])
     m.free("a")
     assert "a" not in m and len(m) == 0
     # Block 1 (partial, uncached) is reusable at once; block 0 keeps its cached prefix.
@@ -180,7 +185,7 @@ def test_finished_sequence_returns_blocks_and_keeps_its_prefix_evictable():
 def test_aborted_sequence_returns_uncommitted_blocks_uncached():
     m = manager()
     m.add_sequence("a", list(range(9)))
-    m.append("a", list(range(9)))
+    m.append("a", 9)
     m.free("a")
     assert m.pool.free_order() == [3, 4, 5, 6, 7, 2, 1, 0]
     assert (m.pool.num_free, m.pool.num_cached) == (8, 0)
@@ -193,7 +198,7 @@ def test_free_of_unknown_or_already_freed_sequence_raises():
     with pytest.raises(KeyError, match="already freed"):
         m.free("a")
     with pytest.raises(KeyError, match="unknown sequence"):
-        m.append("a", [3])
+        m.append("a", 1)
     assert m.pool.num_free == 8
 
 
@@ -215,9 +220,9 @@ def test_cached_prefixes_are_evicted_least_recently_used_first():
 def test_build_arrays_for_ragged_prefill_and_decode_batch():
     m = manager()
     prefill(m, "a", [1, 2, 3, 4, 5, 6])
-    assert m.append("a", [7]) == []
+    assert m.append("a", 1) == []
     assert m.add_sequence("b", [1, 2, 3, 4, 11, 12, 13, 14, 15, 16]) == 4
-    m.append("b", [11, 12, 13, 14, 15, 16])
+    m.append("b", 6)
     assert m.page_table("b") == (0, 2, 3)
 
     arrays = m.build_arrays([("b", 6), ("a", 1)])
@@ -234,17 +239,19 @@ def test_build_arrays_for_ragged_prefill_and_decode_batch():
         assert getattr(arrays, name).dtype == np.int32
     assert arrays.last_page_len.dtype == arrays.logit_positions.dtype == np.int32
 
-    m.commit("b")
-    m.commit("a")
+    m.commit("b", [1, 2, 3, 4, 11, 12, 13, 14, 15, 16])
+    m.commit("a", [1, 2, 3, 4, 5, 6, 7])
     assert m.match_prefix([1, 2, 3, 4, 11, 12, 13, 14, 99]) == 8
 
 
 def test_build_arrays_rejects_inconsistent_batches():
     m = manager()
     prefill(m, "a", [1, 2, 3])
-    m.append("a", [4])
-    with pytest.raises(ValueError, match="1 reserved token"):
-        m.build_arrays([("a", 2)])
+    m.append("a", 1)
+    with pytest.raises(ValueError, match=r"num_new must be in 1..num_tokens \(4\)"):
+        m.build_arrays([("a", 5)])
+    with pytest.raises(ValueError, match="num_new must be"):
+        m.build_arrays([("a", 0)])
     with pytest.raises(ValueError, match="more than once"):
         m.build_arrays([("a", 1), ("a", 1)])
     with pytest.raises(ValueError, match="at least one sequence"):
@@ -266,4 +273,6 @@ def test_argument_validation():
         m.add_sequence("a", [1])
     with pytest.raises(ValueError, match="non-negative"):
         m.blocks_needed("a", -1)
-    assert m.append("a", []) == []
+    assert m.append("a", 0) == []
+    with pytest.raises(ValueError, match="non-negative"):
+        m.append("a", -1)

@@ -1,6 +1,7 @@
 """KV cache manager under 600 random adds, appends, forks and frees: after every operation
 the refcounts, free queue and prefix index are consistent, and every computed token's (fake)
-KV sits where its page table points."""
+KV sits where its page table points. The test keeps each sequence's tokens, as the scheduler
+does; the manager only sees them when it hashes blocks."""
 
 import random
 
@@ -22,18 +23,20 @@ def fake_kv(tokens: tuple[int, ...]) -> list[int]:
     return kv
 
 
-def check_invariants(m: KVCacheManager, live: list, device: np.ndarray) -> None:
+def check_invariants(m: KVCacheManager, tokens: dict, device: np.ndarray) -> None:
     pool = m.pool
     holders = [0] * pool.num_blocks
-    for seq_id in live:
+    for seq_id, seq_tokens in tokens.items():
         table = m.page_table(seq_id)
         assert len(set(table)) == len(table)
-        assert len(table) == -(-m.num_tokens(seq_id) // PAGE)
+        assert m.num_tokens(seq_id) == len(seq_tokens)
+        assert len(table) == -(-len(seq_tokens) // PAGE)
         for block_id in table:
             holders[block_id] += 1
-        # Every written token's KV sits where the page table says (prefix reuse, COW).
-        kv = fake_kv(m.token_ids(seq_id))
-        for pos in range(m.num_computed(seq_id)):
+        # Every written token's KV sits where the page table says (prefix reuse, COW); here
+        # every slot is written between operations.
+        kv = fake_kv(tuple(seq_tokens))
+        for pos in range(len(seq_tokens)):
             assert device[table[pos // PAGE], pos % PAGE] == kv[pos]
     assert refcounts(m) == holders
     free = pool.free_order()
@@ -45,14 +48,14 @@ def check_invariants(m: KVCacheManager, live: list, device: np.ndarray) -> None:
     assert m.usage() == pool.num_used / pool.num_blocks
 
 
-def forward(m: KVCacheManager, device: np.ndarray, batch: list, copies: list) -> None:
+def forward(m: KVCacheManager, device: np.ndarray, tokens: dict, batch: list, copies: list):
     for src, dst in copies:
         device[dst] = device[src]
     arrays = m.build_arrays(batch)
-    new_kv = [kv for seq_id, n in batch for kv in fake_kv(m.token_ids(seq_id))[-n:]]
+    new_kv = [kv for seq_id, n in batch for kv in fake_kv(tuple(tokens[seq_id]))[-n:]]
     device.reshape(-1)[arrays.slots] = new_kv
     for seq_id, _ in batch:
-        m.commit(seq_id)
+        m.commit(seq_id, tokens[seq_id])
 
 
 def test_random_operations_keep_invariants():
@@ -63,35 +66,39 @@ def test_random_operations_keep_invariants():
     m = KVCacheManager(num_blocks, PAGE)
     device = np.full((num_blocks, PAGE), -1, dtype=np.int64)
     prefixes = [[rng.randrange(VOCAB) for _ in range(rng.randrange(1, 14))] for _ in range(4)]
-    live: list = []
+    tokens: dict = {}  # the live sequences' tokens
     events = dict.fromkeys(["oob", "cow", "hit", "fork", "free"], 0)
+    hit_tokens = query_tokens = 0
 
-    def try_append(seq_id, tokens) -> list | None:
-        before = snapshot(m, live)
+    def try_append(seq_id, new_tokens) -> list | None:
+        before = snapshot(m, tokens)
         try:
-            return m.append(seq_id, tokens)
+            copies = m.append(seq_id, len(new_tokens))
         except OutOfBlocks:
             events["oob"] += 1
-            assert snapshot(m, live) == before
+            assert snapshot(m, tokens) == before
             return None
+        tokens[seq_id] += new_tokens
+        return copies
 
     for step in range(600):
         op = rng.random()
-        if op < 0.25 or not live:
+        if op < 0.25 or not tokens:
             seq_id = step
             prompt = rng.choice(prefixes) + [rng.randrange(VOCAB) for _ in range(rng.randrange(6))]
             cached = m.add_sequence(seq_id, prompt)
             events["hit"] += cached > 0
-            live.append(seq_id)
+            hit_tokens, query_tokens = hit_tokens + cached, query_tokens + len(prompt)
+            tokens[seq_id] = prompt[:cached]
             copies = try_append(seq_id, prompt[cached:])
             if copies is None:
                 m.free(seq_id)
-                live.remove(seq_id)
+                del tokens[seq_id]
             else:
-                forward(m, device, [(seq_id, len(prompt) - cached)], copies)
+                forward(m, device, tokens, [(seq_id, len(prompt) - cached)], copies)
         elif op < 0.65:
             batch, copies = [], []
-            for seq_id in rng.sample(live, rng.randint(1, len(live))):
+            for seq_id in rng.sample(sorted(tokens), rng.randint(1, len(tokens))):
                 n = rng.randint(1, 3)
                 step_copies = try_append(seq_id, [rng.randrange(VOCAB) for _ in range(n)])
                 if step_copies is not None:
@@ -99,17 +106,18 @@ def test_random_operations_keep_invariants():
                     copies += step_copies
             events["cow"] += len(copies)
             if batch:
-                forward(m, device, batch, copies)
+                forward(m, device, tokens, batch, copies)
         elif op < 0.8:
-            m.fork(rng.choice(live), step)
-            live.append(step)
+            parent = rng.choice(sorted(tokens))
+            m.fork(parent, step)
+            tokens[step] = list(tokens[parent])
             events["fork"] += 1
         else:
-            seq_id = rng.choice(live)
+            seq_id = rng.choice(sorted(tokens))
             m.free(seq_id)
-            live.remove(seq_id)
+            del tokens[seq_id]
             events["free"] += 1
-        check_invariants(m, live, device)
+        check_invariants(m, tokens, device)
 
     assert all(count > 0 for count in events.values()), events
-    assert 0 < m.prefix_hit_tokens < m.prefix_query_tokens
+    assert 0 < hit_tokens < query_tokens

@@ -17,6 +17,7 @@ class Harness:
         page = self.artifact.config.page_size
         self.runner = runner or create_runner(self.artifact, num_blocks)
         self.kv = KVCacheManager(num_blocks, page, enable_prefix_caching=False)
+        self.tokens: dict[int, list[int]] = {}  # each sequence's tokens, as the scheduler keeps
 
     def step(self, feeds: dict[int, list[int]], all_rows: bool = False) -> dict[int, np.ndarray]:
         """Append `feeds[seq]` tokens to each sequence in one forward; returns the logits of
@@ -25,7 +26,8 @@ class Harness:
         for seq, tokens in feeds.items():
             if seq not in self.kv:
                 self.kv.add_sequence(seq, tokens)
-            copies += self.kv.append(seq, tokens)
+            copies += self.kv.append(seq, len(tokens))
+            self.tokens.setdefault(seq, []).extend(tokens)
             ids += tokens
             rows += (
                 list(range(start, start + len(tokens))) if all_rows else [start + len(tokens) - 1]
@@ -37,7 +39,7 @@ class Harness:
         )
         logits = self.runner.forward(batch)
         for seq in feeds:
-            self.kv.commit(seq)
+            self.kv.commit(seq, self.tokens[seq])
         out, pos = {}, 0
         for seq, tokens in feeds.items():
             n = len(tokens) if all_rows else 1
@@ -49,16 +51,18 @@ class Harness:
         """One token per sequence through the `decode` entry (no explicit logit rows)."""
         copies, ids = [], []
         for seq, token in feeds.items():
-            copies += self.kv.append(seq, [token])
+            copies += self.kv.append(seq, 1)
+            self.tokens[seq].append(token)
             ids.append(token)
         tables = self.kv.build_arrays([(seq, 1) for seq in feeds])
         logits = self.runner.forward(ForwardBatch(np.array(ids, np.int32), tables, copies))
         for seq in feeds:
-            self.kv.commit(seq)
+            self.kv.commit(seq, self.tokens[seq])
         return {seq: logits[i] for i, seq in enumerate(feeds)}
 
     def fork(self, parent: int, child: int) -> None:
         self.kv.fork(parent, child)
+        self.tokens[child] = list(self.tokens[parent])
 
 
 def hf_logits(model, tokens: list[int]) -> np.ndarray:

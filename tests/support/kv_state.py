@@ -11,5 +11,5 @@ def refcounts(m: KVCacheManager) -> list[int]:
 
 def snapshot(m: KVCacheManager, seq_ids) -> tuple:
     """Everything an operation may change: refcounts, free order, cache size, page tables."""
-    seqs = {s: (m.page_table(s), m.token_ids(s), m.num_computed(s)) for s in seq_ids}
+    seqs = {s: (m.page_table(s), m.num_tokens(s)) for s in seq_ids}
     return refcounts(m), m.pool.free_order(), m.pool.num_cached, seqs

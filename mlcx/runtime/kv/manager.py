@@ -2,16 +2,18 @@
 
 Life of a sequence, one forward step at a time:
 
-    cached = manager.add_sequence(seq_id, prompt)   # reuses cached prefix blocks
-    copies = manager.append(seq_id, prompt[cached:])  # reserves slots (may raise OutOfBlocks)
+    cached = manager.add_sequence(seq_id, prompt)      # reuses cached prefix blocks
+    copies = manager.append(seq_id, len(prompt) - cached)  # reserves slots (may raise OutOfBlocks)
     arrays = manager.build_arrays([(seq_id, len(prompt) - cached), ...])
     ... the runner copies `copies` pages, runs the model, samples `token` ...
-    manager.commit(seq_id)                           # written blocks become shareable
-    copies = manager.append(seq_id, [token])         # next decode step, and so on
-    manager.free(seq_id)                             # on finish or abort
+    manager.commit(seq_id, prompt)                      # written blocks become shareable
+    copies = manager.append(seq_id, 1)                  # next decode step, and so on
+    manager.free(seq_id)                                # on finish or abort
 
 The manager knows no tensors: block ids are page indices into the runner's per-layer
-`pages[num_blocks, 2, h_kv, page_size, head_dim]` tensors.
+`pages[num_blocks, 2, h_kv, page_size, head_dim]` tensors. Nor does it keep token ids or
+count computed tokens: those belong to the scheduler's sequence, which hands its token ids
+over where blocks are hashed.
 """
 
 from collections.abc import Sequence
@@ -38,8 +40,6 @@ class KVCacheManager:
         self._page_size = page_size
         self._prefix_caching = enable_prefix_caching
         self._seqs: dict[SeqId, SequenceBlocks] = {}
-        self._hit_tokens = 0
-        self._query_tokens = 0
 
     # -- read-only views ------------------------------------------------------------------
 
@@ -55,16 +55,6 @@ class KVCacheManager:
     def enable_prefix_caching(self) -> bool:
         return self._prefix_caching
 
-    @property
-    def prefix_hit_tokens(self) -> int:
-        """Prompt tokens, over all `add_sequence` calls, whose KV was reused from the cache."""
-        return self._hit_tokens
-
-    @property
-    def prefix_query_tokens(self) -> int:
-        """Prompt tokens, over all `add_sequence` calls, looked up in the cache."""
-        return self._query_tokens
-
     def usage(self) -> float:
         """Blocks held by live sequences / all blocks; unreferenced cached blocks count as free."""
         return self._pool.usage()
@@ -78,13 +68,6 @@ class KVCacheManager:
     def num_tokens(self, seq_id: SeqId) -> int:
         """Tokens whose KV is written or reserved."""
         return self._get(seq_id).num_tokens
-
-    def num_computed(self, seq_id: SeqId) -> int:
-        """Tokens whose KV is written (as of the last `commit`)."""
-        return self._get(seq_id).num_computed
-
-    def token_ids(self, seq_id: SeqId) -> tuple[int, ...]:
-        return tuple(self._get(seq_id).token_ids)
 
     def page_table(self, seq_id: SeqId) -> tuple[int, ...]:
         return tuple(self._get(seq_id).page_table)
@@ -100,7 +83,7 @@ class KVCacheManager:
 
         At least one prompt token is always left uncached so that the model computes the
         logits of the last one. Returns the number of prompt tokens already in the cache;
-        the caller reserves the others with `append(seq_id, prompt[returned:])`. Never
+        the caller reserves the others with `append(seq_id, len(prompt) - returned)`. Never
         allocates, so it never raises `OutOfBlocks`.
         """
         if seq_id in self._seqs:
@@ -111,14 +94,7 @@ class KVCacheManager:
         for block_id in blocks:
             self._pool.touch(block_id)
         num_hit = len(blocks) * self._page_size
-        self._seqs[seq_id] = SequenceBlocks(
-            token_ids=[int(t) for t in prompt_token_ids[:num_hit]],
-            page_table=blocks,
-            num_computed=num_hit,
-            block_hashes=hashes,
-        )
-        self._hit_tokens += num_hit
-        self._query_tokens += len(prompt_token_ids)
+        self._seqs[seq_id] = SequenceBlocks(blocks, num_hit, hashes)
         return num_hit
 
     def blocks_needed(self, seq_id: SeqId, num_tokens: int) -> int:
@@ -135,61 +111,62 @@ class KVCacheManager:
         """Whether `append` of `num_tokens` tokens would succeed now."""
         return self.blocks_needed(seq_id, num_tokens) <= self._pool.num_free
 
-    def append(self, seq_id: SeqId, token_ids: Sequence[int]) -> list[tuple[int, int]]:
-        """Reserve slots for `token_ids`, whose KV the next forward step writes.
+    def append(self, seq_id: SeqId, num_tokens: int) -> list[tuple[int, int]]:
+        """Reserve slots for `num_tokens` more tokens, whose KV the next forward step writes.
 
         All or nothing: raises `OutOfBlocks` and changes nothing if blocks are short.
         Returns `(src_block, dst_block)` page copies the runner must do, in order, before the
         forward: a partially filled last block shared with a fork is copied on first write.
         """
-        seq = self._get(seq_id)
-        if len(token_ids) == 0:
+        needed = self.blocks_needed(seq_id, num_tokens)
+        if num_tokens == 0:
             return []
-        needed = self.blocks_needed(seq_id, len(token_ids))
         if needed > self._pool.num_free:
             raise OutOfBlocks(needed=needed, available=self._pool.num_free)
+        seq = self._get(seq_id)
         copies = [self._copy_last_block(seq)] if self._needs_copy_on_write(seq) else []
-        total_blocks = -(-(seq.num_tokens + len(token_ids)) // self._page_size)
+        total_blocks = -(-(seq.num_tokens + num_tokens) // self._page_size)
         seq.page_table.extend(self._pool.allocate_many(total_blocks - len(seq.page_table)))
-        seq.token_ids.extend(int(t) for t in token_ids)
+        seq.num_tokens += num_tokens
         return copies
 
     def build_arrays(self, batch: Sequence[tuple[SeqId, int]]) -> PageTableArrays:
         """Kernel inputs for one forward step over `(seq_id, num_new_tokens)` pairs.
 
-        `num_new_tokens` must equal the tokens reserved with `append` since the last
-        `commit`: they are the last tokens of the sequence, and all of them are computed.
+        The new tokens are each sequence's last `num_new_tokens` slots, those reserved with
+        `append` since the last `commit`; the step computes all of them.
         """
         if len({seq_id for seq_id, _ in batch}) != len(batch):
             raise ValueError("a sequence appears more than once in the batch")
-        steps = [self._step(seq_id, num_new) for seq_id, num_new in batch]
+        seqs = [(self._get(seq_id), num_new) for seq_id, num_new in batch]
+        steps = [SequenceStep(seq.page_table, seq.num_tokens, num_new) for seq, num_new in seqs]
         return build_page_table_arrays(steps, self._page_size)
 
-    def commit(self, seq_id: SeqId) -> None:
-        """Mark the reserved tokens as written; newly full blocks join the prefix cache.
+    def commit(self, seq_id: SeqId, token_ids: Sequence[int]) -> None:
+        """The forward step wrote every reserved slot: newly full blocks join the prefix cache.
 
-        Separate from `append` because a block may only be shared once its KV is on the
-        device, i.e. after the forward step ran.
+        `token_ids` are the sequence's tokens, at least one per slot; the manager hashes the
+        full blocks' tokens and keeps only the hashes. Separate from `append` because a block
+        may only be shared once its KV is on the device, i.e. after the forward step ran.
         """
         seq = self._get(seq_id)
-        seq.num_computed = seq.num_tokens
+        if len(token_ids) < seq.num_tokens:
+            raise ValueError(
+                f"sequence {seq_id!r} has {seq.num_tokens} slot(s), "
+                f"commit got {len(token_ids)} token id(s)"
+            )
         if self._prefix_caching:
-            self._register_full_blocks(seq)
+            self._register_full_blocks(seq, token_ids)
 
     def fork(self, parent_id: SeqId, child_id: SeqId) -> None:
-        """Register `child_id` sharing every block and token of `parent_id`.
+        """Register `child_id` sharing every block of `parent_id`.
 
-        The parent must have no reserved, unwritten tokens. A shared partially filled last
-        block is copied on the first `append` of either sequence.
+        Fork after the parent's forward step and `commit`, so the child shares written KV. A
+        shared partially filled last block is copied on the first `append` of either sequence.
         """
         parent = self._get(parent_id)
         if child_id in self._seqs:
             raise ValueError(f"sequence {child_id!r} is already registered")
-        if parent.num_pending:
-            raise ValueError(
-                f"sequence {parent_id!r} has {parent.num_pending} reserved token(s) not yet "
-                "committed; fork it after the forward step and commit"
-            )
         for block_id in parent.page_table:
             self._pool.touch(block_id)
         self._seqs[child_id] = parent.copy()
@@ -240,20 +217,11 @@ class KVCacheManager:
         self._pool.free(src)
         return src, dst
 
-    def _step(self, seq_id: SeqId, num_new: int) -> SequenceStep:
-        seq = self._get(seq_id)
-        if num_new < 1 or num_new != seq.num_pending:
-            raise ValueError(
-                f"sequence {seq_id!r} has {seq.num_pending} reserved token(s) to compute, "
-                f"the batch asks for {num_new}"
-            )
-        return SequenceStep(seq.page_table, seq.num_tokens, num_new)
-
-    def _register_full_blocks(self, seq: SequenceBlocks) -> None:
+    def _register_full_blocks(self, seq: SequenceBlocks, token_ids: Sequence[int]) -> None:
         page = self._page_size
-        for i in range(len(seq.block_hashes), seq.num_computed // page):
+        for i in range(len(seq.block_hashes), seq.num_tokens // page):
             parent = seq.block_hashes[-1] if seq.block_hashes else None
-            block_hash = hash_block(parent, seq.token_ids[i * page : (i + 1) * page])
+            block_hash = hash_block(parent, token_ids[i * page : (i + 1) * page])
             seq.block_hashes.append(block_hash)
             # Returns False when another block already caches this prefix; this block then
             # stays private, and later blocks still chain on the content hash.
