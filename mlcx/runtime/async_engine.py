@@ -171,7 +171,7 @@ class AsyncEngine:
                 deltas = self.engine.step()
             except Exception as err:  # a broken step must not take the server down
                 log.exception("engine step failed; failing the requests in flight")
-                for request_id in list(self.engine.sequences):
+                for request_id in self.engine.request_ids():
                     self.engine.abort(request_id)
                 _post(loop, self._fail_all, f"the engine failed: {err}")
                 deltas = []

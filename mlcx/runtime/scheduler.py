@@ -1,34 +1,74 @@
-"""Iteration-level scheduling over mlcx's KV cache manager.
+"""Iteration-level scheduling over mlcx's KV cache manager; the owner of request state.
 
 Every step: running sequences first (decodes take one token; unfinished prefills take a chunk
 of the token budget), then waiting sequences are admitted while the running set, the token
 budget and the free KV blocks allow. A long prompt is prefilled a chunk per step, so running
-decodes keep moving. When blocks run out, the youngest running sequence is preempted: its
-blocks are freed and it waits to be recomputed (its full blocks usually stay in the prefix
-cache, so recomputing is cheap). No sequence is admitted in a step that preempted one: the
-blocks just freed belong to the sequences that needed them.
+decodes keep moving. When blocks run out, the youngest running sequence (the last admitted or
+forked) is preempted: its blocks are freed and it waits to be recomputed (its full blocks
+usually stay in the prefix cache, so recomputing is cheap). No sequence is admitted in a step
+that preempted one: the blocks just freed belong to the sequences that needed them.
+
+After the model ran, `update_from_output` commits the step's KV, forks the other choices of an
+n > 1 request at its first sample (they share its prompt blocks, copy-on-write), appends the
+sampled tokens and finishes sequences on a stop token or max_tokens, freeing their blocks. The
+scheduler knows no tokenizer: stop strings are found by the output processor, which ends a
+sequence through `finish`.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.sequence import Sequence
+from mlcx.runtime.sequence import Request, Sequence, SequenceStatus
+
+RUNNING, WAITING = SequenceStatus.RUNNING, SequenceStatus.WAITING
 
 
 @dataclass(frozen=True)
 class Scheduled:
     seq: Sequence
-    num_new: int
+    input_ids: tuple[int, ...]  # the tokens this step computes
+    # Choices sampled from this sequence's logits row after the step: none mid-prefill, all n
+    # at an n > 1 request's first sample (the others fork then), else the sequence's own.
+    choices: tuple[int, ...] = ()
+
+    @property
+    def num_new(self) -> int:
+        return len(self.input_ids)
 
 
 @dataclass
 class SchedulerOutput:
     scheduled: list[Scheduled] = field(default_factory=list)
-    copies: list[tuple[int, int]] = field(default_factory=list)
+    copies: list[tuple[int, int]] = field(default_factory=list)  # KV page copies, in order
     preempted: list[Sequence] = field(default_factory=list)
+
+    @property
+    def samples(self) -> list[tuple[int, str, int]]:
+        """(logits row, request id, choice index) of each token to sample, in the order
+        `update_from_output` takes them."""
+        return [
+            (row, item.seq.request_id, index)
+            for row, item in enumerate(self.scheduled)
+            for index in item.choices
+        ]
+
+
+@dataclass
+class SchedulerStats:
+    # The one prefix-cache hit counter (/metrics reports it): tokens whose KV a sequence found
+    # in the prefix cache when it was admitted. Failed admissions (retried next step) are not
+    # counted; a preempted sequence counts again when recomputed, its own blocks being hits.
+    prefix_hit_tokens: int = 0
+    prefix_query_tokens: int = 0  # tokens (prompt, plus output when recomputed) at admissions
+    preemptions: int = 0
+    prompt_tokens: int = 0  # prompt tokens of requests that produced a first token
+    generated_tokens: int = 0
+    computed_tokens: int = 0  # tokens run through the model (prefill chunks and decodes)
 
 
 class Scheduler:
@@ -38,45 +78,73 @@ class Scheduler:
         self.kv = kv
         self.max_running = max_running
         self.token_budget = token_budget
+        self.requests: dict[str, Request] = {}  # unfinished requests
         self.waiting: deque[Sequence] = deque()
-        self.running: list[Sequence] = []
-        # Counted on admission only (a failed admission attempt is retried every step).
-        # Recomputing a preempted sequence counts again: its own cached blocks are hits.
-        self.prefix_hit_tokens = 0
-        self.prefix_query_tokens = 0
-        self.preemptions = 0
+        self.running: list[Sequence] = []  # in admission order: the last is the youngest
+        self.stats = SchedulerStats()
+        self._seq_ids = itertools.count()
 
-    def add(self, seq: Sequence) -> None:
+    # -- requests -------------------------------------------------------------------------
+    def add_request(
+        self,
+        request_id: str,
+        prompt_ids: list[int],
+        max_new_tokens: int,
+        n: int = 1,
+        stop_token_ids: Iterable[int] = (),
+    ) -> Sequence:
+        """Queue a request's first choice; returns its sequence."""
+        if request_id in self.requests:
+            raise ValueError(f"request {request_id!r} is already in flight")
+        if not prompt_ids:
+            raise ValueError("the prompt is empty; give at least one token")
+        if n < 1 or max_new_tokens < 1:
+            raise ValueError(f"n ({n}) and max_new_tokens ({max_new_tokens}) must be positive")
+        request = Request(request_id, n, max_new_tokens, frozenset(stop_token_ids))
+        self.requests[request_id] = request
+        seq = self._new_sequence(request, 0, [int(t) for t in prompt_ids], len(prompt_ids))
         self.waiting.append(seq)
-
-    def add_running(self, seq: Sequence) -> None:
-        """A sequence that already holds KV blocks (a fork) joins the running set."""
-        self.running.append(seq)
+        return seq
 
     def has_work(self) -> bool:
         return bool(self.waiting or self.running)
 
-    def remove(self, seq: Sequence) -> None:
-        """Drop a finished or aborted sequence and release its KV blocks."""
-        if seq in self.running:
+    def finish(self, seq: Sequence, status: SequenceStatus) -> None:
+        """End a sequence (stop token or string, max_tokens, abort) and free its KV blocks."""
+        if not status.finished or seq.finished:
+            raise ValueError(f"cannot move sequence {seq.seq_id} from {seq.status} to {status}")
+        if seq.status is RUNNING:
             self.running.remove(seq)
-        elif seq in self.waiting:
+        else:
             self.waiting.remove(seq)
         if seq.seq_id in self.kv:
             self.kv.free(seq.seq_id)
+        seq.status = status
+        if self.requests[seq.request_id].finished:
+            del self.requests[seq.request_id]
 
+    def abort_request(self, request_id: str) -> list[Sequence]:
+        """Abort a request's unfinished sequences (freeing their blocks) and return them."""
+        request = self.requests.get(request_id)
+        if request is None:
+            return []
+        aborted = [seq for seq in request.seqs if not seq.finished]
+        for seq in aborted:
+            self.finish(seq, SequenceStatus.FINISHED_ABORTED)
+        self.requests.pop(request_id, None)
+        return aborted
+
+    # -- one step -------------------------------------------------------------------------
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         budget = self.token_budget
         decodes = [s for s in self.running if s.num_pending == 1]
         prefills = [s for s in self.running if s.num_pending > 1]
         for seq in decodes + prefills:
-            if seq not in self.running:  # preempted earlier in this step
+            if seq.status is not RUNNING:  # preempted earlier in this step
                 continue
             n = min(seq.num_pending, budget)
-            if n == 0:
-                continue
-            if self._reserve(seq, n, out):
+            if n and self._reserve(seq, n, out):
                 budget -= n
         if out.preempted:
             return out
@@ -87,14 +155,35 @@ class Scheduler:
             budget -= admitted
         return out
 
+    def update_from_output(self, out: SchedulerOutput, sampled: list[int]) -> list[Sequence]:
+        """Apply a step that ran: `sampled` holds one token per `out.samples` entry. Returns
+        the sequences that received them, in that order (some finished now)."""
+        if len(sampled) != len(out.samples):
+            raise ValueError(f"{len(sampled)} sampled tokens for {len(out.samples)} samples")
+        for item in out.scheduled:
+            self.kv.commit(item.seq.seq_id, item.seq.token_ids)
+            item.seq.num_computed += item.num_new
+            self.stats.computed_tokens += item.num_new
+        seqs = [seq for item in out.scheduled for seq in self._sampling(item)]
+        for seq, token in zip(seqs, sampled, strict=True):
+            self._append_token(seq, int(token))
+        return seqs
+
+    # -- internals ------------------------------------------------------------------------
+    def _new_sequence(
+        self, request: Request, index: int, token_ids: list[int], num_prompt: int
+    ) -> Sequence:
+        seq = Sequence(next(self._seq_ids), request.request_id, index, token_ids, num_prompt)
+        request.seqs.append(seq)
+        return seq
+
     def _reserve(self, seq: Sequence, n: int, out: SchedulerOutput) -> bool:
         while not self.kv.can_append(seq.seq_id, n):
             victim = self.running[-1]
             self._preempt(victim, out)
             if victim is seq:
                 return False
-        out.copies += self.kv.append(seq.seq_id, n)
-        out.scheduled.append(Scheduled(seq, n))
+        self._schedule(seq, n, out)
         return True
 
     def _preempt(self, seq: Sequence, out: SchedulerOutput) -> None:
@@ -102,12 +191,13 @@ class Scheduler:
         out.scheduled = [s for s in out.scheduled if s.seq is not seq]
         self.kv.free(seq.seq_id)
         seq.num_computed = 0
+        seq.status = WAITING
         self.waiting.appendleft(seq)
         out.preempted.append(seq)
-        self.preemptions += 1
+        self.stats.preemptions += 1
 
     def _admit(self, seq: Sequence, budget: int, out: SchedulerOutput) -> int:
-        seq.num_computed = self.kv.add_sequence(seq.seq_id, seq.all_ids)
+        seq.num_computed = self.kv.add_sequence(seq.seq_id, seq.token_ids)
         n = min(seq.num_pending, budget)
         if not self.kv.can_append(seq.seq_id, n):
             self.kv.free(seq.seq_id)
@@ -115,8 +205,43 @@ class Scheduler:
             return 0
         self.waiting.popleft()
         self.running.append(seq)
-        self.prefix_hit_tokens += seq.num_computed
-        self.prefix_query_tokens += seq.num_tokens
-        out.copies += self.kv.append(seq.seq_id, n)
-        out.scheduled.append(Scheduled(seq, n))
+        seq.status = RUNNING
+        self.stats.prefix_hit_tokens += seq.num_computed
+        self.stats.prefix_query_tokens += seq.num_tokens
+        self._schedule(seq, n, out)
         return n
+
+    def _schedule(self, seq: Sequence, n: int, out: SchedulerOutput) -> None:
+        out.copies += self.kv.append(seq.seq_id, n)
+        tokens = tuple(seq.token_ids[seq.num_computed : seq.num_computed + n])
+        out.scheduled.append(Scheduled(seq, tokens, self._choices(seq, n)))
+
+    def _choices(self, seq: Sequence, n: int) -> tuple[int, ...]:
+        if seq.num_computed + n < seq.num_tokens:
+            return ()
+        request = self.requests[seq.request_id]
+        return (seq.index,) if request.forked else tuple(range(request.n))
+
+    def _sampling(self, item: Scheduled) -> list[Sequence]:
+        """The sequences sampling from `item`'s row; forks the other choices at the first."""
+        seq = item.seq
+        children = [self._fork(seq, index) for index in item.choices if index != seq.index]
+        return [seq, *children] if item.choices else []
+
+    def _fork(self, parent: Sequence, index: int) -> Sequence:
+        request = self.requests[parent.request_id]
+        child = self._new_sequence(request, index, list(parent.token_ids), parent.num_prompt_tokens)
+        child.num_computed = parent.num_computed
+        child.status = RUNNING
+        self.kv.fork(parent.seq_id, child.seq_id)
+        self.running.append(child)
+        return child
+
+    def _append_token(self, seq: Sequence, token: int) -> None:
+        seq.token_ids.append(token)
+        self.stats.generated_tokens += 1
+        if seq.index == 0 and seq.num_output_tokens == 1:
+            self.stats.prompt_tokens += seq.num_prompt_tokens
+        status = self.requests[seq.request_id].stop_status(seq)
+        if status is not None:
+            self.finish(seq, status)

@@ -1,15 +1,27 @@
-"""One generated sequence: its tokens, its place in the KV cache, and when it stops."""
+"""The scheduler's records: a request and the sequences (choices) it generates.
+
+They hold scheduling state only: token ids, how many of them have KV in the cache, status,
+and the token-level rules that end a sequence. Text, sampling state and stop strings are the
+output processor's (`output_processor.py`). Sequence ids grow in arrival order; a fork's id
+is newer than every sequence that arrived before its first token.
+"""
 
 from __future__ import annotations
 
-import time
+import enum
 from dataclasses import dataclass, field
 
-from mlcx.runtime.detokenizer import IncrementalDetokenizer
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.sampler import SampleResult, SamplingState
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.stop import StopStringMatcher
+
+class SequenceStatus(enum.Enum):
+    WAITING = "waiting"  # queued, or preempted and waiting to be recomputed
+    RUNNING = "running"
+    FINISHED_STOPPED = "stop"
+    FINISHED_LENGTH = "length"
+    FINISHED_ABORTED = "abort"
+
+    @property
+    def finished(self) -> bool:
+        return self not in (SequenceStatus.WAITING, SequenceStatus.RUNNING)
 
 
 @dataclass(eq=False)
@@ -17,26 +29,22 @@ class Sequence:
     seq_id: int
     request_id: str
     index: int  # choice index within its request (n > 1)
-    prompt_ids: list[int]
-    params: SamplingParams
-    sampling: SamplingState
-    detok: IncrementalDetokenizer
-    stop: StopStringMatcher
-    max_new_tokens: int
-    eos_ids: frozenset[int]
-    output_ids: list[int] = field(default_factory=list)
+    token_ids: list[int]  # prompt, then generated tokens
+    num_prompt_tokens: int
     num_computed: int = 0  # tokens whose KV is in the cache
-    finish_reason: str | None = None
-    arrival: float = field(default_factory=time.perf_counter)
-    forked: bool = False
-
-    @property
-    def all_ids(self) -> list[int]:
-        return self.prompt_ids + self.output_ids
+    status: SequenceStatus = SequenceStatus.WAITING
 
     @property
     def num_tokens(self) -> int:
-        return len(self.prompt_ids) + len(self.output_ids)
+        return len(self.token_ids)
+
+    @property
+    def output_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens :]
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.token_ids) - self.num_prompt_tokens
 
     @property
     def num_pending(self) -> int:
@@ -45,51 +53,36 @@ class Sequence:
 
     @property
     def finished(self) -> bool:
-        return self.finish_reason is not None
+        return self.status.finished
 
-    def _is_stop_token(self, token: int) -> bool:
-        if token in self.params.stop_token_ids:
-            return True
-        return not self.params.ignore_eos and token in self.eos_ids
+    @property
+    def finish_reason(self) -> str | None:
+        return self.status.value if self.finished else None
 
-    def add_token(self, result: SampleResult) -> Delta:
-        token = result.token_id
-        self.sampling.append(token)
-        self.output_ids.append(token)
-        text = ""
-        if self._is_stop_token(token):
-            self.finish_reason = "stop"
-        else:
-            check = self.stop.feed(self.detok.push(token))
-            text = check.text
-            if check.stopped:
-                self.finish_reason = "stop"
-        if self.finish_reason is None and len(self.output_ids) >= self.max_new_tokens:
-            self.finish_reason = "length"
-        if self.finish_reason is not None and not self.stop.stopped:
-            text += self._drain()
-        logprobs = (result,) if self.params.logprobs else None
-        return self.delta(text, (token,), logprobs)
 
-    def _drain(self) -> str:
-        check = self.stop.feed(self.detok.flush())
-        if check.stopped:
-            self.finish_reason = "stop"
-            return check.text
-        return check.text + self.stop.flush()
+@dataclass(eq=False)
+class Request:
+    """One prompt and its `n` choices: choice 0 runs alone until its first sample, then the
+    other choices fork from it, sharing its prompt's KV blocks."""
 
-    def abort(self) -> Delta:
-        self.finish_reason = "abort"
-        return self.delta("", (), None)
+    request_id: str
+    n: int
+    max_new_tokens: int
+    stop_token_ids: frozenset[int]  # end a choice (eos unless ignored, and stop_token_ids)
+    seqs: list[Sequence] = field(default_factory=list)
 
-    def delta(self, text: str, tokens: tuple[int, ...], logprobs) -> Delta:
-        return Delta(
-            self.request_id,
-            self.index,
-            text,
-            tokens,
-            logprobs,
-            self.finish_reason,
-            len(self.prompt_ids),
-            len(self.output_ids),
-        )
+    @property
+    def forked(self) -> bool:
+        return len(self.seqs) == self.n
+
+    @property
+    def finished(self) -> bool:
+        return self.forked and all(seq.finished for seq in self.seqs)
+
+    def stop_status(self, seq: Sequence) -> SequenceStatus | None:
+        """Whether the token just appended to `seq` ends it (a stop token before length)."""
+        if seq.token_ids[-1] in self.stop_token_ids:
+            return SequenceStatus.FINISHED_STOPPED
+        if seq.num_output_tokens >= self.max_new_tokens:
+            return SequenceStatus.FINISHED_LENGTH
+        return None

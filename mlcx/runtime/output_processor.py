@@ -1,0 +1,123 @@
+"""Per-choice output: sampling state, incremental detokenization, stop strings, and the Delta
+each sampled token becomes.
+
+The engine owns this, not the scheduler: it needs the tokenizer, and the scheduler stays
+tokenizer-free so that tests build one from a KV cache manager alone (vLLM v1 splits its
+engine core's scheduler from the front end's output processor the same way). The scheduler
+ends a sequence on token rules (a stop token, max_tokens) because that frees its KV blocks;
+stop strings need text, so they are found here and the engine tells the scheduler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlcx.runtime.detokenizer import IncrementalDetokenizer
+from mlcx.runtime.outputs import Delta
+from mlcx.runtime.sampler import SampleResult, SamplingState, sample
+from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sequence import Sequence
+from mlcx.runtime.stop import StopStringMatcher
+from mlcx.runtime.tokenizer import Tokenizer
+
+
+@dataclass(eq=False)
+class ChoiceOutput:
+    """The output side of one choice of a request."""
+
+    request_id: str
+    index: int
+    params: SamplingParams
+    num_prompt_tokens: int
+    sampling: SamplingState
+    detok: IncrementalDetokenizer
+    stop: StopStringMatcher
+    num_output_tokens: int = 0
+    finish_reason: str | None = None
+
+    def add_token(self, result: SampleResult, finish_reason: str | None) -> Delta:
+        """The delta of one sampled token. `finish_reason` is the scheduler's: "stop" for a
+        stop token (which adds no text) or "length"; a stop string in the text makes "stop"."""
+        token = result.token_id
+        self.sampling.append(token)
+        self.num_output_tokens += 1
+        self.finish_reason = finish_reason
+        text = ""
+        if finish_reason != "stop":
+            check = self.stop.feed(self.detok.push(token))
+            text = check.text
+            if check.stopped:
+                self.finish_reason = "stop"
+        if self.finish_reason is not None and not self.stop.stopped:
+            text += self._drain()
+        logprobs = (result,) if self.params.logprobs else None
+        return self._delta(text, (token,), logprobs)
+
+    def abort(self) -> Delta:
+        self.finish_reason = "abort"
+        return self._delta("", (), None)
+
+    def _drain(self) -> str:
+        """Text held back by the detokenizer and the stop matcher, at the end."""
+        check = self.stop.feed(self.detok.flush())
+        if check.stopped:
+            self.finish_reason = "stop"
+            return check.text
+        return check.text + self.stop.flush()
+
+    def _delta(self, text: str, tokens: tuple[int, ...], logprobs) -> Delta:
+        return Delta(
+            self.request_id,
+            self.index,
+            text,
+            tokens,
+            logprobs,
+            self.finish_reason,
+            self.num_prompt_tokens,
+            self.num_output_tokens,
+        )
+
+
+class OutputProcessor:
+    def __init__(self, tokenizer: Tokenizer):
+        self.tokenizer = tokenizer
+        self._requests: dict[str, list[ChoiceOutput]] = {}  # until every choice finished
+
+    def add_request(self, request_id: str, prompt_ids: list[int], params: SamplingParams):
+        self._requests[request_id] = [
+            ChoiceOutput(
+                request_id,
+                index,
+                params,
+                len(prompt_ids),
+                SamplingState(params, prompt_ids, choice_index=index),
+                IncrementalDetokenizer(self.tokenizer, prompt_ids),
+                StopStringMatcher(params.stop),
+            )
+            for index in range(params.n)
+        ]
+
+    def sample(self, logits: np.ndarray, samples: list[tuple[int, str, int]]) -> list[SampleResult]:
+        """One token per (logits row, request id, choice index), with the choice's state."""
+        if not samples:
+            return []
+        rows = [row for row, _, _ in samples]
+        states = [self._requests[rid][index].sampling for _, rid, index in samples]
+        return sample(logits[rows], states)
+
+    def process(self, seqs: list[Sequence], results: list[SampleResult]) -> list[Delta]:
+        """Deltas of the tokens the scheduler appended to `seqs`."""
+        deltas = []
+        for seq, result in zip(seqs, results, strict=True):
+            choices = self._requests[seq.request_id]
+            deltas.append(choices[seq.index].add_token(result, seq.finish_reason))
+            if all(choice.finish_reason for choice in choices):
+                del self._requests[seq.request_id]
+        return deltas
+
+    def abort(self, request_id: str, seqs: list[Sequence]) -> list[Delta]:
+        """Deltas of a request's sequences the scheduler just aborted."""
+        choices = self._requests.pop(request_id, [])
+        return [choices[seq.index].abort() for seq in seqs]
