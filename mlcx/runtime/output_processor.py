@@ -85,7 +85,10 @@ class OutputProcessor:
         self.tokenizer = tokenizer
         self._requests: dict[str, list[ChoiceOutput]] = {}  # until every choice finished
 
-    def add_request(self, request_id: str, prompt_ids: list[int], params: SamplingParams):
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._requests
+
+    def add_request(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> None:
         self._requests[request_id] = [
             ChoiceOutput(
                 request_id,

@@ -80,7 +80,7 @@ class Scheduler:
         self.token_budget = token_budget
         self.requests: dict[str, Request] = {}  # unfinished requests
         self.waiting: deque[Sequence] = deque()
-        self.running: list[Sequence] = []  # in admission order: the last is the youngest
+        self.running: list[Sequence] = []  # the last admitted or forked (youngest) last
         self.stats = SchedulerStats()
         self._seq_ids = itertools.count()
 
