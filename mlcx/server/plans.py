@@ -5,17 +5,16 @@ Every user mistake found here becomes a 400 naming the field (`param`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from mlcx.errors import InvalidFieldError
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.server.errors import APIError, bad_request
 from mlcx.server.schemas import ChatCompletionRequest, CompletionRequest, SamplingFields
 
 Prompt = str | list[int]
-_FIELD = re.compile(r"^[a-z_]+")
 # Fields the model's generation config may set, when the request does not.
 _DEFAULTABLE = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
 
@@ -45,8 +44,8 @@ def plan_chat(body: ChatCompletionRequest, engine: Engine) -> GenerationPlan:
     messages = [_message(i, m) for i, m in enumerate(body.messages)]
     try:
         text = engine.chat_template.render(messages, add_generation_prompt=True)
-    except ValueError as err:
-        raise bad_request(str(err), param="messages") from None
+    except InvalidFieldError as err:
+        raise bad_request(str(err), param=err.param) from None
     prompt = engine.tokenizer.encode(text, add_special_tokens=False)
     logprobs = {"logprobs": body.logprobs, "top_logprobs": body.top_logprobs or 0}
     max_tokens = body.max_completion_tokens
@@ -76,8 +75,8 @@ def sampling_params(
             ignore_eos=body.ignore_eos,
             **logprobs,
         )
-    except ValueError as err:
-        raise bad_request(str(err), param=param_of(str(err))) from None
+    except InvalidFieldError as err:
+        raise bad_request(str(err), param=err.param) from None
 
 
 def _plan(body: SamplingFields, prompts: list[Prompt], params: SamplingParams) -> GenerationPlan:
@@ -120,10 +119,3 @@ def _logit_bias(bias: dict[str, float] | None) -> dict[int, float] | None:
             )
         out[int(key)] = value
     return out
-
-
-def param_of(message: str) -> str | None:
-    """The request field a runtime ValueError is about: its messages start with it."""
-    match = _FIELD.match(message)
-    known = {*ChatCompletionRequest.model_fields, *CompletionRequest.model_fields}
-    return match.group(0) if match and match.group(0) in known else None

@@ -1,10 +1,12 @@
-"""SamplingParams validation: every bad field is rejected with a message naming it."""
+"""SamplingParams validation: every bad field is rejected with a message naming it, and an
+error whose `param` is that field."""
 
 import dataclasses
 import math
 
 import pytest
 
+from mlcx.errors import InvalidFieldError
 from mlcx.runtime.sampling_params import SamplingParams
 
 BAD_FIELDS = [
@@ -60,8 +62,9 @@ BAD_FIELDS = [
 @pytest.mark.parametrize(("field", "value"), BAD_FIELDS)
 def test_bad_field_is_rejected_naming_it(field, value):
     extra = {"logprobs": True} if field == "top_logprobs" else {}
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(InvalidFieldError, match=field) as caught:
         SamplingParams(**{field: value, **extra})
+    assert caught.value.param == field
 
 
 def test_defaults_are_valid():
@@ -77,8 +80,9 @@ def test_greedy_constructor():
 
 
 def test_top_logprobs_requires_logprobs():
-    with pytest.raises(ValueError, match="top_logprobs"):
+    with pytest.raises(InvalidFieldError, match="top_logprobs") as caught:
         SamplingParams(top_logprobs=3)
+    assert caught.value.param == "top_logprobs"
     assert SamplingParams(logprobs=True, top_logprobs=20).top_logprobs == 20
 
 
@@ -127,8 +131,9 @@ def test_with_updates_revalidates():
 def test_validate_vocab(kwargs, field):
     p = SamplingParams(**kwargs)
     p.validate_vocab(101)
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(InvalidFieldError, match=field) as caught:
         p.validate_vocab(100)
+    assert caught.value.param == field
 
 
 def test_validate_vocab_rejects_bad_size():
