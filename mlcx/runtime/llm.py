@@ -31,9 +31,9 @@ class LLM:
     def tokenizer(self):
         return self.engine.tokenizer
 
-    def default_params(self, **overrides) -> SamplingParams:
-        """The artifact's sampling defaults (from the model's generation config)."""
-        return SamplingParams(**{**self.engine.artifact.config.sampling, **overrides})
+    def default_params(self, **given) -> SamplingParams:
+        """`given` over the artifact's sampling defaults (see `SamplingParams.with_defaults`)."""
+        return SamplingParams.with_defaults(self.engine.artifact.config.sampling, **given)
 
     def chat_prompt(self, messages: list[dict]) -> list[int]:
         """Token ids of the conversation rendered with the model's chat template."""

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
+from mlcx.artifact.sampling import DEFAULTABLE
 from mlcx.errors import InvalidFieldError
 
 MAX_TOP_LOGPROBS = 20
@@ -172,6 +173,16 @@ class SamplingParams:
                 "set logprobs=True or top_logprobs=0",
                 "top_logprobs",
             )
+
+    @classmethod
+    def with_defaults(cls, defaults: Mapping[str, Any], **given: Any) -> SamplingParams:
+        """What every front door runs: `given` over the model's `defaults` (an artifact's
+        `config.sampling`) over this class's own. For the fields a model may default
+        (`DEFAULTABLE`) None means "not given"; the other fields take what is given, None
+        included (max_tokens=None: up to the context window)."""
+        values = {k: v for k, v in defaults.items() if k in DEFAULTABLE}
+        values.update({k: v for k, v in given.items() if v is not None or k not in DEFAULTABLE})
+        return cls(**values)
 
     @classmethod
     def greedy(cls, **overrides: Any) -> SamplingParams:

@@ -15,8 +15,6 @@ from mlcx.server.errors import APIError, bad_request
 from mlcx.server.schemas import ChatCompletionRequest, CompletionRequest, SamplingFields
 
 Prompt = str | list[int]
-# Fields the model's generation config may set, when the request does not.
-_DEFAULTABLE = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,14 @@ def sampling_params(
     body: SamplingFields, engine: Engine, max_tokens: int | None, logprobs: dict[str, Any]
 ) -> SamplingParams:
     """The request's sampling fields over the model's defaults (its generation config)."""
-    defaults = {k: v for k, v in engine.artifact.config.sampling.items() if k in _DEFAULTABLE}
-    given = {name: getattr(body, name) for name in _DEFAULTABLE}
-    values = {**defaults, **{k: v for k, v in given.items() if v is not None}}
     try:
-        return SamplingParams(
-            **values,
+        return SamplingParams.with_defaults(
+            engine.artifact.config.sampling,
+            temperature=body.temperature,
+            top_p=body.top_p,
+            top_k=body.top_k,
+            min_p=body.min_p,
+            repetition_penalty=body.repetition_penalty,
             max_tokens=max_tokens,
             presence_penalty=body.presence_penalty,
             frequency_penalty=body.frequency_penalty,

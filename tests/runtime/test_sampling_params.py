@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from mlcx.artifact.sampling import DEFAULTABLE, FALLBACK, recorded_defaults
 from mlcx.errors import InvalidFieldError
 from mlcx.runtime.sampling_params import SamplingParams
 
@@ -139,3 +140,24 @@ def test_validate_vocab(kwargs, field):
 def test_validate_vocab_rejects_bad_size():
     with pytest.raises(ValueError, match="vocab_size"):
         SamplingParams().validate_vocab(0)
+
+
+def test_with_defaults_fills_only_what_is_not_given():
+    # max_tokens and stop are not model defaults: an artifact recording them is ignored
+    defaults = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 7, "stop": "x"}
+    p = SamplingParams.with_defaults(defaults, temperature=None, top_k=5, seed=None)
+    assert (p.temperature, p.top_p, p.top_k, p.seed) == (0.2, 0.9, 5, None)
+    assert (p.max_tokens, p.stop) == (256, ())
+    assert SamplingParams.with_defaults(defaults, temperature=0.0, top_p=1.0).is_greedy
+    assert SamplingParams.with_defaults(defaults, max_tokens=None).max_tokens is None
+    with pytest.raises(InvalidFieldError, match="top_p") as caught:
+        SamplingParams.with_defaults({"top_p": 2.0})
+    assert caught.value.param == "top_p"
+
+
+def test_recorded_defaults_are_defaultable_fields():
+    fields = {f.name for f in dataclasses.fields(SamplingParams)}
+    assert set(DEFAULTABLE) <= fields
+    generation_config = {"temperature": 0.6, "top_k": 20, "do_sample": True, "max_length": 9}
+    assert recorded_defaults(generation_config) == {"temperature": 0.6, "top_k": 20}
+    assert recorded_defaults({"top_p": "high"}) == FALLBACK
