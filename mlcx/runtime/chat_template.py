@@ -15,12 +15,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from mlcx.errors import MessagesError
+
+if TYPE_CHECKING:
+    from mlcx.runtime.tokenizer import Tokenizer
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 
@@ -57,6 +60,12 @@ class ChatTemplate:
                 f"the model's chat template failed on these messages: {error}; "
                 "check the messages against the format the model expects"
             ) from error
+
+    def prompt_ids(self, messages: list[dict[str, Any]], tokenizer: Tokenizer) -> list[int]:
+        """Token ids of `messages`, ready for the reply. The template writes the special
+        tokens (BOS included) itself, so the tokenizer adds none."""
+        text = self.render(messages, add_generation_prompt=True)
+        return tokenizer.encode(text, add_special_tokens=False)
 
 
 def validate_messages(messages: Any) -> list[dict[str, Any]]:

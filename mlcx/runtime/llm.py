@@ -37,8 +37,7 @@ class LLM:
 
     def chat_prompt(self, messages: list[dict]) -> list[int]:
         """Token ids of the conversation rendered with the model's chat template."""
-        text = self.engine.chat_template.render(messages, add_generation_prompt=True)
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return self.engine.chat_template.prompt_ids(messages, self.tokenizer)
 
     def generate(
         self, prompts: Sequence[Prompt], params: SamplingParams | None = None

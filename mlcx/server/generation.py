@@ -24,14 +24,20 @@ from mlcx.server.streaming import DONE, EventStream, sse
 CLIENT_CLOSED = 499  # nginx's code: nobody reads it, the client is gone
 
 
-def submit(engine: AsyncEngine, plan: GenerationPlan, prompt_field: str) -> RequestStream:
+async def start(engine: AsyncEngine, plan: GenerationPlan) -> RequestStream:
+    """Encode the plan's prompts in a worker thread (never on the event loop) and queue them:
+    400 naming the field for a prompt that cannot run, 503 when the engine's queue is full."""
     try:
-        return engine.submit(plan.prompts, plan.params)
+        if plan.messages is None:
+            prompt_ids = await engine.prepare(plan.prompts)
+        else:
+            prompt_ids = [await engine.prepare_chat(plan.messages)]
+        return engine.submit(prompt_ids, plan.params)
     except QueueFullError as err:
         raise APIError(503, str(err), SERVER_ERROR, code="queue_full") from None
     except ValueError as err:
         code = "context_length_exceeded" if isinstance(err, ContextWindowError) else None
-        raise bad_request(str(err), _param(err, prompt_field), code) from None
+        raise bad_request(str(err), _param(err, plan.prompt_field), code) from None
 
 
 def _param(err: ValueError, prompt_field: str) -> str:

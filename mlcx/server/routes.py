@@ -1,4 +1,5 @@
-"""The endpoints. Each one parses, plans and hands over to `generation`."""
+"""The endpoints. Each one parses, plans and hands over to `generation`; they talk to the
+served model only through its `AsyncEngine` (from `ModelHost.require`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from mlcx.server.formats import ChatFormat, CompletionFormat
-from mlcx.server.generation import respond, submit
+from mlcx.server.generation import respond, start
 from mlcx.server.metrics import CONTENT_TYPE, ServerMetrics
 from mlcx.server.model_host import ModelHost
 from mlcx.server.plans import plan_chat, plan_completion
@@ -37,16 +38,16 @@ def build_router(host: ModelHost, metrics: ServerMetrics) -> APIRouter:
     async def completions(body: CompletionRequest, request: Request) -> Response:
         timer = metrics.timer()
         engine = host.require(body.model)
-        plan = plan_completion(body, engine.engine)
-        fmt = CompletionFormat(body.model, engine.engine.tokenizer, plan.include_usage)
-        return await respond(request, submit(engine, plan, "prompt"), plan, fmt, timer)
+        plan = plan_completion(body, engine.sampling_defaults)
+        fmt = CompletionFormat(body.model, engine.tokenizer, plan.include_usage)
+        return await respond(request, await start(engine, plan), plan, fmt, timer)
 
     @router.post("/v1/chat/completions")
     async def chat(body: ChatCompletionRequest, request: Request) -> Response:
         timer = metrics.timer()
         engine = host.require(body.model)
-        plan = plan_chat(body, engine.engine)
-        fmt = ChatFormat(body.model, engine.engine.tokenizer, plan.include_usage)
-        return await respond(request, submit(engine, plan, "messages"), plan, fmt, timer)
+        plan = plan_chat(body, engine.sampling_defaults)
+        fmt = ChatFormat(body.model, engine.tokenizer, plan.include_usage)
+        return await respond(request, await start(engine, plan), plan, fmt, timer)
 
     return router

@@ -104,3 +104,38 @@ def test_close_fails_requests_in_flight(artifact):
             engine.submit(["hello"], GREEDY)
 
     asyncio.run(main())
+
+
+def test_prepare_encodes_off_the_event_loop(artifact, monkeypatch):
+    core = Engine(artifact)
+    encode = core.tokenizer.encode
+    loop_running = []  # per encode call: was an event loop running on the calling thread?
+
+    def recording(*args, **kwargs):
+        loop_running.append(_loop_running())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(core.tokenizer, "encode", recording)
+    messages = [{"role": "user", "content": "hello"}]
+
+    async def main():
+        engine = AsyncEngine(core)
+        prepared = (
+            await engine.prepare(["hello world", [5, 6]]),
+            await engine.prepare_chat(messages),
+        )
+        await engine.close()
+        return prepared
+
+    (text, ids), chat = asyncio.run(main())
+    assert loop_running == [False, False]  # the text prompt, then the rendered chat
+    assert text == encode("hello world", add_special_tokens=True) and ids == [5, 6]
+    assert chat == core.chat_template.prompt_ids(messages, core.tokenizer)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
