@@ -13,6 +13,7 @@ import tvm
 from tvm.relax.frontend import nn
 
 from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
+from mlcx.artifact.sampling import recorded_defaults
 from mlcx.artifact.weight_shards import ShardWriter
 from mlcx.errors import ModelSourceError
 from mlcx.frontends.convert import iter_params, plan_formats
@@ -29,7 +30,6 @@ from mlcx.targets.registry import get_target
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-DEFAULT_SAMPLING = {"temperature": 0.7, "top_p": 0.95}
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,6 @@ def _context_window(source: ModelSource, requested: int | None) -> int:
     if requested > trained:
         raise ValueError(f"context window {requested} exceeds the model's {trained} tokens")
     return requested
-
-
-def _sampling(source: ModelSource) -> dict:
-    gen = source.generation_config
-    keys = ("temperature", "top_p", "top_k", "repetition_penalty")
-    found = {k: gen[k] for k in keys if isinstance(gen.get(k), int | float)}
-    return found or dict(DEFAULT_SAMPLING)
 
 
 @dataclass(frozen=True)
@@ -154,7 +147,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         context_window=exported.context_window,
         prefill_chunk=req.prefill_chunk,
         page_size=req.page_size,
-        sampling=_sampling(source),
+        sampling=recorded_defaults(source.generation_config),
         conversation={
             "chat_template": assets.chat_template,
             "bos_token": assets.bos_token,

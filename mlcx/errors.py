@@ -21,8 +21,40 @@ class ArtifactError(MlcxError):
     """A compiled artifact is missing, incomplete or corrupted."""
 
 
-class ContextWindowError(MlcxError):
+class InvalidFieldError(MlcxError, ValueError):
+    """A value a request gave is invalid; `param` names the field it is about (a
+    `SamplingParams` field, "prompt" or "messages") so that a server can report it."""
+
+    param: str | None = None
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        if param is not None:
+            self.param = param
+
+
+class PromptError(InvalidFieldError):
+    """A prompt the engine cannot run: empty, or with token ids outside the vocabulary."""
+
+    param = "prompt"
+
+
+class MessagesError(InvalidFieldError):
+    """Chat messages that are malformed, or that the model's chat template rejects."""
+
+    param = "messages"
+
+
+class ContextWindowError(InvalidFieldError):
     """A prompt (plus requested tokens) does not fit in the model's context window."""
+
+    param = "prompt"
+
+
+class MaxTokensTooLargeError(ContextWindowError):
+    """The prompt fits the context window, but not with max_tokens more: lower max_tokens."""
+
+    param = "max_tokens"
 
 
 class ToolchainError(MlcxError):

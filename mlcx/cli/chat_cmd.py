@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mlcx.cli.runtime_options import resolve_artifact, sampling_from_cli
+from mlcx.cli.runtime_options import resolve_artifact
 from mlcx.errors import ContextWindowError
 from mlcx.runtime.chat_session import ChatSession
 from mlcx.runtime.llm import LLM
@@ -32,8 +32,8 @@ def chat_command(
 ) -> None:
     """Chat with a model; the conversation is kept until /reset."""
     llm = LLM(resolve_artifact(model))
-    params = sampling_from_cli(
-        llm.engine.artifact.config.sampling, max_tokens, temperature, top_p, seed
+    params = llm.default_params(
+        max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
     )
     session = ChatSession(llm, params, system)
     print(HELP)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from mlcx.cli.runtime_options import resolve_artifact, sampling_from_cli
+from mlcx.cli.runtime_options import resolve_artifact
 from mlcx.runtime.llm import LLM
 
 
@@ -32,8 +32,8 @@ def generate_command(
 ) -> None:
     """Generate a completion for one prompt, streaming it to stdout."""
     llm = LLM(resolve_artifact(model, quiet=as_json))
-    params = sampling_from_cli(
-        llm.engine.artifact.config.sampling, max_tokens, temperature, top_p, seed
+    params = llm.default_params(
+        max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
     )
     if chat:
         messages = ([{"role": "system", "content": system}] if system else []) + [

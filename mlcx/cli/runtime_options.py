@@ -8,7 +8,6 @@ from pathlib import Path
 from mlcx.artifact.config import Artifact
 from mlcx.cache import cache_dir
 from mlcx.compile import CompileRequest, compile_model
-from mlcx.runtime.sampling_params import SamplingParams
 
 
 def resolve_artifact(model: str, quiet: bool = False) -> Artifact:
@@ -25,18 +24,3 @@ def resolve_artifact(model: str, quiet: bool = False) -> Artifact:
             print(f"compiling {model} for this CPU into {out} (first run only) ...", flush=True)
         compile_model(CompileRequest(model=model, target="cpu", output=out))
     return Artifact(out)
-
-
-def sampling_from_cli(
-    llm_defaults: dict,
-    max_tokens: int,
-    temperature: float | None,
-    top_p: float | None,
-    seed: int | None,
-) -> SamplingParams:
-    values = dict(llm_defaults)
-    if temperature is not None:
-        values["temperature"] = temperature
-    if top_p is not None:
-        values["top_p"] = top_p
-    return SamplingParams(**values, max_tokens=max_tokens, seed=seed)

@@ -5,7 +5,8 @@ event loop with `loop.call_soon_threadsafe`; the loop routes them to the `Reques
 their request. Requests and aborts go through the engine's thread-safe inbox, so only the
 worker touches the scheduler and the KV cache, and the loop never waits on a model step.
 
-    stream = engine.submit([prompt], params)   # validates now: raises ValueError & co.
+    [ids] = await engine.prepare([prompt])     # encodes in a thread, not on the loop
+    stream = engine.submit([ids], params)      # validates now: raises ValueError & co.
     async with stream:                         # exit aborts what is unfinished
         async for delta in stream: ...
 """
@@ -16,11 +17,14 @@ import asyncio
 import itertools
 import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
+from mlcx.artifact.config import Artifact
 from mlcx.runtime.engine import Engine, EngineStats
 from mlcx.runtime.outputs import Delta
 from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.tokenizer import Tokenizer
 
 Prompt = str | list[int]
 log = logging.getLogger(__name__)
@@ -107,8 +111,37 @@ class AsyncEngine:
         """As of the current step's schedule, or the last step's end."""
         return self.engine.snapshot
 
+    @property
+    def artifact(self) -> Artifact:
+        return self.engine.artifact
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self.engine.tokenizer
+
+    @property
+    def sampling_defaults(self) -> Mapping[str, Any]:
+        """The model's sampling defaults, for `SamplingParams.with_defaults`."""
+        return self.engine.artifact.config.sampling
+
+    async def prepare(self, prompts: Sequence[Prompt]) -> list[list[int]]:
+        """Token ids of each prompt: text encoded, ids checked against the vocabulary.
+
+        In a worker thread: encoding a long prompt on the loop would stall every stream.
+        """
+        return await asyncio.to_thread(lambda: [self.engine.tokenize_prompt(p) for p in prompts])
+
+    async def prepare_chat(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Token ids of a conversation in the model's chat template, ready for the reply
+        (rendered and encoded in a worker thread, as `prepare`)."""
+        template, tokenizer = self.engine.chat_template, self.engine.tokenizer
+        return await asyncio.to_thread(template.prompt_ids, messages, tokenizer)
+
     def submit(self, prompts: Sequence[Prompt], params: SamplingParams) -> RequestStream:
-        """Validate and queue one engine request per prompt (all or none are queued)."""
+        """Validate and queue one engine request per prompt (all or none are queued).
+
+        Pass token ids from `prepare`: text passed here is encoded on the calling thread.
+        """
         self._ensure_started()
         base = f"req-{next(self._ids)}"
         ids = [f"{base}-{i}" for i in range(len(prompts))] if len(prompts) > 1 else [base]
@@ -125,7 +158,8 @@ class AsyncEngine:
 
     async def generate(self, prompt: Prompt, params: SamplingParams) -> AsyncIterator[Delta]:
         """Deltas of one prompt; leaving the loop early aborts the request."""
-        async with self.submit([prompt], params) as stream:
+        [prompt_ids] = await self.prepare([prompt])
+        async with self.submit([prompt_ids], params) as stream:
             async for delta in stream:
                 yield delta
 

@@ -15,10 +15,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from mlcx.errors import MessagesError
+
+if TYPE_CHECKING:
+    from mlcx.runtime.tokenizer import Tokenizer
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 
@@ -51,30 +56,38 @@ class ChatTemplate:
                 eos_token=self.eos_token or "",
             )
         except (jinja2.TemplateError, TypeError) as error:
-            raise ValueError(
+            raise MessagesError(
                 f"the model's chat template failed on these messages: {error}; "
                 "check the messages against the format the model expects"
             ) from error
+
+    def prompt_ids(self, messages: list[dict[str, Any]], tokenizer: Tokenizer) -> list[int]:
+        """Token ids of `messages`, ready for the reply. The template writes the special
+        tokens (BOS included) itself, so the tokenizer adds none."""
+        text = self.render(messages, add_generation_prompt=True)
+        return tokenizer.encode(text, add_special_tokens=False)
 
 
 def validate_messages(messages: Any) -> list[dict[str, Any]]:
     """Plain-dict copies of `messages`, each with a known `role` and a string `content`."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-        raise ValueError(f"messages must be a list of dicts, got {type(messages).__name__}")
+        raise MessagesError(f"messages must be a list of dicts, got {type(messages).__name__}")
     if not messages:
-        raise ValueError("messages is empty; pass at least one message")
+        raise MessagesError("messages is empty; pass at least one message")
     return [_validate_message(index, message) for index, message in enumerate(messages)]
 
 
 def _validate_message(index: int, message: Any) -> dict[str, Any]:
     if not isinstance(message, Mapping):
-        raise ValueError(f"messages[{index}] must be a dict, got {type(message).__name__}")
+        raise MessagesError(f"messages[{index}] must be a dict, got {type(message).__name__}")
     role = message.get("role")
     if role not in ROLES:
-        raise ValueError(f"messages[{index}].role is {role!r}; it must be one of {sorted(ROLES)}")
+        raise MessagesError(
+            f"messages[{index}].role is {role!r}; it must be one of {sorted(ROLES)}"
+        )
     content = message.get("content")
     if not isinstance(content, str):
-        raise ValueError(
+        raise MessagesError(
             f"messages[{index}].content must be a string, got {type(content).__name__}"
         )
     return dict(message)
@@ -97,7 +110,7 @@ def _compile(source: str) -> jinja2.Template:
 
 
 def _raise_exception(message: str) -> NoReturn:
-    raise ValueError(f"the model's chat template rejected the messages: {message}")
+    raise MessagesError(f"the model's chat template rejected the messages: {message}")
 
 
 def _tojson(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlcx.artifact.config import Artifact
-from mlcx.errors import ContextWindowError, QueueFullError
+from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError, QueueFullError
 from mlcx.runtime.backends.registry import create_runner, kv_block_bytes
 from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.forward_batch import ForwardBatch
@@ -80,10 +80,10 @@ class Engine:
         if isinstance(prompt, str):
             return self.tokenizer.encode(prompt, add_special_tokens=True)
         if not prompt:
-            raise ValueError("the prompt is empty; give at least one token")
+            raise PromptError("the prompt is empty; give at least one token")
         bad = [t for t in prompt if not 0 <= int(t) < self.tokenizer.vocab_size]
         if bad:
-            raise ValueError(
+            raise PromptError(
                 f"token ids {bad[:5]} are outside the vocabulary "
                 f"(0..{self.tokenizer.vocab_size - 1})"
             )
@@ -93,14 +93,14 @@ class Engine:
         """The number of tokens the request may generate; raises if it cannot fit."""
         window = min(self.context_window, self.num_blocks * self.artifact.config.page_size)
         if prompt_len == 0:
-            raise ValueError("the prompt is empty; give at least one token")
+            raise PromptError("the prompt is empty; give at least one token")
         if prompt_len >= window:
             raise ContextWindowError(
                 f"the prompt has {prompt_len} tokens but the context window is {window}; "
                 "shorten the prompt"
             )
         if max_tokens is not None and prompt_len + max_tokens > window:
-            raise ContextWindowError(
+            raise MaxTokensTooLargeError(
                 f"the prompt ({prompt_len} tokens) plus max_tokens ({max_tokens}) exceeds the "
                 f"context window of {window} tokens; lower max_tokens to at most "
                 f"{window - prompt_len}"

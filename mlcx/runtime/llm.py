@@ -31,14 +31,13 @@ class LLM:
     def tokenizer(self):
         return self.engine.tokenizer
 
-    def default_params(self, **overrides) -> SamplingParams:
-        """The artifact's sampling defaults (from the model's generation config)."""
-        return SamplingParams(**{**self.engine.artifact.config.sampling, **overrides})
+    def default_params(self, **given) -> SamplingParams:
+        """`given` over the artifact's sampling defaults (see `SamplingParams.with_defaults`)."""
+        return SamplingParams.with_defaults(self.engine.artifact.config.sampling, **given)
 
     def chat_prompt(self, messages: list[dict]) -> list[int]:
         """Token ids of the conversation rendered with the model's chat template."""
-        text = self.engine.chat_template.render(messages, add_generation_prompt=True)
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return self.engine.chat_template.prompt_ids(messages, self.tokenizer)
 
     def generate(
         self, prompts: Sequence[Prompt], params: SamplingParams | None = None

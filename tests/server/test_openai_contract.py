@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import httpx
@@ -43,6 +44,29 @@ def test_completion_usage_matches_the_tokenizer(served, client):
     assert out.usage.prompt_tokens == expected
     assert out.usage.completion_tokens == len(choice.logprobs.tokens) == 12
     assert all(len(top) == 2 for top in choice.logprobs.top_logprobs)
+
+
+def test_prompts_are_encoded_off_the_event_loop(served, client, monkeypatch):
+    """The loop serves every stream: encoding a long prompt on it would stall them all."""
+    encode = served.engine.tokenizer.encode
+    on_loop = []
+
+    def recording(*args, **kwargs):
+        on_loop.append(_loop_running())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(served.engine.tokenizer, "encode", recording)
+    client.completions.create(model=served.model, prompt=PROMPT, max_tokens=2)
+    client.chat.completions.create(model=served.model, messages=MESSAGES, max_tokens=2)
+    assert len(on_loop) >= 2 and not any(on_loop)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def test_chat_stream_equals_non_stream(served, client):
