@@ -18,6 +18,7 @@ from typing import Any
 from mlcx.errors import ArtifactError
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.kernels.kv_layout import KVLayout
 
 CONFIG_FILE = "mlcx-config.json"
 FORMAT_VERSION = 1
@@ -66,6 +67,12 @@ class ArtifactConfig:
     @property
     def cache_dtype(self) -> str:
         return self.kv_dtype or self.activation_dtype
+
+    @property
+    def kv_layout(self) -> KVLayout:
+        m = self.model
+        heads = (m.num_heads, m.num_kv_heads, m.head_dim)
+        return KVLayout(*heads, self.page_size, self.activation_dtype, self.cache_dtype)
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -26,26 +26,15 @@ from tvm.target import Target
 
 from mlcx.kernels.cpu import attention as attention_cpu
 from mlcx.kernels.cpu.kv_pages import kv_append_cpu
+from mlcx.kernels.kv_layout import KVLayout
 
-
-@dataclass(frozen=True)
-class KVLayout:
-    """Shape of one layer's pages: [num_pages, 2, num_kv_heads, page_size, head_dim]."""
-
-    num_q_heads: int
-    num_kv_heads: int
-    head_dim: int
-    page_size: int
-    dtype: str  # the activations'
-    cache_dtype: str  # the pages'
-
-    def pages_shape(self, num_pages: int | str) -> list[int | str]:
-        return [num_pages, 2, self.num_kv_heads, self.page_size, self.head_dim]
+__all__ = ["KVLayout", "PagedKVOps", "StepTensors"]
 
 
 @dataclass
 class StepTensors:
-    """The page-table arrays of one step, as graph tensors (see KVCacheManager.build_arrays)."""
+    """The page-table arrays of one step, as graph tensors; built by name from the step
+    parameters (step_params.PAGE_TABLES)."""
 
     positions: nn.Tensor
     slots: nn.Tensor

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+# The functions each model's VM exposes; an app calls them with TVM's Relax VM.
+from mlcx.kernels.step_params import ENTRY_FUNCTIONS
+
 APP_CONFIG_FILE = "mlcx-app-config.json"
 APP_CONFIG_VERSION = 1
-# The functions each model's VM exposes; an app calls them with TVM's Relax VM.
-ENTRY_FUNCTIONS = ("prefill", "decode", "copy_pages")
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mlcx.kernels.step_params import LOGIT_ROWS, TOKENS, step_function, step_params
 from mlcx.runtime.kv import PageTableArrays
 
 
@@ -26,23 +27,21 @@ class ForwardBatch:
             )
 
     @property
-    def is_decode(self) -> bool:
-        """Every sequence computes exactly one new token."""
-        return self.tables.num_new_tokens == self.tables.batch_size
-
-    def step_inputs(self) -> tuple[np.ndarray, ...]:
-        """The arrays every compiled step function takes first, in their parameter order:
-        input_ids, positions, slots, q_indptr, page_indptr, page_values, last_page_len."""
+    def function(self) -> str:
+        """The compiled function that computes this step (prefill or decode)."""
         t = self.tables
-        return (
-            self.input_ids,
-            t.positions,
-            t.slots,
-            t.q_indptr,
-            t.page_indptr,
-            t.page_values,
-            t.last_page_len,
-        )
+        return step_function(t.num_new_tokens, t.batch_size, self.logit_rows is not None)
+
+    def step_inputs(self) -> dict[str, np.ndarray]:
+        """The arrays `function` takes before the KV pages, by parameter name, in order."""
+        return {name: self._array(name) for name in step_params(self.function)}
+
+    def _array(self, name: str) -> np.ndarray:
+        if name == TOKENS:
+            return self.input_ids
+        if name == LOGIT_ROWS:
+            return self.rows
+        return getattr(self.tables, name)
 
     @property
     def rows(self) -> np.ndarray:

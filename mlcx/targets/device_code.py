@@ -16,6 +16,7 @@ import tvm
 from tvm import relax
 
 from mlcx.errors import ArtifactError
+from mlcx.kernels.step_params import KV_PAGES
 from mlcx.passes.pipeline_gpu import gpu_pipeline
 
 # Which inspect_source format holds a device module's whole kernel source.
@@ -32,9 +33,9 @@ def activation_dtype(mod: tvm.IRModule) -> str:
     for func in mod.functions.values():
         if isinstance(func, relax.Function):
             for param in func.params:
-                if param.name == "kv_pages":
+                if param.name == KV_PAGES:
                     return str(param.ty.fields[0].dtype)
-    raise ValueError("the module has no entry function taking kv_pages")
+    raise ValueError(f"the module has no entry function taking {KV_PAGES}")
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ def artifacts(tmp_path_factory, adapter):
     out = {}
     # The cpu reference keeps float32 activations: its default int16 activations move logits
     # by ~1e-2, more than the 1e-3 this compares at.
-    extra = {"cpu": ["--float-activations"], "webgpu": []}
+    extra = {"cpu": ["--linear-kernels", "float"], "webgpu": []}
     for target in ("cpu", "webgpu"):
         out[target] = root / target
         result = run_mlcx(

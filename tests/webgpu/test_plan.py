@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import read_index
+from mlcx.errors import ArtifactError
+from mlcx.kernels.kv_layout import NUM_PAGES
+from mlcx.kernels.step_params import DECODE, KV_PAGES, PREFILL, entry_inputs
 from mlcx.runtime.backends.wgpu_runner import load_plan
 from mlcx.targets.webgpu_plan.schema import PLAN_FILE, Plan
 from tests.support.tiny_models import TinySpec
@@ -28,6 +32,29 @@ def test_plan_round_trips_and_names_every_entry_function(webgpu_artifact):
     assert {"tokens", "batch", "num_pages", "nnz_pages"} <= set(decode.shape_vars)
     ops = {step.op for step in decode.steps}
     assert ops == {"alloc", "view", "call", "release"}
+
+
+def test_step_functions_take_the_defined_inputs_and_page_shape(webgpu_artifact):
+    """The exported functions follow mlcx.kernels, whose definitions web/src/step.js reads from
+    the plan (tests/webgpu/test_web_step.py)."""
+    path = webgpu_artifact()
+    plan, layout = _plan(path), Artifact(path).config.kv_layout
+    for name in (PREFILL, DECODE):
+        inputs = {i.name: i for i in plan.functions[name].inputs}
+        assert tuple(inputs) == entry_inputs(name)
+        pages = inputs[KV_PAGES].fields
+        assert [f.shape for f in pages] == [layout.pages_shape(NUM_PAGES)] * len(pages)
+        assert {f.dtype for f in pages} == {layout.cache_dtype}
+
+
+def test_a_plan_with_other_step_inputs_is_refused(webgpu_artifact, tmp_path):
+    target = tmp_path / "old"
+    shutil.copytree(webgpu_artifact(), target)
+    data = json.loads((target / PLAN_FILE).read_text())
+    data["functions"][DECODE]["inputs"][1]["name"] = "pos"
+    (target / PLAN_FILE).write_text(json.dumps(data))
+    with pytest.raises(ArtifactError, match="decode takes .*pos.*; recompile the model"):
+        _plan(target)
 
 
 def test_launches_are_expressions_over_shape_variables(webgpu_artifact):

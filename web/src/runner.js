@@ -3,10 +3,9 @@
 // GPU, the page-table arrays go up, only the logits come back.
 
 import { BufferPool, KernelSet, createBuffer, openDevice } from "./gpu.js";
-import { PlanExecutor, itemSize, tensorBytes } from "./plan.js";
+import { PlanExecutor, tensorBytes } from "./plan.js";
+import { KV_PAGES, PARAMS, kvPagesTensors, stepCall } from "./step.js";
 import { loadWeights } from "./weights.js";
-
-const STEP_INPUTS = ["positions", "slots", "q_indptr", "page_indptr", "page_values", "last_page_len"];
 
 export class Runner {
   static async load(baseUrl, numBlocks, onStatus) {
@@ -25,12 +24,7 @@ export class Runner {
     Object.assign(this, { config, plan, device, params, numBlocks, adapter, weightsCached: cached });
     this.pool = new BufferPool(device);
     this.executor = new PlanExecutor(plan, kernels, this.pool);
-    const m = config.model;
-    const shape = [numBlocks, 2, m.num_kv_heads, config.page_size, m.head_dim];
-    const dtype = config.activation_dtype;
-    this.kvPages = Array.from({ length: m.num_layers }, () => ({
-      shape, dtype, buffer: createBuffer(device, shape.reduce((a, b) => a * b, 1) * itemSize(dtype)),
-    }));
+    this.kvPages = kvPagesTensors(plan, numBlocks).map((t) => ({ ...t, buffer: createBuffer(device, tensorBytes(t)) }));
   }
 
   i32(values) {
@@ -44,7 +38,7 @@ export class Runner {
     if (!copies.length) return;
     const pairs = this.i32(copies.flat());
     pairs.shape = [copies.length, 2];
-    this.executor.run("copy_pages", { kv_pages: this.kvPages, pairs });
+    this.executor.run("copy_pages", { [KV_PAGES]: this.kvPages, pairs });
     this.pool.release(pairs.buffer);
   }
 
@@ -52,17 +46,11 @@ export class Runner {
   // (null: each sequence's last token, through the decode function when one token each).
   async forward(ids, tables, copies = [], rows = null) {
     this.copyPages(copies);
-    const inputs = { input_ids: this.i32(ids) };
-    for (const name of STEP_INPUTS) inputs[name] = this.i32(tables[name]);
-    const batch = tables.last_page_len.length;
-    let name = "decode";
-    if (rows !== null || ids.length !== batch) {
-      name = "prefill";
-      inputs.logit_positions = this.i32(rows ?? Array.from(tables.q_indptr.slice(1), (x) => x - 1));
-    }
+    const { name, arrays } = stepCall(this.plan, ids, tables, rows);
+    const inputs = Object.fromEntries(Object.entries(arrays).map(([k, a]) => [k, this.i32(a)]));
     const transient = Object.values(inputs);
-    inputs.kv_pages = this.kvPages;
-    inputs.packed_params = this.params;
+    inputs[KV_PAGES] = this.kvPages;
+    inputs[PARAMS] = this.params;
     const [logits] = this.executor.run(name, inputs);
     const out = await this.read(logits);
     for (const t of [logits, ...transient]) this.pool.release(t.buffer);

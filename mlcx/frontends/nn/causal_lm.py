@@ -1,16 +1,18 @@
 """A decoder-only language model with the entry points every mlcx artifact exports.
 
 Entry points (all take the KV pages of every layer and update them in place):
-- prefill(input_ids [t], positions [t], slots [t], q_indptr [b+1], page_indptr [b+1],
-          page_values [nnz], last_page_len [b], logit_positions [n], kv_pages, params)
-  -> logits [n, vocab] for the rows named by logit_positions (ragged runs of new tokens,
-  with or without cached prefixes: chunked prefill, batched prefill, mixed steps);
-- decode(same arrays, one new token per sequence, no logit_positions) -> logits [b, vocab];
+- prefill(input_ids, the page tables, logit_positions, kv_pages, params) -> logits [n, vocab]
+  for the rows named by logit_positions (ragged runs of new tokens, with or without cached
+  prefixes: chunked prefill, batched prefill, mixed steps);
+- decode(input_ids, the page tables, kv_pages, params), one new token per sequence
+  -> logits [b, vocab];
 - copy_pages(kv_pages, pairs [n, 2]) copies whole pages (copy-on-write).
+mlcx.kernels.step_params defines the step parameters (names, order, shapes) once.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from tvm.relax.frontend import nn
@@ -20,9 +22,38 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import DecoderLayer, Formats
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.kernels.kv_layout import NUM_PAGES
 from mlcx.kernels.linear import gather_rows_te
+from mlcx.kernels.step_params import (
+    COPY_PAGES,
+    DECODE,
+    KV_PAGES,
+    LOGIT_ROWS,
+    PAGE_TABLES,
+    PREFILL,
+    TOKENS,
+    param_shape,
+    step_params,
+)
 
 LayerFactory = Callable[[DecoderConfig, Formats, int, PagedKVOps], nn.Module]
+
+
+def _step_method(function: str):
+    """CausalLM.prefill or .decode: takes step_params(function), then kv_pages.
+
+    nn's exporter names and orders the exported function's parameters by the method's
+    signature, so the signature is built from the one definition of the step parameters."""
+    names = (*step_params(function), KV_PAGES)
+
+    def method(self, *args):
+        return self._step(function, dict(zip(names, args, strict=True)))
+
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter(n, kind) for n in ("self", *names)]
+    method.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    method.__name__ = method.__qualname__ = function
+    return method
 
 
 class CausalLM(nn.Module):
@@ -58,71 +89,35 @@ class CausalLM(nn.Module):
         logits = self.embed.as_head(x) if self.lm_head is None else self.lm_head(x)
         return logits if logits.dtype == "float32" else logits.astype("float32")
 
-    def prefill(
-        self,
-        input_ids,
-        positions,
-        slots,
-        q_indptr,
-        page_indptr,
-        page_values,
-        last_page_len,
-        logit_positions,
-        kv_pages,
-    ):
-        step = StepTensors(positions, slots, q_indptr, page_indptr, page_values, last_page_len)
-        x, pages = self._body(input_ids, kv_pages, step, decode=False)
-        rows = op.tensor_expr_op(gather_rows_te, "gather_rows", [x, logit_positions])
-        return self._logits(rows), pages
-
-    def decode(
-        self,
-        input_ids,
-        positions,
-        slots,
-        q_indptr,
-        page_indptr,
-        page_values,
-        last_page_len,
-        kv_pages,
-    ):
-        step = StepTensors(positions, slots, q_indptr, page_indptr, page_values, last_page_len)
-        x, pages = self._body(input_ids, kv_pages, step, decode=True)
+    def _step(self, function: str, args: dict[str, nn.Tensor]):
+        step = StepTensors(**{name: args[name] for name in PAGE_TABLES})
+        decode = function == DECODE
+        x, pages = self._body(args[TOKENS], args[KV_PAGES], step, decode)
+        if not decode:
+            x = op.tensor_expr_op(gather_rows_te, "gather_rows", [x, args[LOGIT_ROWS]])
         return self._logits(x), pages
+
+    prefill = _step_method(PREFILL)
+    decode = _step_method(DECODE)
 
     def copy_pages(self, kv_pages, pairs):
         return tuple(self.kv.copy(pages, pairs) for pages in kv_pages)
 
     def export_spec(self) -> dict:
         lay = self.kv.layout
-        i32 = "int32"
-        kv = [spec.Tensor(lay.pages_shape("num_pages"), lay.cache_dtype) for _ in self.layers]
-        step = {
-            "positions": spec.Tensor(["tokens"], i32),
-            "slots": spec.Tensor(["tokens"], i32),
-            "q_indptr": spec.Tensor(["batch_plus_one"], i32),
-            "page_indptr": spec.Tensor(["batch_plus_one"], i32),
-            "page_values": spec.Tensor(["nnz_pages"], i32),
-            "last_page_len": spec.Tensor(["batch"], i32),
-        }
+        kv = [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.cache_dtype) for _ in self.layers]
         packed = {"param_mode": "packed", "effect_mode": "none"}
-        return {
-            "prefill": {
-                "input_ids": spec.Tensor(["tokens"], i32),
-                **step,
-                "logit_positions": spec.Tensor(["num_logits"], i32),
-                "kv_pages": kv,
+        steps = {
+            name: {
+                **{p: spec.Tensor(param_shape(p), "int32") for p in step_params(name)},
+                KV_PAGES: kv,
                 "$": packed,
-            },
-            "decode": {
-                "input_ids": spec.Tensor(["tokens"], i32),
-                **step,
-                "kv_pages": kv,
-                "$": packed,
-            },
-            "copy_pages": {
-                "kv_pages": kv,
-                "pairs": spec.Tensor(["num_copies", 2], i32),
-                "$": {"param_mode": "none", "effect_mode": "none"},
-            },
+            }
+            for name in (PREFILL, DECODE)
         }
+        copy = {
+            KV_PAGES: kv,
+            "pairs": spec.Tensor(["num_copies", 2], "int32"),
+            "$": {"param_mode": "none", "effect_mode": "none"},
+        }
+        return {**steps, COPY_PAGES: copy}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tvm.script import tirx as T
 
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
+from mlcx.kernels.kv_layout import kv_pages_shape
 
 __all__ = ["copy_pages", "paged_attention_cpu"]
 
@@ -24,7 +25,7 @@ def copy_pages(h_kv: int, d: int, dtype: str, page_size: int, gpu: bool = False)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         num_pages = T.int64()
         n = T.int32()
-        pages = T.match_buffer(var_pages, (num_pages, 2, h_kv, page_size, d), dtype)
+        pages = T.match_buffer(var_pages, kv_pages_shape(num_pages, h_kv, page_size, d), dtype)
         pairs = T.match_buffer(var_pairs, (n, 2), "int32")
         for i in T.serial(n):
             for e in T.parallel(per_page):
@@ -50,7 +51,7 @@ def copy_pages(h_kv: int, d: int, dtype: str, page_size: int, gpu: bool = False)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         num_pages = T.int64()
         n = T.int32()
-        pages = T.match_buffer(var_pages, (num_pages, 2, h_kv, page_size, d), dtype)
+        pages = T.match_buffer(var_pages, kv_pages_shape(num_pages, h_kv, page_size, d), dtype)
         pairs = T.match_buffer(var_pairs, (n, 2), "int32")
         for i in T.thread_binding(n, thread="blockIdx.x"):
             for t in T.thread_binding(threads, thread="threadIdx.x"):

@@ -1,6 +1,6 @@
 """The CPU kernels' layout inside a KV page, and the kernel that appends keys and values.
 
-Pages keep the shape every target uses, [num_pages, 2, h_kv, page_size, d], so the runtime
+Pages keep the shape every target uses (mlcx.kernels.kv_layout), so the runtime
 allocates and copies them without knowing the target. Inside one (page, kv head) slab the CPU
 kernels store keys transposed, element (feature c, slot s) at c * page_size + s, so that the
 scores of a whole page are one vector FMA per feature; values stay [slot, feature].
@@ -17,6 +17,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.cpu import vec
+from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
 
 # PrimFunc attribute naming an mlcx kernel, so graph passes can recognize calls to it.
 KERNEL_ATTR = "mlcx.kernel"
@@ -41,8 +42,8 @@ class PageGeometry:
 
     def pages_param(self, name: str = "pages") -> tirx.Buffer:
         """Declare the pages parameter (inside a prim_func frame, among the other params)."""
-        num_pages = tirx.Var("num_pages", "int64")
-        shape = (num_pages, 2, self.h_kv, self.page_size, self.head_dim)
+        num_pages = tirx.Var(NUM_PAGES, "int64")
+        shape = kv_pages_shape(num_pages, self.h_kv, self.page_size, self.head_dim)
         return T.match_buffer(T.arg(name, T.handle()), shape, self.dtype)
 
     def flat(self, pages: tirx.Buffer) -> tirx.Buffer:

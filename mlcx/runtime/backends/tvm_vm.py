@@ -16,6 +16,7 @@ from tvm import relax
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
+from mlcx.kernels.step_params import COPY_PAGES
 from mlcx.runtime.backends.host_tensors import host_int32
 from mlcx.runtime.forward_batch import ForwardBatch
 
@@ -24,9 +25,8 @@ DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 
 def kv_block_bytes(artifact: Artifact) -> int:
     """Device bytes of one KV block across all layers."""
-    cfg, art = artifact.config.model, artifact.config
-    per_layer = 2 * cfg.num_kv_heads * art.page_size * cfg.head_dim
-    return cfg.num_layers * per_layer * np.dtype(art.cache_dtype).itemsize
+    config = artifact.config
+    return config.model.num_layers * config.kv_layout.pages_bytes(1)
 
 
 def use_compiled_threads(tvm_target: dict) -> None:
@@ -57,10 +57,10 @@ class TVMRunner:
             tvm.runtime.tensor(np.asarray(a), self.device)
             for _, a in load_arrays(artifact.params_dir)
         ]
-        cfg = config.model
-        shape = (num_blocks, 2, cfg.num_kv_heads, config.page_size, cfg.head_dim)
+        shape = config.kv_layout.pages_shape(num_blocks)
         self.kv_pages = [
-            tvm.runtime.empty(shape, config.cache_dtype, self.device) for _ in range(cfg.num_layers)
+            tvm.runtime.empty(shape, config.cache_dtype, self.device)
+            for _ in range(config.model.num_layers)
         ]
         self.num_blocks = num_blocks
         # Converted to FFI arrays once: a Python list would be converted on every call.
@@ -75,16 +75,11 @@ class TVMRunner:
 
     def copy_pages(self, copies: list[tuple[int, int]]) -> None:
         if copies:
-            self.vm["copy_pages"](self._kv_arg, self._i32(np.array(copies).reshape(-1, 2)))
+            self.vm[COPY_PAGES](self._kv_arg, self._i32(np.array(copies).reshape(-1, 2)))
 
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
-        args = [self._i32(a) for a in batch.step_inputs()]
-        if batch.is_decode and batch.logit_rows is None:
-            logits, _ = self.vm["decode"](*args, self._kv_arg, self._params_arg)
-        else:
-            logits, _ = self.vm["prefill"](
-                *args, self._i32(batch.rows), self._kv_arg, self._params_arg
-            )
+        args = [self._i32(a) for a in batch.step_inputs().values()]
+        logits, _ = self.vm[batch.function](*args, self._kv_arg, self._params_arg)
         return logits.numpy()

@@ -12,6 +12,7 @@ import numpy as np
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
+from mlcx.kernels.step_params import COPY_PAGES, DECODE, KV_PAGES, PARAMS, PREFILL, entry_inputs
 from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
 from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
 from mlcx.runtime.backends.wgpu_kernels import KernelSet
@@ -20,25 +21,29 @@ from mlcx.targets.webgpu_plan.schema import Plan
 
 # The wgpu backend each target asks for; None: the best adapter of any backend.
 TARGET_BACKENDS = {"vulkan": "vulkan", "webgpu": None}
-_PERSISTENT = ("kv_pages", "packed_params")  # inputs that live on the GPU between steps
-STEP_INPUTS = (
-    "input_ids",
-    "positions",
-    "slots",
-    "q_indptr",
-    "page_indptr",
-    "page_values",
-    "last_page_len",
-)
 
 
 def load_plan(artifact: Artifact) -> Plan:
     try:
-        return Plan.from_json(artifact.library_path.read_text())
+        plan = Plan.from_json(artifact.library_path.read_text())
     except FileNotFoundError:
         raise ArtifactError(f"{artifact.library_path} is missing; recompile the model") from None
     except (ValueError, KeyError, TypeError) as err:
         raise ArtifactError(f"{artifact.library_path} is malformed ({err}); recompile") from None
+    for name in (PREFILL, DECODE):
+        _check_inputs(plan, name, artifact)
+    return plan
+
+
+def _check_inputs(plan: Plan, name: str, artifact: Artifact) -> None:
+    """The plan's step function takes the inputs this runtime passes (step_params)."""
+    func = plan.functions.get(name)
+    got = tuple(i.name for i in func.inputs) if func else ()
+    if got != entry_inputs(name):
+        raise ArtifactError(
+            f"{artifact.library_path}: {name} takes ({', '.join(got)}), this mlcx passes "
+            f"({', '.join(entry_inputs(name))}); recompile the model"
+        )
 
 
 class WgpuRunner:
@@ -52,13 +57,12 @@ class WgpuRunner:
             self.plan, KernelSet(self.gpu, self.plan, artifact.path), self.pool
         )
         self.params = [self._persistent(a) for _, a in load_arrays(artifact.params_dir)]
-        cfg = config.model
-        shape = (num_blocks, 2, cfg.num_kv_heads, config.page_size, cfg.head_dim)
-        page = np.dtype(config.cache_dtype).itemsize * int(np.prod(shape))
+        layout = config.kv_layout
+        page = layout.pages_bytes(num_blocks)
         self._check_binding(page, "one layer's KV pages (lower the KV cache size)")
         self.kv_pages = [
-            GpuTensor(self.gpu.buffer(page), shape, config.cache_dtype)
-            for _ in range(cfg.num_layers)
+            GpuTensor(self.gpu.buffer(page), layout.pages_shape(num_blocks), config.cache_dtype)
+            for _ in range(config.model.num_layers)
         ]
         self.num_blocks = num_blocks
 
@@ -85,21 +89,16 @@ class WgpuRunner:
         if not copies:
             return
         pairs = self._i32(np.array(copies).reshape(-1, 2))
-        self.executor.run("copy_pages", {"kv_pages": self.kv_pages, "pairs": pairs})
+        self.executor.run(COPY_PAGES, {KV_PAGES: self.kv_pages, "pairs": pairs})
         self.pool.release(pairs.buffer)
 
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
-        arrays = batch.step_inputs()
-        inputs = {name: self._i32(a) for name, a in zip(STEP_INPUTS, arrays, strict=True)}
-        name = "decode"
-        if not (batch.is_decode and batch.logit_rows is None):
-            name = "prefill"
-            inputs["logit_positions"] = self._i32(batch.rows)
-        inputs.update(kv_pages=self.kv_pages, packed_params=self.params)
-        logits = self.executor.run(name, inputs)[0]
+        steps = {name: self._i32(a) for name, a in batch.step_inputs().items()}
+        inputs = {**steps, KV_PAGES: self.kv_pages, PARAMS: self.params}
+        logits = self.executor.run(batch.function, inputs)[0]
         out = self.gpu.download(logits.buffer, logits.nbytes).view(np.float32)
-        for tensor in [logits, *(v for k, v in inputs.items() if k not in _PERSISTENT)]:
+        for tensor in [logits, *steps.values()]:
             self.pool.release(tensor.buffer)
         return out.reshape(logits.shape).copy()

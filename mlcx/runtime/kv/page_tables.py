@@ -22,7 +22,8 @@ class PageTableArrays:
     """Per-step kernel inputs for a batch of `b` sequences with `t` new tokens in total.
 
     All arrays are int32. The new tokens of sequence `i` are `q_indptr[i]:q_indptr[i+1]`, and
-    its pages are `page_values[page_indptr[i]:page_indptr[i+1]]`.
+    its pages are `page_values[page_indptr[i]:page_indptr[i+1]]`. Each array is named after the
+    step parameter it feeds (mlcx.kernels.step_params.PAGE_TABLES).
     """
 
     q_indptr: np.ndarray

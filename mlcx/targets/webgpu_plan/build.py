@@ -8,6 +8,7 @@ from pathlib import Path
 import tvm
 from tvm import relax, tirx
 
+from mlcx.kernels.step_params import KV_PAGES
 from mlcx.passes.pipeline_gpu import gpu_graph_passes
 from mlcx.targets.webgpu_plan.dequant_gemv import DequantGEMV
 from mlcx.targets.webgpu_plan.host_launches import tir_function
@@ -39,10 +40,10 @@ class PlanBundle:
 def activation_dtype(mod: tvm.IRModule) -> str:
     """The KV pages' dtype, which is the model's activation dtype."""
     for func in mod.functions.values():
-        pages = [p for p in getattr(func, "params", []) if p.name == "kv_pages"]
+        pages = [p for p in getattr(func, "params", []) if p.name == KV_PAGES]
         if isinstance(func, relax.Function) and pages:
             return str(pages[0].ty.fields[0].dtype)
-    raise PlanError("the module has no entry function taking kv_pages")
+    raise PlanError(f"the module has no entry function taking {KV_PAGES}")
 
 
 @tvm.instrument.pass_instrument

@@ -1,0 +1,18 @@
+"""The KV page layout every target, runner and the browser share."""
+
+from __future__ import annotations
+
+from mlcx.kernels.kv_layout import NUM_PAGES, KVLayout
+
+
+def test_pages_shape_puts_the_page_id_first_then_keys_and_values():
+    layout = KVLayout(8, 2, 64, 16, "float32", "float16")
+    assert layout.pages_shape(NUM_PAGES) == (NUM_PAGES, 2, 2, 16, 64)
+    assert layout.pages_shape(5) == (5, 2, 2, 16, 64)
+
+
+def test_pages_bytes_count_the_cache_dtype():
+    f16 = KVLayout(8, 2, 64, 16, "float32", "float16")
+    assert f16.pages_bytes(3) == 3 * 2 * 2 * 16 * 64 * 2
+    f32 = KVLayout(8, 2, 64, 16, "float32", "float32")
+    assert f32.pages_bytes(1) == 2 * f16.pages_bytes(1)
