@@ -15,7 +15,7 @@ from tests.support.tiny_models import TinySpec
 QUANT = "q4f16"
 GPU_TARGETS = [t for t in ("cuda", "metal", "iphone", "android", "webgpu") if t in TARGETS]
 # What legitimately differs between targets.
-PER_TARGET_FIELDS = {"target", "tvm_target", "library", "runtime"}
+PER_TARGET_FIELDS = {"linear_kernels", "target", "tvm_target", "library", "runtime"}
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +46,7 @@ def test_config_has_the_cpu_format(compiled, cpu_artifact, target):
     assert {k: v for k, v in ours.items() if k not in PER_TARGET_FIELDS} == {
         k: v for k, v in cpu.items() if k not in PER_TARGET_FIELDS
     }
+    assert cpu["linear_kernels"] == "int16" and ours["linear_kernels"] is None  # a CPU choice
     config = ArtifactConfig.from_json((artifact / CONFIG_FILE).read_text())
     assert config.target == target and config.runtime == TARGETS[target].runtime
     assert (artifact / config.library).is_file()
