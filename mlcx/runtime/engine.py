@@ -63,6 +63,7 @@ class Engine:
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._inbox_lock = threading.Lock()
         self._queued_adds = 0  # adds in the inbox, not yet in the scheduler
+        self._queued_ids: set[str] = set()  # their request ids
         # Taken by `step` once scheduled and once done: other threads read this, not `stats()`,
         # and see the batch that a long model step is running.
         self.snapshot = self.stats()
@@ -114,9 +115,9 @@ class Engine:
         prompt_ids = self.tokenize_prompt(prompt)
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         params.validate_vocab(self.tokenizer.vocab_size)
-        if request_id in self.scheduler.requests:
-            raise ValueError(f"request {request_id!r} is already in flight")
         with self._inbox_lock:
+            if request_id in self.scheduler.requests or request_id in self._queued_ids:
+                raise ValueError(f"request {request_id!r} is already in flight")
             waiting = self._queued_adds + len(self.scheduler.waiting)
             if waiting >= self.config.max_waiting:
                 raise QueueFullError(
@@ -124,6 +125,7 @@ class Engine:
                     "retry later"
                 )
             self._queued_adds += 1
+            self._queued_ids.add(request_id)
             self._inbox.put(("add", request_id, prompt_ids, params, max_new))
         return prompt_ids
 
@@ -167,9 +169,11 @@ class Engine:
         while not self._inbox.empty():
             kind, request_id, *rest = self._inbox.get()
             if kind == "add":
+                # in the scheduler before it leaves the queued set: a duplicate id is seen in one
+                self._add_now(request_id, *rest)
                 with self._inbox_lock:
                     self._queued_adds -= 1
-                self._add_now(request_id, *rest)
+                    self._queued_ids.discard(request_id)
             else:
                 aborted = self.scheduler.abort_request(request_id)
                 deltas += self.outputs.abort(request_id, aborted)

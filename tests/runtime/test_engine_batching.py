@@ -150,3 +150,16 @@ def test_waiting_queue_is_bounded(artifact):
         engine.add_request("c", "hello", GREEDY)
     engine.step()  # both are admitted: room again
     engine.add_request("c", "hello", GREEDY)
+
+
+def test_a_request_id_in_flight_is_refused_even_before_it_is_scheduled(artifact):
+    engine = Engine(artifact)
+    engine.add_request("a", [5, 6, 7], GREEDY)  # queued in the inbox, not yet scheduled
+    with pytest.raises(ValueError, match="'a' is already in flight"):
+        engine.add_request("a", [8, 9], GREEDY)
+    engine.step()  # the first one now in the scheduler
+    with pytest.raises(ValueError, match="already in flight"):
+        engine.add_request("a", [8, 9], GREEDY)
+    while engine.has_work():
+        engine.step()
+    engine.add_request("a", [8, 9], GREEDY)  # finished ids can be reused
