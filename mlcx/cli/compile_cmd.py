@@ -47,6 +47,13 @@ def compile_command(
             "and the bytes decode attention reads, as llama.cpp's default cache does."
         ),
     ] = None,
+    subgroups: Annotated[
+        bool,
+        typer.Option(
+            help="GPU targets: share activations between lanes with subgroup shuffles. "
+            "--no-subgroups for WebGPU adapters without the subgroups feature."
+        ),
+    ] = True,
     threads: Annotated[int | None, typer.Option(help="CPU threads (default: all cores).")] = None,
     gpu_arch: Annotated[str | None, typer.Option("--arch", help="GPU arch, e.g. sm_80.")] = None,
     tuning_db: Annotated[
@@ -72,6 +79,7 @@ def compile_command(
             gpu_arch=gpu_arch,
             tuning_db=tuning_db,
             linear_kernels=linear_kernels,
+            subgroups=subgroups,
         ),
     )
     columns = (

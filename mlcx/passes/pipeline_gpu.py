@@ -16,6 +16,9 @@ import tvm
 from tvm import relax
 from tvm.s_tir import dlight as dl
 
+from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
+
 # (target kind, activation dtype or "*") where dlight.gpu.Matmul crashes in TVM 0.27.
 MATMUL_RULE_UNSAFE = {("cuda", "float16"), ("metal", "*")}
 
@@ -31,12 +34,22 @@ def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
     return rules + rest + [dl.gpu.Fallback()]
 
 
+# Target kinds whose TVM codegen has the shuffles mlcx's kernels use (OpenCL's lacks them).
+SHUFFLE_KINDS = ("cuda", "metal", "webgpu")
+
+
+def gpu_config(target: tvm.target.Target, subgroups: bool = True) -> GpuConfig:
+    """mlcx's GPU kernel config for a target: subgroup shuffles where wanted and available."""
+    return GpuConfig(subgroups=subgroups and target.kind.name in SHUFFLE_KINDS)
+
+
 def gpu_graph_passes(
-    target: tvm.target.Target, dtype: str, extra_rules: Sequence = ()
+    target: tvm.target.Target, dtype: str, config: GpuConfig, extra_rules: Sequence = ()
 ) -> list[tvm.transform.Pass]:
     """Fusion, dlight schedules and call_tir lowering: the graph a non-VM executor walks (the
     WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`."""
     return [
+        fuse_linear_gpu(config),
         relax.backend.DispatchSampling(),
         relax.backend.DispatchSortScan(),
         relax.transform.LegalizeOps(),
@@ -65,11 +78,11 @@ def vm_lowering_passes() -> list[tvm.transform.Pass]:
     ]
 
 
-def gpu_pipeline(target: tvm.target.Target, dtype: str) -> tvm.transform.Pass:
+def gpu_pipeline(target: tvm.target.Target, dtype: str, config: GpuConfig) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:
-            passes = gpu_graph_passes(target, dtype) + vm_lowering_passes()
+            passes = gpu_graph_passes(target, dtype, config) + vm_lowering_passes()
             return tvm.transform.Sequential(passes)(mod)
 
     return _pipeline

@@ -22,6 +22,9 @@ class BuildOptions:
     # CPU: which kernels compute the linear layers (kernels.cpu.kernel_config.LinearKernels);
     # None: int16, or what the tuning database was tuned with (resolved once, by compile).
     linear_kernels: LinearKernels | None = None
+    # GPU targets: mlcx's kernels share activations through subgroup shuffles; off for WebGPU
+    # adapters without the subgroups feature (OpenCL/android never uses them)
+    subgroups: bool = True
     # Mobile targets: prefix of every symbol in the static library, so several models can be
     # linked into one app; the app finds a model with TVM's SystemLib(prefix).
     system_lib_prefix: str | None = None

@@ -17,7 +17,7 @@ from tvm import relax
 
 from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import KV_PAGES
-from mlcx.passes.pipeline_gpu import gpu_pipeline
+from mlcx.passes.pipeline_gpu import gpu_config, gpu_pipeline
 
 # Which inspect_source format holds a device module's whole kernel source.
 SOURCE_FORMATS = {"cuda": "", "metal": "metal", "opencl": "cl"}
@@ -57,11 +57,13 @@ def _device_code_kept_as_source() -> Iterator[None]:
 def build_gpu(
     mod: tvm.IRModule,
     target: tvm.target.Target,
+    subgroups: bool = True,
     system_lib_prefix: str | None = None,
 ) -> tvm.runtime.Executable:
     if system_lib_prefix is not None:
         mod = mod.with_attr("system_lib_prefix", system_lib_prefix)
-    pipeline = gpu_pipeline(target, activation_dtype(mod))
+    config = gpu_config(target, subgroups)
+    pipeline = gpu_pipeline(target, activation_dtype(mod), config)
     with _device_code_kept_as_source():
         return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 

@@ -47,7 +47,7 @@ class MetalTarget:
 
     def build(self, mod, target, options):
         require("clang", "ld64.lld")
-        return device_code.build_gpu(mod, target)
+        return device_code.build_gpu(mod, target, options.subgroups)
 
     def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
         device_code.write_kernel_source(executable, "metal", out_dir / SOURCE)

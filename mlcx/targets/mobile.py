@@ -55,7 +55,7 @@ class MobileTarget:
 
     def build(self, mod, target, options):
         require(*self.platform.tools)
-        return device_code.build_gpu(mod, target, prefix(options))
+        return device_code.build_gpu(mod, target, options.subgroups, prefix(options))
 
     def library_files(self) -> list[str]:
         """The library files export writes, static archive first."""

@@ -36,7 +36,7 @@ class WebGPUTarget:
         return "gguf-f16" if from_gguf else "q4f16"
 
     def build(self, mod: tvm.IRModule, target: tvm.target.Target, options: BuildOptions):
-        return build_plan(mod, target)
+        return build_plan(mod, target, options.subgroups)
 
     def export(self, executable: PlanBundle, out_dir: Path, options: BuildOptions) -> str:
         return executable.write(out_dir)

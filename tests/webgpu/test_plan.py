@@ -12,7 +12,9 @@ from mlcx.artifact.weight_shards import read_index
 from mlcx.errors import ArtifactError
 from mlcx.kernels.kv_layout import NUM_PAGES
 from mlcx.kernels.step_params import DECODE, KV_PAGES, PREFILL, entry_inputs
+from mlcx.runtime.backends.wgpu_kernels import native_wgsl
 from mlcx.runtime.backends.wgpu_runner import load_plan
+from mlcx.targets.base import BuildOptions
 from mlcx.targets.webgpu_plan.schema import PLAN_FILE, Plan
 from tests.support.tiny_models import TinySpec
 
@@ -27,7 +29,7 @@ def test_plan_round_trips_and_names_every_entry_function(webgpu_artifact):
     plan = Plan.from_json(text)
     assert json.loads(plan.to_json()) == json.loads(text)
     assert set(plan.functions) == {"prefill", "decode", "copy_pages"}
-    assert plan.features == ()
+    assert plan.features == ("subgroups",)  # mlcx's linear kernels share activations
     decode = plan.functions["decode"]
     assert {"tokens", "batch", "num_pages", "nnz_pages"} <= set(decode.shape_vars)
     ops = {step.op for step in decode.steps}
@@ -77,20 +79,42 @@ def test_artifact_config_and_weights_match_the_cpu_format(webgpu_artifact, compi
 @pytest.mark.parametrize("quantization", ["q0f32", "q4f32"])
 def test_every_f32_kernel_is_valid_wgsl(adapter, webgpu_artifact, quantization):
     path = webgpu_artifact(quantization)
-    device = adapter.request_device_sync()
+    device = adapter.request_device_sync(required_features=["subgroup"])
     for kernel in _plan(path).kernels.values():
-        device.create_shader_module(code=(path / kernel.shader).read_text())
+        device.create_shader_module(code=native_wgsl((path / kernel.shader).read_text()))
 
 
 def test_f16_kernels_are_valid_wgsl_on_a_shader_f16_device(adapter, webgpu_artifact):
     path = webgpu_artifact("q4f16")
     plan = _plan(path)
-    assert plan.features == ("shader-f16",)
+    assert plan.features == ("shader-f16", "subgroups")
     if "shader-f16" not in adapter.features:
         pytest.skip(f"{adapter.info['device']} has no shader-f16; f16 WGSL cannot be checked")
-    device = adapter.request_device_sync(required_features=["shader-f16"])
+    device = adapter.request_device_sync(required_features=["shader-f16", "subgroup"])
     for kernel in plan.kernels.values():
-        device.create_shader_module(code=(path / kernel.shader).read_text())
+        device.create_shader_module(code=native_wgsl((path / kernel.shader).read_text()))
+
+
+def test_kernels_that_use_subgroups_enable_them_for_browsers(webgpu_artifact):
+    path = webgpu_artifact()
+    users = 0
+    for kernel in _plan(path).kernels.values():
+        code = (path / kernel.shader).read_text()
+        uses = "subgroupShuffle" in code
+        users += uses
+        assert code.lstrip().startswith("enable subgroups;") == uses, kernel.name
+    assert users  # the linear kernels
+
+
+def test_without_subgroups_no_kernel_needs_them(adapter, webgpu_artifact):
+    path = webgpu_artifact("q4f32", options=BuildOptions(subgroups=False))
+    plan = _plan(path)
+    assert plan.features == ()
+    device = adapter.request_device_sync()  # no subgroup feature
+    for kernel in plan.kernels.values():
+        code = (path / kernel.shader).read_text()
+        assert "subgroup" not in code, kernel.name
+        device.create_shader_module(code=code)
 
 
 def _names(trees) -> set[str]:
@@ -106,9 +130,11 @@ def _names(trees) -> set[str]:
 def test_gguf_blocks_need_no_f16_or_8_bit_wgsl_types(adapter, gguf_artifact):
     path = gguf_artifact("webgpu")
     plan = _plan(path)
-    assert plan.features == ()
+    assert plan.features == ("subgroups",)  # no shader-f16
     tensors = read_index(Artifact(path).params_dir)[1]
     assert {"int8", "float16"} <= {t.dtype for t in tensors}  # Q8_0 codes, block scales
-    device = adapter.request_device_sync()
+    device = adapter.request_device_sync(required_features=["subgroup"])
     for kernel in plan.kernels.values():
-        device.create_shader_module(code=(path / kernel.shader).read_text())
+        code = (path / kernel.shader).read_text()
+        assert "f16" not in code.replace("float16", "") and "i8" not in code, kernel.name
+        device.create_shader_module(code=native_wgsl(code))

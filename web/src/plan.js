@@ -1,5 +1,5 @@
 // Evaluate one entry function of a WebGPU plan; mirrors mlcx/runtime/backends/wgpu_executor.py.
-// Steps: alloc (out, shape, dtype), view (out, src, shape), call (func, args), release (values).
+// Steps: alloc (out, shape, dtype), view (out, src, shape, dtype: the same buffer), call (func, args), release (values).
 // All dispatches of a call go out in one command buffer.
 
 import { evaluate } from "./expr.js";
@@ -57,7 +57,7 @@ export class PlanExecutor {
       call.owned.add(step.out);
     } else if (step.op === "view") {
       const src = call.values.get(step.src);
-      call.values.set(step.out, { buffer: src.buffer, shape: shape(), dtype: src.dtype });
+      call.values.set(step.out, { buffer: src.buffer, shape: shape(), dtype: step.dtype || src.dtype });
     } else if (step.op === "release") {
       for (const value of step.values) {
         this.pool.release(call.values.get(value).buffer);

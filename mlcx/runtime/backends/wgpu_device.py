@@ -24,6 +24,12 @@ RAISED_LIMITS = (
     "max-compute-workgroup-storage-size",
     "max-compute-invocations-per-workgroup",
 )
+# WebGPU feature names in a plan -> wgpu-native's names, and what to do without them.
+NATIVE_FEATURES = {"shader-f16": "shader-f16", "subgroups": "subgroup"}
+WITHOUT = {
+    "shader-f16": "recompile with f32 activations (--quantization gguf, q4f32 or q0f32)",
+    "subgroups": "recompile with --no-subgroups",
+}
 
 
 def load_wgpu():
@@ -65,16 +71,16 @@ class GpuDevice:
         wgpu = load_wgpu()
         adapter = _pick_adapter(wgpu, backend)
         name = f"{adapter.info['device']} ({adapter.info['backend_type']})"
-        missing = [f for f in features if f not in adapter.features]
+        native = [NATIVE_FEATURES.get(f, f) for f in features]
+        missing = [f for f, n in zip(features, native, strict=True) if n not in adapter.features]
         if missing:
+            advice = "; ".join(WITHOUT.get(f, f"use an adapter with {f}") for f in missing)
             raise ArtifactError(
                 f"this artifact's kernels need WebGPU feature(s) {missing}, which {name} lacks; "
-                "recompile with f32 activations (--quantization gguf, q4f32 or q0f32)"
+                f"{advice}"
             )
         limits = {k: adapter.limits[k] for k in RAISED_LIMITS if k in adapter.limits}
-        device = adapter.request_device_sync(
-            required_features=list(features), required_limits=limits
-        )
+        device = adapter.request_device_sync(required_features=native, required_limits=limits)
         log.info("WebGPU plan runs on %s", name)
         return cls(device, name, adapter.info["backend_type"], dict(device.limits))
 

@@ -91,7 +91,7 @@ class PlanExecutor:
         elif step.op == "view":
             src = call.values[step.src]
             shape = tuple(int(evaluate(d, call.env)) for d in step.shape)
-            call.values[step.out] = GpuTensor(src.buffer, shape, src.dtype)
+            call.values[step.out] = GpuTensor(src.buffer, shape, step.dtype or src.dtype)
         elif step.op == "release":
             for value in step.values:
                 self.pool.release(call.values[value].buffer)

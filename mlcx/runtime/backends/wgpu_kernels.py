@@ -19,6 +19,12 @@ MAX_GRID = 65535
 _POD_FORMAT = {"int32": "i", "uint32": "I", "float32": "f"}
 
 
+def native_wgsl(code: str) -> str:
+    """A plan shader as wgpu-native takes it: its WGSL front end (naga) has the subgroup
+    builtins once the device has the feature, but refuses the directive browsers require."""
+    return code.replace("enable subgroups;", "")
+
+
 @dataclass(frozen=True)
 class Dispatch:
     kernel: str
@@ -59,7 +65,7 @@ class _Pipeline:
             }
         )
         self.layout = dev.create_bind_group_layout(entries=entries)
-        module = dev.create_shader_module(code=code, label=kernel.name)
+        module = dev.create_shader_module(code=native_wgsl(code), label=kernel.name)
         self.pipeline = dev.create_compute_pipeline(
             layout=dev.create_pipeline_layout(bind_group_layouts=[self.layout]),
             compute={"module": module, "entry_point": kernel.name},

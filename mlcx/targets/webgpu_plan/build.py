@@ -9,7 +9,7 @@ import tvm
 from tvm import relax, tirx
 
 from mlcx.kernels.step_params import KV_PAGES
-from mlcx.passes.pipeline_gpu import gpu_graph_passes
+from mlcx.passes.pipeline_gpu import gpu_config, gpu_graph_passes
 from mlcx.targets.webgpu_plan.dequant_gemv import DequantGEMV
 from mlcx.targets.webgpu_plan.host_launches import tir_function
 from mlcx.targets.webgpu_plan.relax_walk import walk_function
@@ -82,16 +82,18 @@ def _kernels(sources, blocks) -> dict[str, Kernel]:
     }
 
 
-def _features(dtype: str, device: tvm.IRModule) -> tuple[str, ...]:
+def _features(dtype: str, device: tvm.IRModule, sources) -> tuple[str, ...]:
     f16 = dtype == "float16" or any(uses_f16(f) for f in device.functions.values())
-    return ("shader-f16",) if f16 else ()
+    subgroups = any(s.uses_subgroups for s in sources.values())
+    return ("shader-f16",) * f16 + ("subgroups",) * subgroups
 
 
-def build_plan(mod: tvm.IRModule, target: tvm.target.Target) -> PlanBundle:
+def build_plan(mod: tvm.IRModule, target: tvm.target.Target, subgroups: bool = True) -> PlanBundle:
     """`target` is a webgpu target with an LLVM host."""
     dtype = activation_dtype(mod)
     with target:
-        passes = gpu_graph_passes(target, dtype, extra_rules=[DequantGEMV()])
+        config = gpu_config(target, subgroups)
+        passes = gpu_graph_passes(target, dtype, config, extra_rules=[DequantGEMV()])
         graph = tvm.transform.Sequential(passes)(mod)
     functions = {
         gv.name_hint: walk_function(f, gv.name_hint)
@@ -107,6 +109,6 @@ def build_plan(mod: tvm.IRModule, target: tvm.target.Target) -> PlanBundle:
         tir_functions[name], kernel_blocks = tir_function(host[name], name, counts)
         blocks.update(kernel_blocks)
     kernels = _kernels(sources, blocks)
-    plan = Plan(dtype, _features(dtype, device), kernels, tir_functions, functions)
+    plan = Plan(dtype, _features(dtype, device, sources), kernels, tir_functions, functions)
     shaders = {k.shader: sources[k.name].wgsl for k in kernels.values()}
     return PlanBundle(plan, shaders)

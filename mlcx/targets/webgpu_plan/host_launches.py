@@ -1,9 +1,11 @@
 """Kernel launches of each TIR function, read from its lowered host code.
 
 After TVM's SplitHostDevice, a TIR function's host part is a straight line of `Bind`s,
-`DeclBuffer`s and `call_ffi_kernel(name, buffer_data..., scalars..., extents...)` calls. This
-walks those statements: handle arguments resolve (through declared buffer aliases) to the
-function's parameters, scalars and extents become expression trees over the shape variables.
+`DeclBuffer`s and `call_ffi_kernel(name, buffer_data..., scalars..., extents...)` calls, possibly
+under `if`s on shape variables (a kernel chosen by the token count). This walks those statements:
+handle arguments resolve (through declared buffer aliases) to the function's parameters, scalars
+and extents become expression trees over the shape variables. A launch under an `if` gets the
+condition folded into its grid (x is 0 when it is false), and executors skip empty grids.
 Element offsets are bound to 0: plan executors always pass whole, unoffset buffers.
 """
 
@@ -41,6 +43,7 @@ class _HostWalker:
         self.launches: list[Launch] = []
         self.blocks: dict[str, tuple[int, int, int]] = {}
         self.scalars: dict[int, str] = {}
+        self.conditions: list[Expr] = []
         self.params = tuple(self._param(i, p) for i, p in enumerate(func.params))
 
     def _param(self, index: int, param) -> Param:
@@ -84,6 +87,8 @@ class _HostWalker:
             self.visit(stmt.body)
         elif isinstance(stmt, tirx.AssertStmt):
             pass
+        elif isinstance(stmt, tirx.IfThenElse):
+            self._branch(stmt)
         elif isinstance(stmt, tirx.Evaluate) and _is_kernel_call(stmt.value):
             self._launch(stmt.value)
         else:
@@ -91,6 +96,15 @@ class _HostWalker:
                 f"{self.name}: host code has a {type(stmt).__name__}; the WebGPU plan only "
                 "expresses straight-line kernel launches"
             )
+
+    def _branch(self, stmt: tirx.IfThenElse) -> None:
+        cond = to_tree(stmt.condition, self.resolve)
+        for taken, body in ((cond, stmt.then_case), (["not", cond], stmt.else_case)):
+            if body is None:
+                continue
+            self.conditions.append(taken)
+            self.visit(body)
+            self.conditions.pop()
 
     def _root(self, data) -> int:
         if isinstance(data, tvm.ir.Call) and data.op.name == "tirx.buffer_data":
@@ -116,6 +130,8 @@ class _HostWalker:
                 block[THREAD_TAGS.index(tag)] = _constant(extent, kernel)
             else:
                 raise PlanError(f"{kernel}: launch parameter {tag} is not supported on WebGPU")
+        for cond in reversed(self.conditions):
+            grid[0] = ["select", cond, grid[0], 0]
         self.blocks[kernel] = (block[0], block[1], block[2])
         self.launches.append(Launch(kernel, buffers, scalars, (grid[0], grid[1], grid[2])))
 

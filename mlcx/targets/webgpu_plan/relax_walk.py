@@ -77,10 +77,12 @@ class _Walker:
             shape, dtype = _tensor_type(var.ty, var.name)
             self.refs[var] = out = self._new()
             self.steps.append(Step("alloc", out=out, shape=shape, dtype=dtype))
-        elif name == "relax.reshape":
-            shape, _ = _tensor_type(var.ty, var.name)
+        elif name in ("relax.reshape", "relax.memory.view"):
+            # the same buffer with another shape (and, for memory.view, element type)
+            shape, dtype = _tensor_type(var.ty, var.name)
             self.refs[var] = out = self._new()
-            self.steps.append(Step("view", out=out, src=self.ref(call.args[0]), shape=shape))
+            src = self.ref(call.args[0])
+            self.steps.append(Step("view", out=out, src=src, shape=shape, dtype=dtype))
         else:
             raise PlanError(f"{self.name}: operator {name} has no WebGPU plan equivalent")
 

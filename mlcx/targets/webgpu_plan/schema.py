@@ -107,7 +107,8 @@ class Input:
 
 @dataclass(frozen=True)
 class Step:
-    """op: alloc (out, shape, dtype) | view (out, src, shape) | call (func, args) |
+    """op: alloc (out, shape, dtype) | view (out, src, shape, dtype: src's buffer reinterpreted) |
+    call (func, args) |
     release (values: allocations dead from here on; their buffers can be reused)."""
 
     op: str

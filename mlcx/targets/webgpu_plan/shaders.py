@@ -7,6 +7,7 @@ shader (with its own `struct PODArgs`); nothing is cut out of a concatenated lis
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import tvm
@@ -15,6 +16,13 @@ from tvm.target import codegen
 from mlcx.targets.webgpu_plan.schema import BLOCK_TAGS, THREAD_TAGS, PlanError
 
 WRITE_TAG = "paramWriteAccess:"
+# Kernels that call subgroup builtins (mlcx's GPU kernels share activations through shuffles)
+# need this directive in browsers; TVM's codegen emits the calls but not the directive unless
+# the target declares `supports_subgroups`, which would also make TVM's own cross-thread
+# reductions assume a fixed subgroup size. So the target stays plain and the directive is added
+# here, to exactly the kernels that use subgroups (the plan then needs the feature).
+SUBGROUPS = "enable subgroups;"
+_SUBGROUP_CALL = re.compile(r"\bsubgroup\w*\(")
 
 
 @dataclass(frozen=True)
@@ -27,6 +35,10 @@ class KernelSource:
     @property
     def num_buffers(self) -> int:
         return sum(t == "handle" for t in self.arg_types)
+
+    @property
+    def uses_subgroups(self) -> bool:
+        return SUBGROUPS in self.wgsl
 
 
 def kernel_sources(device_mod: tvm.IRModule) -> dict[str, KernelSource]:
@@ -46,6 +58,9 @@ def _source(name: str, wgsl: str, info: dict) -> KernelSource:
             write = tuple(int(x) for x in json.loads(tag[len(WRITE_TAG) :]))
         elif tag not in BLOCK_TAGS + THREAD_TAGS:
             raise PlanError(f"{name}: launch tag {tag} is not supported on WebGPU")
+    wgsl = wgsl.replace(SUBGROUPS, "")
+    if _SUBGROUP_CALL.search(wgsl):
+        wgsl = f"{SUBGROUPS}\n{wgsl}"
     source = KernelSource(name, wgsl, tuple(info["arg_types"]), write)
     if len(write) != source.num_buffers:
         raise PlanError(f"{name}: func_info gives no write access for every buffer")

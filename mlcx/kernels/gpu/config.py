@@ -1,0 +1,32 @@
+"""Tile sizes and capabilities of the GPU kernels for one target."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuConfig:
+    """lanes:           threads along output rows in a workgroup row (a multiple of 4: groups of
+                     four lanes share activations)
+    groups:          thread rows of a workgroup: token groups (GEMM) or K splits (GEMV)
+    gemm_rows/tokens: the accumulator tile of one GEMM thread
+    gemv_rows:       output rows of one GEMV thread
+    gemv_max_tokens: up to this many tokens take the GEMV kernel
+    subgroups:       the target has subgroup (warp) shuffles of width >= 4
+    """
+
+    lanes: int = 8
+    groups: int = 8
+    gemm_rows: int = 8
+    gemm_tokens: int = 8
+    gemv_rows: int = 4
+    gemv_max_tokens: int = 4
+    subgroups: bool = True
+
+    def __post_init__(self) -> None:
+        if self.lanes % 4:
+            raise ValueError(f"lanes must be a multiple of 4, not {self.lanes}")
+        for name in ("groups", "gemm_rows", "gemm_tokens", "gemv_rows", "gemv_max_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"GPU config {name} must be positive")

@@ -1,0 +1,57 @@
+"""Activations of one step (eight input features) for a lane, shared by groups of four lanes.
+
+Lane j of a group loads features j and 4 + j; the group's other values arrive through subgroup
+shuffles. Shuffles by a uniform distance (up/down) keep lane indices relative, so this works for
+any subgroup size that is a multiple of four (SwiftShader: 4, lavapipe: 8, NVIDIA/Apple: 32)
+without knowing it; a lane picks each value from the shuffle that reached it.
+"""
+
+from __future__ import annotations
+
+from tvm import tirx
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.kernels.gpu.config import GpuConfig
+
+WIDTH = 4
+_MASK = 0xFFFFFFFF
+_WARP = 32  # only CUDA reads it (segment arithmetic); shuffles stay within WIDTH lanes
+
+
+def _f32(x: tirx.Buffer, *index):
+    value = x[index]
+    return value if x.dtype == "float32" else value.astype("float32")
+
+
+def _shared(value, lane) -> list[tirx.PrimExpr]:
+    """The four values of `value` held by a lane's group, in lane order."""
+    mask = tirx.const(_MASK, "uint32")
+    down = [T.bind(T.tvm_warp_shuffle_down(mask, value, d, WIDTH, _WARP)) for d in (1, 2, 3)]
+    up = [T.bind(T.tvm_warp_shuffle_up(mask, value, d, WIDTH, _WARP)) for d in (1, 2, 3)]
+    j = T.bind(lane % WIDTH)
+    out = []
+    for p in range(WIDTH):
+        # from the lane at distance p - j: itself, or a shuffle down / up
+        pick = [
+            value if p == q else (down[p - q - 1] if p > q else up[q - p - 1]) for q in range(4)
+        ]
+        out.append(
+            T.bind(
+                tirx.Select(
+                    j == 0,
+                    pick[0],
+                    tirx.Select(j == 1, pick[1], tirx.Select(j == 2, pick[2], pick[3])),
+                )
+            )
+        )
+    return out
+
+
+def step_activations(x: tirx.Buffer, token, k0, lane, cfg: GpuConfig) -> list[tirx.PrimExpr]:
+    """x[token, k0 : k0 + 8] as float32 values in this lane."""
+    if not cfg.subgroups:
+        return [T.bind(_f32(x, token, k0 + i)) for i in range(2 * WIDTH)]
+    j = lane % WIDTH
+    low = T.bind(_f32(x, token, k0 + j))
+    high = T.bind(_f32(x, token, k0 + WIDTH + j))
+    return _shared(low, lane) + _shared(high, lane)

@@ -1,0 +1,102 @@
+"""What the CPU and GPU linear rewrites share: finding the TE linear layers of a Relax module
+(PrimFuncs carrying the `mlcx.linear` block annotation, see mlcx.kernels.linear), the producers
+and users of values in a dataflow block, the residual add that consumes a linear's output, and
+the function-by-function rewrite that swaps calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import tvm
+import tvm_ffi
+from tvm import relax, s_tir
+
+from mlcx.kernels.linear import LINEAR_ATTR
+from mlcx.quantization.formats import WeightFormat, format_from_name
+
+
+def linear_format(func) -> WeightFormat | None:
+    """The weight format a TE linear PrimFunc was built for, from its block annotation."""
+    if not isinstance(func, tvm.tirx.PrimFunc) or func.attrs and "tirx.is_scheduled" in func.attrs:
+        return None
+    try:
+        sch = s_tir.Schedule(func)
+        blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root"))]
+    except Exception:  # not a TE-shaped function (hand-written TIR): not a linear
+        return None
+    names = [str(b.annotations[LINEAR_ATTR]) for b in blocks if LINEAR_ATTR in b.annotations]
+    return format_from_name(names[0]) if names else None
+
+
+@dataclass
+class Block:
+    """Producers and user counts of one dataflow block."""
+
+    values: dict
+    users: dict
+
+    @staticmethod
+    def of(block: relax.DataflowBlock) -> Block:
+        values = {b.var: b.value for b in block.bindings}
+        users: dict = {}
+        for binding in block.bindings:
+            for var in relax.analysis.free_vars(binding.value):
+                users[var] = users.get(var, 0) + 1
+        return Block(values, users)
+
+    def sole(self, var) -> relax.Expr | None:
+        """The value bound to var if var is local to the block and used exactly once."""
+        if not isinstance(var, relax.DataflowVar) or self.users.get(var, 0) != 1:
+            return None
+        return self.values.get(var)
+
+
+def is_op(expr, name: str) -> bool:
+    return isinstance(expr, relax.Call) and getattr(expr.op, "name", None) == name
+
+
+def residual_add(var, block: Block, adds: dict):
+    """(add var, other operand) when var's only use is a same-shape residual add."""
+    for add_var, value in adds.items():
+        if any(arg.same_as(var) for arg in value.args) and block.sole(var) is not None:
+            other = value.args[1] if value.args[0].same_as(var) else value.args[0]
+            if not other.same_as(var) and tvm_ffi.structural_equal(other.ty, var.ty):
+                return add_var, other
+    return None
+
+
+# A planner looks at one binding of a block and returns (var to rebind, new call) or None.
+Planner = Callable[[relax.VarBinding, "Block", dict], "tuple[relax.Var, relax.Call] | None"]
+
+
+def rewrite_block(block: relax.DataflowBlock, planner: Planner) -> relax.DataflowBlock:
+    info = Block.of(block)
+    adds = {b.var: b.value for b in block.bindings if is_op(b.value, "relax.add")}
+    replace = {}
+    for binding in block.bindings:
+        found = planner(binding, info, adds)
+        if found is not None:
+            target, call = found
+            replace[target] = call
+    bindings = [
+        relax.VarBinding(b.var, replace[b.var]) if b.var in replace else b for b in block.bindings
+    ]
+    return relax.DataflowBlock(bindings)
+
+
+def rewrite_module(mod: tvm.IRModule, builder: relax.BlockBuilder, planner: Planner):
+    """Every Relax function's dataflow blocks rewritten by `planner`, dead code removed."""
+    for gvar, func in list(mod.functions.items()):
+        if not isinstance(func, relax.Function):
+            continue
+        body = func.body
+        blocks = [
+            rewrite_block(b, planner) if isinstance(b, relax.DataflowBlock) else b
+            for b in body.blocks
+        ]
+        seq = relax.SeqExpr(blocks, body.body)
+        new = relax.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs)
+        builder.update_func(gvar, new)
+    return relax.transform.DeadCodeElimination()(builder.get())

@@ -1,0 +1,68 @@
+"""Run one TIR PrimFunc on this machine's wgpu adapter through the WebGPU plan machinery (the
+same lowering, shaders, launch table and executor an artifact uses), for kernel tests."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import tvm
+from tvm import tirx
+
+from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
+from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
+from mlcx.runtime.backends.wgpu_kernels import KernelSet
+from mlcx.targets.webgpu_plan.build import _features, _kernels, _lower_tir
+from mlcx.targets.webgpu_plan.host_launches import tir_function
+from mlcx.targets.webgpu_plan.schema import Plan
+from mlcx.targets.webgpu_plan.shaders import kernel_sources
+
+TARGET = {"kind": "webgpu", "supports_subgroups": True}
+
+
+class _Call:
+    def __init__(self, values: dict[int, GpuTensor]):
+        self.values = values
+        self.env: dict = {}
+        self.dispatches: list = []
+
+
+def run_prim_func(
+    func: tirx.PrimFunc, arrays: list[np.ndarray], target: dict | None = None
+) -> list[np.ndarray]:
+    """Call `func` with `arrays` (one per buffer parameter, outputs included); returns every
+    array as the kernel left it."""
+    name = str(func.attrs["global_symbol"])
+    tvm_target = tvm.target.Target(target or TARGET, host={"kind": "llvm"})
+    graph = tvm.IRModule({name: func.with_attr("global_symbol", name)})
+    with tvm_target:
+        host, device = _lower_tir(graph, {name}, tvm_target, keep_f16=False)
+    sources = kernel_sources(device)
+    counts = {k: s.num_buffers for k, s in sources.items()}
+    tir, blocks = tir_function(host[name], name, counts)
+    kernels = _kernels(sources, blocks)
+    plan = Plan("float32", _features("float32", device, sources), kernels, {name: tir}, {})
+    with tempfile.TemporaryDirectory() as root:
+        for k in kernels.values():
+            path = Path(root) / k.shader
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(sources[k.name].wgsl)
+        gpu = GpuDevice.open(plan.features)
+        executor = PlanExecutor(plan, KernelSet(gpu, plan, Path(root)), BufferPool(gpu))
+    tensors = {
+        i: GpuTensor(gpu.upload(a), tuple(a.shape), str(a.dtype)) for i, a in enumerate(arrays)
+    }
+    call = _Call(tensors)
+    executor._launch(call, _CallStep(name, len(arrays)))
+    executor.kernels.submit(call.dispatches)
+    return [
+        gpu.download(t.buffer, a.nbytes).view(a.dtype).reshape(a.shape)
+        for t, a in zip(tensors.values(), arrays, strict=True)
+    ]
+
+
+class _CallStep:
+    def __init__(self, func: str, count: int):
+        self.func = func
+        self.args = tuple(range(count))
