@@ -17,7 +17,9 @@ from tvm import relax
 from tvm.s_tir import dlight as dl
 
 from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.passes.gpu.elementwise import Elementwise
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
+from mlcx.passes.gpu.schedule import apply_rules
 
 # (target kind, activation dtype or "*") where dlight.gpu.Matmul crashes in TVM 0.27.
 MATMUL_RULE_UNSAFE = {("cuda", "float16"), ("metal", "*")}
@@ -28,10 +30,12 @@ def matmul_rule_safe(kind: str, dtype: str) -> bool:
 
 
 def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
-    """dlight's rules in order; `extra` rules are tried just before Fallback."""
+    """The rules in order: dlight's for reductions, `extra`, mlcx's Elementwise for injective
+    kernels, and dlight's Fallback last (no kernel of the default model reaches it: the linear
+    layers are mlcx's own kernels, tests/targets/test_gpu_rules.py checks the rest)."""
     rules = [dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else []
     rest = [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), *extra]
-    return rules + rest + [dl.gpu.Fallback()]
+    return rules + rest + [Elementwise(), dl.gpu.Fallback()]
 
 
 # Target kinds whose TVM codegen has the shuffles mlcx's kernels use (OpenCL's lacks them).
@@ -57,7 +61,7 @@ def gpu_graph_passes(
         relax.transform.FoldConstant(),
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
-        dl.ApplyDefaultSchedule(*schedule_rules(target.kind.name, dtype, extra_rules)),
+        apply_rules(schedule_rules(target.kind.name, dtype, extra_rules)),
         relax.transform.RewriteDataflowReshape(),
         relax.transform.ToNonDataflow(),
         relax.transform.RemovePurityChecking(),

@@ -107,3 +107,46 @@ def test_pipeline_compiles_the_crashing_configurations(compiled, target, quantiz
     """Our pipeline builds exactly what crashes with the rule in (cuda f16, metal f16/f32)."""
     artifact = compiled(TinySpec(), quantization, target=target)
     assert (artifact / f"model-{target}.{'so' if target == 'cuda' else 'dylib'}").exists()
+
+
+def _rules_used(model: str, target: str, quantization: str | None = None) -> dict[str, str]:
+    """kernel -> the rule that scheduled it, after the target's GPU graph passes."""
+    import tvm
+
+    from mlcx.compile import CompileRequest, export_model
+    from mlcx.passes.gpu.schedule import schedule_rules_of
+    from mlcx.passes.pipeline_gpu import gpu_config, gpu_graph_passes
+
+    exported = export_model(CompileRequest(model, target=target, quantization=quantization))
+    tvm_target = exported.tvm_target
+    with tvm_target:
+        passes = gpu_graph_passes(
+            tvm_target, exported.quant.activation_dtype, gpu_config(tvm_target)
+        )
+        mod = tvm.transform.Sequential(passes)(exported.mod)
+    return schedule_rules_of(mod)
+
+
+def _unfit(rules: dict[str, str]) -> dict[str, str]:
+    return {name: rule for name, rule in rules.items() if rule in ("", "Fallback")}
+
+
+GPU_TARGETS = ["cuda", "metal", "webgpu", "iphone", "android"]
+
+
+@pytest.mark.parametrize("target", ["cuda", "webgpu", "android"])
+@pytest.mark.parametrize("quantization", ["q4f16", "q0f32"])
+def test_no_kernel_of_a_tiny_model_falls_back(tiny_model, target, quantization):
+    rules = _rules_used(str(tiny_model(TinySpec())), target, quantization)
+    assert _unfit(rules) == {}
+    linears = [name for name, rule in rules.items() if name.startswith("gpu_linear")]
+    assert linears and all(rules[name] == "mlcx" for name in linears)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", GPU_TARGETS)
+def test_no_kernel_of_the_default_model_falls_back(target):
+    from tests.support.default_model import default_gguf
+
+    rules = _rules_used(str(default_gguf()), target)
+    assert _unfit(rules) == {}, f"{target}: scheduled by dlight's Fallback or not at all"
