@@ -67,6 +67,36 @@ def residual_add(var, block: Block, adds: dict):
     return None
 
 
+def swiglu_input(value, block: Block) -> relax.Expr | None:
+    """gate_up when value = silu(gate) * up of a 2-way split of gate_up on its last axis, every
+    intermediate used only here (so a linear can compute SwiGLU from gate_up itself)."""
+    if not is_op(value, "relax.multiply"):
+        return None
+    first, second = value.args
+    for gate, up in ((first, second), (second, first)):
+        silu = block.sole(gate)
+        if not is_op(silu, "relax.nn.silu"):
+            continue
+        gate_item, up_item = block.sole(silu.args[0]), block.values.get(up)
+        if not (
+            isinstance(gate_item, relax.TupleGetItem) and isinstance(up_item, relax.TupleGetItem)
+        ):
+            continue
+        split = block.values.get(gate_item.tuple_value)
+        halves = is_op(split, "relax.split") and isinstance(
+            split.attrs.indices_or_sections, tvm.tirx.IntImm
+        )
+        if (
+            halves
+            and int(split.attrs.indices_or_sections) == 2
+            and int(split.attrs.axis) in (-1, 1)
+            and gate_item.tuple_value.same_as(up_item.tuple_value)
+            and (gate_item.index, up_item.index) == (0, 1)
+        ):
+            return split.args[0]
+    return None
+
+
 # A planner looks at one binding of a block and returns (var to rebind, new call) or None.
 Planner = Callable[[relax.VarBinding, "Block", dict], "tuple[relax.Var, relax.Call] | None"]
 

@@ -23,6 +23,8 @@ Q4_SYM = GroupIntFormat(4, 32, "float16")  # q4f32 / GGUF Q4_0
 Q8 = GroupIntFormat(8, 32, "float16")  # q8f32 / GGUF Q8_0
 CASES = [
     (Q4_AFFINE, 200, 576, 1, False),
+    (Q4_AFFINE, 64, 192, 2, "swiglu"),
+    (Q4_AFFINE, 64, 192, 33, "swiglu"),
     (Q4_AFFINE, 200, 576, 70, True),
     (Q4_SYM, 96, 1536, 3, True),
     (Q4_SYM, 96, 256, 9, False),
@@ -36,7 +38,7 @@ CASES = [
 
 def _case_id(case) -> str:
     fmt, n, k, tokens, residual = case
-    return f"{fmt.name}-{n}x{k}-t{tokens}" + ("-res" if residual else "")
+    return f"{fmt.name}-{n}x{k}-t{tokens}" + (f"-{residual}" if residual else "")
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +55,19 @@ def test_linear_matches_numpy(adapter, case, subgroups):
     rng = np.random.default_rng(n * k + tokens)
     params = fmt.pack(rng.standard_normal((n, k)).astype(np.float32))
     weight = fmt.unpack(params)
-    x = rng.standard_normal((tokens, k)).astype(np.float32)
+    swiglu = residual == "swiglu"  # the SwiGLU prologue instead of a residual here
+    residual = residual is True
+    x = rng.standard_normal((tokens, 2 * k if swiglu else k)).astype(np.float32)
     res = rng.standard_normal((tokens, n)).astype(np.float32)
     poisoned = np.full((tokens, n), np.nan, np.float32)  # every element must be written
-    spec = GpuLinearSpec(fmt, k, n, "float32", residual)
+    spec = GpuLinearSpec(fmt, k, n, "float32", residual, swiglu)
     func = build_gpu_linear(spec, GpuConfig(subgroups=subgroups))
     planes = [_as_read(params[s]) for s in fmt.suffixes]
     arrays = [x, *planes, *([res] if residual else []), poisoned]
     out = run_prim_func(func, arrays)[-1]
+    if swiglu:
+        gate, up = x[:, :k].astype(np.float64), x[:, k:].astype(np.float64)
+        x = gate / (1 + np.exp(-gate)) * up
     expected = x.astype(np.float64) @ weight.T.astype(np.float64) + (res if residual else 0)
     scale = np.abs(expected).max()
     assert np.abs(out - expected).max() <= 1e-5 * scale * np.sqrt(k)

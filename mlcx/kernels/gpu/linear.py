@@ -38,12 +38,18 @@ class GpuLinearSpec:
     out_features: int
     dtype: str  # of x, the residual and the output
     residual: bool = False
+    swiglu: bool = False  # x is [gate | up] (2 * in_features wide); the input is silu(gate) * up
 
     @property
     def name(self) -> str:
         fmt = self.fmt.name.replace("-", "_")
         res = "_residual" if self.residual else ""
-        return f"gpu_linear_{fmt}_{self.dtype}_{self.in_features}x{self.out_features}{res}"
+        src = "swiglu_" if self.swiglu else ""
+        return f"gpu_linear_{src}{fmt}_{self.dtype}_{self.in_features}x{self.out_features}{res}"
+
+    @property
+    def x_features(self) -> int:
+        return 2 * self.in_features if self.swiglu else self.in_features
 
 
 def _ceildiv(a, b):
@@ -57,7 +63,7 @@ def _declare(spec: GpuLinearSpec, reader: GpuWeightReader):
     def param(name: str, shape, dtype: str) -> None:
         bufs[name] = T.match_buffer(T.arg(name, T.handle()), shape, dtype)
 
-    param("x", (tokens, spec.in_features), spec.dtype)
+    param("x", (tokens, spec.x_features), spec.dtype)
     n = spec.out_features
     for suffix, (shape, dtype) in reader.param_specs(n).items():
         param(suffix, shape, dtype)
@@ -82,7 +88,8 @@ class _Group:
     """One quantization group of a thread's rows and tokens: raw code dot products and the
     activations' sum, scaled into the accumulators at the end."""
 
-    def __init__(self, reader, cfg, bufs, rows, tokens_at, lane):
+    def __init__(self, spec, reader, cfg, bufs, rows, tokens_at, lane):
+        self.swiglu = spec.in_features if spec.swiglu else None
         self.reader, self.cfg, self.bufs = reader, cfg, bufs
         self.rows, self.tokens_at, self.lane = rows, tokens_at, lane
         shape = len(tokens_at) * len(rows)
@@ -101,7 +108,8 @@ class _Group:
                 loaded = [T.bind(v) for v in reader.load_step(self.bufs, row, step)]
                 codes.append([T.bind(c) for c in reader.codes(loaded)])
             for t, token in enumerate(self.tokens_at):
-                xs = step_activations(self.bufs["x"], token, step * STEP, self.lane, self.cfg)
+                k0 = step * STEP
+                xs = step_activations(self.bufs["x"], token, k0, self.lane, self.cfg, self.swiglu)
                 T.buffer_store(self.xsum, self.xsum[t] + _sum(xs), [t])
                 for r in range(n_row):
                     terms = [codes[r][i] * xs[i] for i in range(STEP)]
@@ -157,7 +165,7 @@ def _gemm_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
     tokens_at = [T.bind(T.min(t, tokens - 1)) for t in token_ids]
     acc = T.alloc_buffer((cfg.gemm_tokens * cfg.gemm_rows,), "float32", scope="local")
     _zero(acc, cfg.gemm_tokens * cfg.gemm_rows)
-    group = _Group(reader, cfg, bufs, rows, tokens_at, lane)
+    group = _Group(spec, reader, cfg, bufs, rows, tokens_at, lane)
     with T.serial(0, k // reader.group) as g:
         group.run(g, acc)
     for t, token in enumerate(token_ids):
@@ -193,7 +201,7 @@ def _gemv_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
     acc = T.alloc_buffer((cfg.gemv_rows,), "float32", scope="local")
     partial = T.alloc_buffer((splits * rows_per_wg,), "float32", scope="shared")
     _zero(acc, cfg.gemv_rows)
-    group = _Group(reader, cfg, bufs, rows, [by], lane)
+    group = _Group(spec, reader, cfg, bufs, rows, [by], lane)
     per_split = groups // splits
     with T.serial(0, per_split) as g:
         group.run(split * per_split + g, acc)

@@ -23,6 +23,16 @@ def _f32(x: tirx.Buffer, *index):
     return value if x.dtype == "float32" else value.astype("float32")
 
 
+def _input(x: tirx.Buffer, token, k, swiglu: int | None):
+    """Feature k of the linear's input: x itself, or silu(gate) * up of x = [gate | up] with
+    `swiglu` features in each half (the SwiGLU that feeds a down projection, fused)."""
+    if swiglu is None:
+        return _f32(x, token, k)
+    gate = T.bind(_f32(x, token, k))
+    one = tirx.const(1.0, "float32")
+    return gate / (one + T.exp(-gate)) * _f32(x, token, swiglu + k)
+
+
 def _shared(value, lane) -> list[tirx.PrimExpr]:
     """The four values of `value` held by a lane's group, in lane order."""
     mask = tirx.const(_MASK, "uint32")
@@ -47,11 +57,13 @@ def _shared(value, lane) -> list[tirx.PrimExpr]:
     return out
 
 
-def step_activations(x: tirx.Buffer, token, k0, lane, cfg: GpuConfig) -> list[tirx.PrimExpr]:
-    """x[token, k0 : k0 + 8] as float32 values in this lane."""
+def step_activations(
+    x: tirx.Buffer, token, k0, lane, cfg: GpuConfig, swiglu: int | None = None
+) -> list[tirx.PrimExpr]:
+    """Input features k0 .. k0 + 7 of `token` as float32 values in this lane."""
     if not cfg.subgroups:
-        return [T.bind(_f32(x, token, k0 + i)) for i in range(2 * WIDTH)]
+        return [T.bind(_input(x, token, k0 + i, swiglu)) for i in range(2 * WIDTH)]
     j = lane % WIDTH
-    low = T.bind(_f32(x, token, k0 + j))
-    high = T.bind(_f32(x, token, k0 + WIDTH + j))
+    low = T.bind(_input(x, token, k0 + j, swiglu))
+    high = T.bind(_input(x, token, k0 + WIDTH + j, swiglu))
     return _shared(low, lane) + _shared(high, lane)

@@ -17,7 +17,14 @@ from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
-from mlcx.passes.linear_match import Block, is_op, linear_format, residual_add, rewrite_module
+from mlcx.passes.linear_match import (
+    Block,
+    is_op,
+    linear_format,
+    residual_add,
+    rewrite_module,
+    swiglu_input,
+)
 
 
 def _rmsnorm(value, features: int):
@@ -28,29 +35,8 @@ def _rmsnorm(value, features: int):
 
 
 def _swiglu(value, block: Block, features: int):
-    first, second = value.args
-    for gate, up in ((first, second), (second, first)):
-        silu = block.sole(gate)
-        if not is_op(silu, "relax.nn.silu"):
-            continue
-        gate_item, up_item = block.sole(silu.args[0]), block.values.get(up)
-        if not isinstance(gate_item, relax.TupleGetItem) or not isinstance(
-            up_item, relax.TupleGetItem
-        ):
-            continue
-        split = block.values.get(gate_item.tuple_value)
-        halves = is_op(split, "relax.split") and isinstance(
-            split.attrs.indices_or_sections, tvm.tirx.IntImm
-        )
-        if (
-            halves
-            and int(split.attrs.indices_or_sections) == 2
-            and int(split.attrs.axis) in (-1, 1)
-            and gate_item.tuple_value.same_as(up_item.tuple_value)
-            and (gate_item.index, up_item.index) == (0, 1)
-        ):
-            return SwiGluRows(features), [split.args[0]]
-    return None
+    gate_up = swiglu_input(value, block)
+    return (SwiGluRows(features), [gate_up]) if gate_up is not None else None
 
 
 def _source(x, block: Block, features: int):

@@ -1,7 +1,7 @@
 """Relax pass: every linear layer becomes mlcx's GPU linear kernel (GEMV for a few tokens, a
-tiled GEMM for more), with the residual add that consumes its output fused in when the sum has
-no other user. Linears whose format the GPU kernels do not read keep the TE compute, which the
-dlight rules schedule."""
+tiled GEMM for more), with the SwiGLU that produces its input and the residual add that consumes
+its output fused in when those intermediates have no other user. Linears whose format the GPU
+kernels do not read keep the TE compute, which the dlight rules schedule."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from tvm import relax
 from mlcx.kernels.gpu.config import GpuConfig
 from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader, supports
-from mlcx.passes.linear_match import Block, is_op, linear_format, residual_add, rewrite_module
+from mlcx.passes.linear_match import (
+    Block,
+    is_op,
+    linear_format,
+    residual_add,
+    rewrite_module,
+    swiglu_input,
+)
 
 
 class _Fuser:
@@ -39,8 +46,11 @@ class _Fuser:
         features, out_features = int(x.ty.shape[1]), int(binding.var.ty.shape[1])
         if not supports(fmt, features):
             return None
+        gate_up = swiglu_input(info.sole(x), info)
+        x = gate_up if gate_up is not None else x
         residual = residual_add(binding.var, info, adds)
-        spec = GpuLinearSpec(fmt, features, out_features, dtype, residual is not None)
+        has = residual is not None
+        spec = GpuLinearSpec(fmt, features, out_features, dtype, has, gate_up is not None)
         target, extra = (residual[0], [residual[1]]) if residual else (binding.var, [])
         planes = [
             _as_kernel_reads(w, ty) for w, ty in zip(weights, _kernel_types(fmt, spec), strict=True)
