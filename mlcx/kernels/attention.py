@@ -25,7 +25,7 @@ from tvm.relax.frontend.nn.llm import _decode_kernels, _page_kernels, _prefill_k
 from tvm.target import Target
 
 from mlcx.kernels.cpu import attention as attention_cpu
-from mlcx.kernels.cpu.kv_pages import kv_append_cpu
+from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, kv_append_cpu
 from mlcx.kernels.kv_layout import KVLayout
 
 __all__ = ["KVLayout", "PagedKVOps", "StepTensors"]
@@ -88,7 +88,7 @@ class PagedKVOps:
         else:
             func = _page_kernels._kv_cache_transpose_append(
                 lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size
-            )
+            ).with_attr(KERNEL_ATTR, "kv_append_gpu")
         return _private(func)
 
     @cached_property

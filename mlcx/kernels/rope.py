@@ -8,10 +8,22 @@ prefixes and decode steps all rotate correctly. The frequency formulas (default,
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from tvm import te, tirx
 from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
+
+
+@dataclass(frozen=True)
+class RopeParams:
+    theta: float
+    scaling: dict[str, Any]
+    rotary_dim: int
+
+    def __hash__(self) -> int:
+        return hash((self.theta, repr(sorted(self.scaling.items())), self.rotary_dim))
+
 
 # Block annotation with the RoPE parameters, so target passes can fuse RoPE into other kernels.
 ROPE_ATTR = "mlcx.rope"

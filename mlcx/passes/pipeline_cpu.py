@@ -17,7 +17,7 @@ from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
 from mlcx.passes.cpu.fuse_linear import fuse_linear
-from mlcx.passes.cpu.fuse_rope_append import fuse_rope_append
+from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.tuning.apply import apply_database
 from mlcx.passes.tuning.records import open_db
 

@@ -17,6 +17,7 @@ from tvm import relax
 from tvm.s_tir import dlight as dl
 
 from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.gpu.elementwise import Elementwise
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
 from mlcx.passes.gpu.schedule import apply_rules
@@ -53,6 +54,7 @@ def gpu_graph_passes(
     """Fusion, dlight schedules and call_tir lowering: the graph a non-VM executor walks (the
     WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`."""
     return [
+        fuse_rope_append(),
         fuse_linear_gpu(config),
         relax.backend.DispatchSampling(),
         relax.backend.DispatchSortScan(),

@@ -7,9 +7,6 @@ head and feature, rotates q into its own output and k straight into the pages, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from tvm import tirx
 from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
 from tvm.script.ir_builder import IRBuilder
@@ -17,18 +14,9 @@ from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.cpu import vec
 from mlcx.kernels.cpu.kv_pages import PageGeometry, store_kv
+from mlcx.kernels.rope import RopeParams
 
 SERIAL_TOKENS = 8
-
-
-@dataclass(frozen=True)
-class RopeParams:
-    theta: float
-    scaling: dict[str, Any]
-    rotary_dim: int
-
-    def __hash__(self) -> int:
-        return hash((self.theta, repr(sorted(self.scaling.items())), self.rotary_dim))
 
 
 def _partners(head_dim: int, rotary: int) -> tuple[list[int], list[bool]]:

@@ -2,5 +2,6 @@
 
 The nn graph emits one generic TE compute per linear layer (dequantize + matmul); on CPU
 targets `fuse_linear` swaps each for a hand-written kernel, fusing the RMSNorm or SwiGLU that
-feeds it and the residual add that follows; `fuse_rope_append` fuses RoPE into the KV append.
+feeds it and the residual add that follows (RoPE is fused into the KV append by
+mlcx.passes.fuse_rope_append, shared with the GPU targets).
 """

@@ -1,14 +1,16 @@
-"""Relax pass: reshape -> split -> rope(q), rope(k) -> kv_append becomes one CPU kernel.
+"""Relax pass: reshape -> split -> rope(q), rope(k) -> kv_append becomes one kernel.
 
 The attention block of mlcx.frontends.nn emits, per layer,
 
     parts = split(reshape(qkv, (t, h_q + 2 h_kv, d)), [h_q, h_q + h_kv], axis=1)
     q = call_tir(rope, (parts[0], positions));  k = call_tir(rope, (parts[1], positions))
-    pages = call_tir_inplace(kv_append_cpu, (pages, k, parts[2], slots))
+    pages = call_tir_inplace(kv_append, (pages, k, parts[2], slots))
 
-with both rope PrimFuncs annotated by mlcx.kernels.rope. This pass replaces the group by one
-call_tir_inplace of mlcx.kernels.cpu.rope_append (q as a new output, pages in place), bound where
-q was; the kv_append binding then reads the fused call's second output.
+with both rope PrimFuncs annotated by mlcx.kernels.rope and the append kernel naming itself
+(KERNEL_ATTR: kv_append_cpu or kv_append_gpu). This pass replaces the group by one
+call_tir_inplace of the matching fused kernel (FUSED: mlcx.kernels.cpu.rope_append or
+mlcx.kernels.gpu.rope_append; q as a new output, pages in place), bound where q was; the
+kv_append binding then reads the fused call's second output.
 """
 
 from __future__ import annotations
@@ -19,8 +21,23 @@ import tvm
 from tvm import relax, s_tir
 
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, PageGeometry
-from mlcx.kernels.cpu.rope_append import RopeParams, rope_append_cpu
-from mlcx.kernels.rope import ROPE_ATTR
+from mlcx.kernels.cpu.rope_append import rope_append_cpu
+from mlcx.kernels.gpu.rope_append import rope_append_gpu
+from mlcx.kernels.rope import ROPE_ATTR, RopeParams
+
+
+def _gpu(h_q: int, geo: PageGeometry, rope: RopeParams):
+    if rope.rotary_dim != geo.head_dim or geo.dtype != geo.io_dtype:
+        return None
+    return rope_append_gpu(h_q, geo.h_kv, geo.head_dim, geo.page_size, geo.dtype, rope)
+
+
+def _cpu(h_q: int, geo: PageGeometry, rope: RopeParams):
+    return rope_append_cpu(h_q, geo, rope) if geo.head_dim % 8 == 0 else None
+
+
+# append kernel (its KERNEL_ATTR) -> (fused kernel name, builder; None when it cannot fuse)
+FUSED = {"kv_append_cpu": ("rope_append_cpu", _cpu), "kv_append_gpu": ("rope_append_gpu", _gpu)}
 
 
 def _rope_params(func) -> RopeParams | None:
@@ -47,10 +64,10 @@ def _is(expr, name: str) -> bool:
 class _Group:
     """One matched layer: the bindings to replace and what the fused call needs."""
 
-    def __init__(self, q_var, append_var, qkv, positions, pages, slots, h_q, rope, geo):
+    def __init__(self, q_var, append_var, args, h_q, rope, geo, kind):
         self.q_var, self.append_var = q_var, append_var
-        self.args = [qkv, positions, pages, slots]
-        self.h_q, self.rope, self.geo = h_q, rope, geo
+        self.args = args  # qkv, positions, pages, slots
+        self.h_q, self.rope, self.geo, self.kind = h_q, rope, geo, kind
 
 
 def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
@@ -58,7 +75,8 @@ def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
     if not _is(value, "relax.call_tir_inplace"):
         return None
     func = mod[value.args[0]]
-    if not (func.attrs and func.attrs.get(KERNEL_ATTR) == "kv_append_cpu"):
+    kind = str(func.attrs.get(KERNEL_ATTR, "")) if func.attrs else ""
+    if kind not in FUSED:
         return None
     pages, k_rot, v_part, slots = value.args[1].fields
     k_call = values.get(k_rot)
@@ -83,9 +101,8 @@ def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
     pages_ty = pages.ty
     ps = int(pages_ty.shape[3])
     geo = PageGeometry(int(pages_ty.shape[2]), d, ps, pages_ty.dtype, q_ty.dtype)
-    if d % 8:
-        return None
-    return _Group(q_var, binding.var, reshape.args[0], positions, pages, slots, h_q, rope, geo)
+    args = [reshape.args[0], positions, pages, slots]
+    return _Group(q_var, binding.var, args, h_q, rope, geo, kind)
 
 
 def _q_binding(values: dict, mod, split_var, positions, rope: RopeParams):
@@ -107,25 +124,27 @@ def _q_binding(values: dict, mod, split_var, positions, rope: RopeParams):
 
 
 class _Kernels:
-    """One fused PrimFunc per (heads, page geometry, RoPE parameters)."""
+    """One fused PrimFunc per (kind, heads, page geometry, RoPE parameters)."""
 
     def __init__(self, builder: relax.BlockBuilder):
         self.builder = builder
         self.cache: dict = {}
 
-    def get(self, g: _Group) -> relax.GlobalVar:
-        key = (g.h_q, g.geo, g.rope)
+    def get(self, g: _Group) -> relax.GlobalVar | None:
+        key = (g.kind, g.h_q, g.geo, g.rope)
         if key not in self.cache:
-            func = rope_append_cpu(g.h_q, g.geo, g.rope).with_attr(KERNEL_ATTR, "rope_append_cpu")
-            self.cache[key] = self.builder.add_func(
-                func.without_attr("global_symbol"), "rope_append_cpu"
-            )
+            name, build = FUSED[g.kind]
+            func = build(g.h_q, g.geo, g.rope)
+            if func is not None:
+                func = func.with_attr(KERNEL_ATTR, name).without_attr("global_symbol")
+            self.cache[key] = func and self.builder.add_func(func, name)
         return self.cache[key]
 
 
 def _rewrite_block(block: relax.DataflowBlock, mod: tvm.IRModule, kernels) -> relax.DataflowBlock:
     values = {b.var: b.value for b in block.bindings}
-    groups = [g for g in (_match_append(b, values, mod) for b in block.bindings) if g]
+    found = (_match_append(b, values, mod) for b in block.bindings)
+    groups = [g for g in found if g is not None and kernels.get(g) is not None]
     by_q = {g.q_var: g for g in groups}
     by_append = {g.append_var: g for g in groups}
     fused = {}
@@ -147,7 +166,7 @@ def _rewrite_block(block: relax.DataflowBlock, mod: tvm.IRModule, kernels) -> re
 
 
 def fuse_rope_append() -> tvm.transform.Pass:
-    @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseRopeAppendCPU")
+    @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseRopeAppend")
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         builder = relax.BlockBuilder(mod)
         kernels = _Kernels(builder)
