@@ -21,6 +21,7 @@ from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import ModelSource, load_source
 from mlcx.kernels.attention import KVLayout, PagedKVOps
 from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.kernels.gpu.config import gpu_config
 from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.quantization.formats import WeightFormat
 from mlcx.quantization.schemes import Quantization, get_quantization
@@ -108,7 +109,9 @@ def export_model(req: CompileRequest) -> ExportedModel:
     kv_dtype = req.kv_dtype or quant.activation_dtype
     heads = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
     layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype)
-    model = source.arch.build(cfg, formats, PagedKVOps(layout, target.kernel_kind, tvm_target))
+    gpu = gpu_config(tvm_target, options.subgroups)
+    kv_ops = PagedKVOps(layout, target.kernel_kind, tvm_target, gpu)
+    model = source.arch.build(cfg, formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())
     return ExportedModel(
         source, target, quant, formats, tvm_target, mod, params, kv_dtype, context_window, options

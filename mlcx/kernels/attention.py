@@ -4,28 +4,26 @@ The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read an
 - append: writes new keys/values at their slots (TVM's `_kv_cache_transpose_append` on GPU,
   mlcx.kernels.cpu.kv_pages on CPU, whose pages hold keys transposed);
 - attend: causal attention over each sequence's pages — mlcx's CPU kernel on llvm targets,
-  TVM's prefill/decode kernels on GPU targets;
+  mlcx's GPU kernel (mlcx.kernels.gpu.attention) on GPU targets, for prefill and decode; RoPE
+  is applied before the append;
 - copy: copies whole pages (copy-on-write of a shared page).
-
-TVM's kernels take their scalar knobs (causal, rotary mode, scales) after the output buffers,
-which `call_tir` cannot express, so they are specialized to constants here: RoPE is applied
-before the append (rotary_mode 0), attention is causal, sm_scale = 1/sqrt(head_dim).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
 from tvm import tirx
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
-from tvm.relax.frontend.nn.llm import _decode_kernels, _page_kernels, _prefill_kernels
+from tvm.relax.frontend.nn.llm import _page_kernels
 from tvm.target import Target
 
 from mlcx.kernels.cpu import attention as attention_cpu
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, kv_append_cpu
+from mlcx.kernels.gpu.attention import paged_attention_gpu
+from mlcx.kernels.gpu.config import GpuConfig, gpu_config
 from mlcx.kernels.kv_layout import KVLayout
 
 __all__ = ["KVLayout", "PagedKVOps", "StepTensors"]
@@ -44,18 +42,6 @@ class StepTensors:
     last_page_len: nn.Tensor
 
 
-def _constants(func: tirx.PrimFunc, values: list[float]) -> tirx.PrimFunc:
-    """Bind the trailing scalar parameters of `func` to constants."""
-    params = func.params[-len(values) :]
-    binding = {}
-    for param, value in zip(params, values, strict=True):
-        dtype = str(param.ty)
-        binding[param] = (
-            tirx.IntImm(dtype, int(value)) if "int" in dtype else tirx.FloatImm(dtype, value)
-        )
-    return func.specialize(binding)
-
-
 def _private(func: tirx.PrimFunc) -> tirx.PrimFunc:
     # One PrimFunc is shared by every layer; the IRModule names it once.
     return func.without_attr("global_symbol")
@@ -64,7 +50,13 @@ def _private(func: tirx.PrimFunc) -> tirx.PrimFunc:
 class PagedKVOps:
     """Builds the kernels for one KV layout and target kind ("cpu" or "gpu")."""
 
-    def __init__(self, layout: KVLayout, kernel_kind: str, target: Target | None = None):
+    def __init__(
+        self,
+        layout: KVLayout,
+        kernel_kind: str,
+        target: Target | None = None,
+        gpu: GpuConfig | None = None,
+    ):
         if kernel_kind not in ("cpu", "gpu"):
             raise ValueError(f"kernel kind must be 'cpu' or 'gpu', not {kernel_kind!r}")
         if kernel_kind == "gpu" and target is None:
@@ -77,6 +69,7 @@ class PagedKVOps:
         self.layout = layout
         self.kind = kernel_kind
         self.target = target
+        self.gpu = gpu or (gpu_config(target) if target is not None else GpuConfig())
 
     @cached_property
     def _append(self) -> tirx.PrimFunc:
@@ -104,32 +97,11 @@ class PagedKVOps:
         heads = (lay.num_kv_heads, lay.num_q_heads, lay.head_dim)
         return attention_cpu.paged_attention_cpu(*heads, lay.cache_dtype, lay.page_size, lay.dtype)
 
-    def _gpu_kernel(self, make, leading: list) -> tirx.PrimFunc:
-        """TVM's kernel for this layout (no sliding window, no rope inside), its scalar
-        parameters bound to constants: `leading`, then the rope scale/theta, sm_scale."""
+    @cached_property
+    def _gpu_attend(self) -> tirx.PrimFunc:
         lay = self.layout
-        func = make(
-            lay.num_kv_heads,
-            lay.num_q_heads,
-            lay.head_dim,
-            lay.dtype,
-            False,
-            {},
-            self.target,
-            lay.page_size,
-        )
-        scale = 1.0 / math.sqrt(lay.head_dim)
-        return _private(_constants(func, [*leading, 1.0, 1.0, scale]))
-
-    @cached_property
-    def _gpu_prefill(self) -> tirx.PrimFunc:
-        # leading: causal=1, rotary mode=0 (none)
-        return self._gpu_kernel(_prefill_kernels._attention_prefill, [1, 0])
-
-    @cached_property
-    def _gpu_decode(self) -> tirx.PrimFunc:
-        # leading: rotary mode=0 (none)
-        return self._gpu_kernel(_decode_kernels._attention_decode, [0])
+        heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
+        return _private(paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu))
 
     def append(self, pages: nn.Tensor, k: nn.Tensor, v: nn.Tensor, slots: nn.Tensor) -> nn.Tensor:
         out = nn.Tensor.placeholder(pages.shape, pages.dtype)
@@ -146,10 +118,6 @@ class PagedKVOps:
         if self.kind == "cpu":
             args = [q, step.q_indptr, pages, *tables]
             return op.tensor_ir_op(self._cpu_attend, "attention", args, out)
-        lse = nn.Tensor.placeholder(q.shape[:2], "float32")
-        rope_args = [step.last_page_len, step.positions]  # unused: rotary_mode is 0
-        if decode:
-            args = [q, pages, *tables, *rope_args]
-            return op.tensor_ir_op(self._gpu_decode, "attention_decode", args, [out, lse])[0]
-        args = [q, step.q_indptr, pages, *tables, *rope_args]
-        return op.tensor_ir_op(self._gpu_prefill, "attention_prefill", args, [out, lse])[0]
+        args = [q, step.q_indptr, pages, *tables]
+        # one kernel for prefill and decode (a decode row is a run of one new token)
+        return op.tensor_ir_op(self._gpu_attend, "attention", args, out)

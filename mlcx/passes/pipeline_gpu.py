@@ -16,7 +16,7 @@ import tvm
 from tvm import relax
 from tvm.s_tir import dlight as dl
 
-from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.gpu.config import GpuConfig, gpu_config  # noqa: F401 (re-exported)
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.gpu.elementwise import Elementwise
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
@@ -37,15 +37,6 @@ def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
     rules = [dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else []
     rest = [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), *extra]
     return rules + rest + [Elementwise(), dl.gpu.Fallback()]
-
-
-# Target kinds whose TVM codegen has the shuffles mlcx's kernels use (OpenCL's lacks them).
-SHUFFLE_KINDS = ("cuda", "metal", "webgpu")
-
-
-def gpu_config(target: tvm.target.Target, subgroups: bool = True) -> GpuConfig:
-    """mlcx's GPU kernel config for a target: subgroup shuffles where wanted and available."""
-    return GpuConfig(subgroups=subgroups and target.kind.name in SHUFFLE_KINDS)
 
 
 def gpu_graph_passes(

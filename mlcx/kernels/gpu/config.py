@@ -14,6 +14,7 @@ class GpuConfig:
     gemv_rows:       output rows of one GEMV thread
     gemv_max_tokens: up to this many tokens take the GEMV kernel
     subgroups:       the target has subgroup (warp) shuffles of width >= 4
+    share:           lanes of an attention unit (one query row, one KV head), 2 or 4
     """
 
     lanes: int = 8
@@ -23,6 +24,7 @@ class GpuConfig:
     gemv_rows: int = 4
     gemv_max_tokens: int = 4
     subgroups: bool = True
+    share: int = 4
 
     def __post_init__(self) -> None:
         if self.lanes % 4:
@@ -30,3 +32,12 @@ class GpuConfig:
         for name in ("groups", "gemm_rows", "gemm_tokens", "gemv_rows", "gemv_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"GPU config {name} must be positive")
+
+
+# Target kinds whose TVM codegen has the shuffles mlcx's kernels use (OpenCL's lacks them).
+SHUFFLE_KINDS = ("cuda", "metal", "webgpu")
+
+
+def gpu_config(target, subgroups: bool = True) -> GpuConfig:
+    """The config for a TVM target: subgroup shuffles where wanted and its codegen has them."""
+    return GpuConfig(subgroups=subgroups and target.kind.name in SHUFFLE_KINDS)

@@ -57,6 +57,23 @@ def _shared(value, lane) -> list[tirx.PrimExpr]:
     return out
 
 
+def _xor(value, lane, distance: int):
+    """The value of the lane `distance` away in the xor sense (distance 1 or 2), from uniform
+    shuffles: lanes whose bit is set look up, the others down."""
+    mask = tirx.const(_MASK, "uint32")
+    up = T.tvm_warp_shuffle_up(mask, value, distance, WIDTH, _WARP)
+    down = T.tvm_warp_shuffle_down(mask, value, distance, WIDTH, _WARP)
+    return T.Select((lane & distance) != 0, up, down)
+
+
+def allreduce(value, lane, width: int = WIDTH):
+    """The sum of `value` over each group of `width` (2 or 4) lanes, in every lane."""
+    if width not in (2, 4):
+        raise ValueError(f"lane groups of 2 or 4 reduce by shuffles, not {width}")
+    total = T.bind(value + _xor(value, lane, 1))
+    return T.bind(total + _xor(total, lane, 2)) if width == 4 else total
+
+
 def step_activations(
     x: tirx.Buffer, token, k0, lane, cfg: GpuConfig, swiglu: int | None = None
 ) -> list[tirx.PrimExpr]:

@@ -1,0 +1,159 @@
+"""Causal attention over the paged KV cache on GPUs, for prefill, chunked prefill and decode.
+
+A unit of `cfg.share` lanes computes one query row against one KV head for all the q heads that
+share it (GQA): each lane owns every share-th feature of a head, so one key and one value row
+are read once per unit with consecutive lanes on consecutive features (coalesced), the partial
+dot products meet through subgroup shuffles, and the softmax runs online (one pass over the
+keys, no score matrix). A workgroup holds UNITS units of consecutive rows of one KV head; its
+key loop runs to the longest row of the workgroup (a bound every lane computes alike, so the
+shuffles stay in uniform control flow) and masks each row's keys beyond its causal limit.
+Without subgroups a unit is one lane that owns whole heads.
+
+Rows are ragged runs of new tokens (q_indptr); row i of a sequence with L cached-plus-new keys
+and n new tokens attends to keys 0 .. L - n + i.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.gpu.share import allreduce
+from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
+
+UNITS = 16
+NEG = -1e30  # finite: the first masked key after a valid one must not give inf - inf
+
+
+def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str):
+    tokens, batch = tirx.Var("tokens", "int64"), tirx.Var("batch", "int64")
+    nnz = tirx.Var("nnz_pages", "int64")
+
+    def param(name, shape, dt):
+        return T.match_buffer(T.arg(name, T.handle()), shape, dt)
+
+    bufs = {
+        "q": param("q", (tokens, h_q, d), dtype),
+        "q_indptr": param("q_indptr", (batch + 1,), "int32"),
+        "pages": param(
+            "pages", kv_pages_shape(tirx.Var(NUM_PAGES, "int64"), h_kv, page_size, d), dtype
+        ),
+        "page_indptr": param("page_indptr", (batch + 1,), "int32"),
+        "page_values": param("page_values", (nnz,), "int32"),
+        "last_page_len": param("last_page_len", (batch,), "int32"),
+        "out": param("out", (tokens, h_q, d), dtype),
+    }
+    return tokens, batch, bufs
+
+
+class _Row:
+    """Where query row r sits: its sequence, first page index and causal key count."""
+
+    def __init__(self, bufs, batch, page_size: int, r):
+        qi = bufs["q_indptr"]
+        b = T.alloc_buffer((1,), "int32", scope="local")
+        T.buffer_store(b, tirx.const(0, "int32"), [0])
+        with T.serial(0, batch) as s:
+            T.buffer_store(b, T.Select(qi[s] <= r, s.astype("int32"), b[0]), [0])
+        seq = T.bind(b[0])
+        pi = bufs["page_indptr"]
+        pages = T.bind(pi[seq + 1] - pi[seq])
+        keys = T.bind(T.max(pages - 1, 0) * page_size + bufs["last_page_len"][seq])
+        self.first_page = T.bind(pi[seq])
+        self.limit = T.bind(keys - (qi[seq + 1] - qi[seq]) + (r - qi[seq]) + 1)
+
+
+def _limits_max(bufs, batch, page_size, rows, tokens):
+    """The longest causal key count among `rows` (in range), the same value in every lane."""
+    most = T.alloc_buffer((1,), "int32", scope="local")
+    T.buffer_store(most, tirx.const(0, "int32"), [0])
+    for r in rows:
+        row = _Row(bufs, batch, page_size, T.min(r, tokens - 1))
+        T.buffer_store(most, T.max(most[0], row.limit), [0])
+    return T.bind(most[0])
+
+
+def paged_attention_gpu(
+    h_q: int, h_kv: int, d: int, page_size: int, dtype: str, cfg: GpuConfig
+) -> tirx.PrimFunc:
+    share = cfg.share if cfg.subgroups else 1
+    if d % share:
+        raise ValueError(f"head dim {d} is not a multiple of the {share} lanes of a unit")
+    group, per = h_q // h_kv, d // share
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name("paged_attention_gpu")
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        tokens, batch, bufs = _params(h_q, h_kv, d, page_size, dtype)
+        bx, kh, tx = (
+            T.env_thread("blockIdx.x"),
+            T.env_thread("blockIdx.y"),
+            T.env_thread("threadIdx.x"),
+        )
+        with (
+            T.launch_thread(bx, (tokens + UNITS - 1) // UNITS),
+            T.launch_thread(kh, h_kv),
+            T.launch_thread(tx, UNITS * share),
+        ):
+            lane = tx % share
+            rows = [bx * UNITS + u for u in range(UNITS)]
+            keys = _limits_max(bufs, batch, page_size, rows, tokens)
+            unclamped = bx * UNITS + tx // share
+            r = T.bind(T.min(unclamped, tokens - 1))  # spare units redo the last row, unstored
+            row = _Row(bufs, batch, page_size, r)
+            o, denom = _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys)
+            with T.If(unclamped < tokens), T.Then():
+                _store(bufs, group, per, share, dtype, kh, r, lane, o, denom)
+    return ib.get()
+
+
+def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys):
+    scale = tirx.const(1.0 / math.sqrt(d), "float32")
+    q = T.alloc_buffer((group * per,), "float32", scope="local")
+    o = T.alloc_buffer((group * per,), "float32", scope="local")
+    m = T.alloc_buffer((group,), "float32", scope="local")
+    denom = T.alloc_buffer((group,), "float32", scope="local")
+    for h in range(group):
+        T.buffer_store(m, tirx.const(NEG, "float32"), [h])
+        T.buffer_store(denom, tirx.const(0.0, "float32"), [h])
+        for e in range(per):
+            head = kh * group + h
+            T.buffer_store(
+                q, bufs["q"][r, head, lane + share * e].astype("float32") * scale, [h * per + e]
+            )
+            T.buffer_store(o, tirx.const(0.0, "float32"), [h * per + e])
+    pages = bufs["pages"]
+    with T.serial(0, keys) as j:
+        valid = j < row.limit
+        jj = T.bind(T.min(j, T.max(row.limit - 1, 0)))
+        page = T.bind(bufs["page_values"][row.first_page + jj // page_size])
+        slot = T.bind(jj % page_size)
+        k = [
+            T.bind(pages[page, 0, kh, slot, lane + share * e].astype("float32")) for e in range(per)
+        ]
+        v = [
+            T.bind(pages[page, 1, kh, slot, lane + share * e].astype("float32")) for e in range(per)
+        ]
+        for h in range(group):
+            dot = sum((q[h * per + e] * k[e] for e in range(1, per)), q[h * per] * k[0])
+            score = allreduce(T.bind(dot), lane, share) if share > 1 else dot
+            score = T.bind(T.Select(valid, score, tirx.const(NEG, "float32")))
+            new_m = T.bind(T.max(m[h], score))
+            corr, p = T.bind(T.exp(m[h] - new_m)), T.bind(T.exp(score - new_m))
+            T.buffer_store(denom, denom[h] * corr + p, [h])
+            T.buffer_store(m, new_m, [h])
+            for e in range(per):
+                i = h * per + e
+                T.buffer_store(o, o[i] * corr + p * v[e], [i])
+    return o, denom
+
+
+def _store(bufs, group, per, share, dtype, kh, r, lane, o, denom):
+    for h in range(group):
+        inv = T.bind(tirx.const(1.0, "float32") / denom[h])
+        for e in range(per):
+            value = (o[h * per + e] * inv).astype(dtype)
+            T.buffer_store(bufs["out"], value, [r, kh * group + h, lane + share * e])

@@ -1,0 +1,76 @@
+"""mlcx's GPU paged attention against numpy on this machine's wgpu adapter: ragged rows of new
+tokens over cached prefixes (chunked prefill), decode rows, GQA, pages out of order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlcx.kernels.gpu.attention import UNITS, paged_attention_gpu
+from mlcx.kernels.gpu.config import GpuConfig
+
+pytest.importorskip("wgpu", reason="pip install 'mlcx[web]' for the WebGPU runtime")
+from tests.support.wgpu_prim import run_prim_func  # noqa: E402
+
+H_Q, H_KV, D, PAGE, PAGES = 6, 2, 32, 4, 24
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    wgpu = pytest.importorskip("wgpu")
+    if not wgpu.gpu.enumerate_adapters_sync():
+        pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
+
+
+def _tables(lengths: list[int], new: list[int], rng):
+    """Page tables for sequences of `lengths` keys whose last `new` tokens are the queries."""
+    order = rng.permutation(PAGES)
+    indptr, values, last, used = [0], [], [], 0
+    for n in lengths:
+        count = -(-n // PAGE)
+        values += order[used : used + count].tolist()
+        used += count
+        indptr.append(len(values))
+        last.append(n - (count - 1) * PAGE)
+    q_indptr = np.concatenate([[0], np.cumsum(new)]).astype(np.int32)
+    return q_indptr, np.array(indptr, np.int32), np.array(values, np.int32), np.array(last, np.int32)
+
+
+def _reference(q, pages, lengths, new, page_values, page_indptr):
+    out, row = np.zeros_like(q, dtype=np.float64), 0
+    group = H_Q // H_KV
+    for b, (n, m) in enumerate(zip(lengths, new, strict=True)):
+        ids = page_values[page_indptr[b] : page_indptr[b + 1]]
+        k = pages[ids, 0].transpose(1, 0, 2, 3).reshape(H_KV, -1, D)[:, :n].astype(np.float64)
+        v = pages[ids, 1].transpose(1, 0, 2, 3).reshape(H_KV, -1, D)[:, :n].astype(np.float64)
+        for i in range(m):
+            limit = n - m + i + 1
+            for h in range(H_Q):
+                s = k[h // group, :limit] @ q[row, h] / np.sqrt(D)
+                p = np.exp(s - s.max())
+                out[row, h] = p @ v[h // group, :limit] / p.sum()
+            row += 1
+    return out
+
+
+CASES = {
+    "prefill": ([9], [9]),
+    "chunked-ragged": ([7, 23, 5], [3, 20, 5]),
+    "decode": ([17, 1, 40], [1, 1, 1]),
+    "more-rows-than-a-workgroup": ([UNITS + 9], [UNITS + 9]),
+}
+
+
+@pytest.mark.parametrize("subgroups", [True, False], ids=["shuffles", "no-shuffles"])
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_attention_matches_numpy(adapter, case, subgroups):
+    lengths, new = CASES[case]
+    rng = np.random.default_rng(len(case))
+    q_indptr, page_indptr, page_values, last = _tables(lengths, new, rng)
+    q = rng.standard_normal((sum(new), H_Q, D)).astype(np.float32)
+    pages = rng.standard_normal((PAGES, 2, H_KV, PAGE, D)).astype(np.float32)
+    out = np.full_like(q, np.nan)
+    func = paged_attention_gpu(H_Q, H_KV, D, PAGE, "float32", GpuConfig(subgroups=subgroups))
+    got = run_prim_func(func, [q, q_indptr, pages, page_indptr, page_values, last, out])[-1]
+    want = _reference(q, pages, lengths, new, page_values, page_indptr)
+    np.testing.assert_allclose(got, want, atol=2e-5)
