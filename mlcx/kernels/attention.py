@@ -22,7 +22,7 @@ from tvm.target import Target
 
 from mlcx.kernels.cpu import attention as attention_cpu
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, kv_append_cpu
-from mlcx.kernels.gpu.attention import paged_attention_gpu
+from mlcx.kernels.gpu.attention import merge_attention_gpu, paged_attention_gpu
 from mlcx.kernels.gpu.config import GpuConfig, gpu_config
 from mlcx.kernels.kv_layout import KVLayout
 
@@ -103,6 +103,14 @@ class PagedKVOps:
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
         return _private(paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu))
 
+    @cached_property
+    def _gpu_split(self) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
+        lay, splits = self.layout, self.gpu.decode_splits
+        heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
+        split = paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, splits)
+        merge = merge_attention_gpu(lay.num_q_heads, lay.head_dim, lay.dtype, splits)
+        return _private(split), _private(merge)
+
     def append(self, pages: nn.Tensor, k: nn.Tensor, v: nn.Tensor, slots: nn.Tensor) -> nn.Tensor:
         out = nn.Tensor.placeholder(pages.shape, pages.dtype)
         return op.tensor_ir_inplace_op(self._append, "kv_append", [pages, k, v, slots], [0], out)
@@ -119,5 +127,15 @@ class PagedKVOps:
             args = [q, step.q_indptr, pages, *tables]
             return op.tensor_ir_op(self._cpu_attend, "attention", args, out)
         args = [q, step.q_indptr, pages, *tables]
-        # one kernel for prefill and decode (a decode row is a run of one new token)
+        if decode and self.gpu.decode_splits > 1:
+            return self._split_attend(q, args, out)
         return op.tensor_ir_op(self._gpu_attend, "attention", args, out)
+
+    def _split_attend(self, q: nn.Tensor, args: list, out: nn.Tensor) -> nn.Tensor:
+        """Decode: chunks of every row's keys in parallel (split-K), then their merge."""
+        split, merge = self._gpu_split
+        s = self.gpu.decode_splits
+        partial = nn.Tensor.placeholder([s, *q.shape], "float32")
+        stats = nn.Tensor.placeholder([s, q.shape[0], q.shape[1], 2], "float32")
+        partial, stats = op.tensor_ir_op(split, "attention_split", args, [partial, stats])
+        return op.tensor_ir_op(merge, "attention_merge", [partial, stats], out)

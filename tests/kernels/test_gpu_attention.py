@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.kernels.gpu.attention import UNITS, paged_attention_gpu
+from mlcx.kernels.gpu.attention import UNITS, merge_attention_gpu, paged_attention_gpu
 from mlcx.kernels.gpu.config import GpuConfig
 
 pytest.importorskip("wgpu", reason="pip install 'mlcx[web]' for the WebGPU runtime")
@@ -33,7 +33,12 @@ def _tables(lengths: list[int], new: list[int], rng):
         indptr.append(len(values))
         last.append(n - (count - 1) * PAGE)
     q_indptr = np.concatenate([[0], np.cumsum(new)]).astype(np.int32)
-    return q_indptr, np.array(indptr, np.int32), np.array(values, np.int32), np.array(last, np.int32)
+    return (
+        q_indptr,
+        np.array(indptr, np.int32),
+        np.array(values, np.int32),
+        np.array(last, np.int32),
+    )
 
 
 def _reference(q, pages, lengths, new, page_values, page_indptr):
@@ -72,5 +77,25 @@ def test_attention_matches_numpy(adapter, case, subgroups):
     out = np.full_like(q, np.nan)
     func = paged_attention_gpu(H_Q, H_KV, D, PAGE, "float32", GpuConfig(subgroups=subgroups))
     got = run_prim_func(func, [q, q_indptr, pages, page_indptr, page_values, last, out])[-1]
+    want = _reference(q, pages, lengths, new, page_values, page_indptr)
+    np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+@pytest.mark.parametrize("case", ["decode", "chunked-ragged"])
+def test_split_k_then_merge_matches_numpy(adapter, case):
+    lengths, new = CASES[case]
+    splits = 5
+    rng = np.random.default_rng(7)
+    q_indptr, page_indptr, page_values, last = _tables(lengths, new, rng)
+    tokens = sum(new)
+    q = rng.standard_normal((tokens, H_Q, D)).astype(np.float32)
+    pages = rng.standard_normal((PAGES, 2, H_KV, PAGE, D)).astype(np.float32)
+    partial = np.full((splits, tokens, H_Q, D), np.nan, np.float32)
+    stats = np.full((splits, tokens, H_Q, 2), np.nan, np.float32)
+    split = paged_attention_gpu(H_Q, H_KV, D, PAGE, "float32", GpuConfig(), splits)
+    arrays = [q, q_indptr, pages, page_indptr, page_values, last, partial, stats]
+    *_, partial, stats = run_prim_func(split, arrays)
+    out = np.full_like(q, np.nan)
+    got = run_prim_func(merge_attention_gpu(H_Q, D, "float32", splits), [partial, stats, out])[-1]
     want = _reference(q, pages, lengths, new, page_values, page_indptr)
     np.testing.assert_allclose(got, want, atol=2e-5)

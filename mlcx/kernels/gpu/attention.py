@@ -11,6 +11,10 @@ Without subgroups a unit is one lane that owns whole heads.
 
 Rows are ragged runs of new tokens (q_indptr); row i of a sequence with L cached-plus-new keys
 and n new tokens attends to keys 0 .. L - n + i.
+
+Split-K (decode): with `splits` > 1, grid z cuts each row's keys into that many chunks, each
+chunk writes its unnormalized output and (max, sum) to workspaces, and `merge_attention_gpu`
+combines them; a long context then keeps many workgroups busy instead of one per KV head.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
 from mlcx.kernels.gpu.share import allreduce
 from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
 
@@ -29,7 +33,7 @@ UNITS = 16
 NEG = -1e30  # finite: the first masked key after a valid one must not give inf - inf
 
 
-def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str):
+def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, splits: int):
     tokens, batch = tirx.Var("tokens", "int64"), tirx.Var("batch", "int64")
     nnz = tirx.Var("nnz_pages", "int64")
 
@@ -45,8 +49,12 @@ def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str):
         "page_indptr": param("page_indptr", (batch + 1,), "int32"),
         "page_values": param("page_values", (nnz,), "int32"),
         "last_page_len": param("last_page_len", (batch,), "int32"),
-        "out": param("out", (tokens, h_q, d), dtype),
     }
+    if splits == 1:
+        bufs["out"] = param("out", (tokens, h_q, d), dtype)
+    else:
+        bufs["partial"] = param("partial", (splits, tokens, h_q, d), "float32")
+        bufs["stats"] = param("stats", (splits, tokens, h_q, 2), "float32")
     return tokens, batch, bufs
 
 
@@ -67,50 +75,63 @@ class _Row:
         self.limit = T.bind(keys - (qi[seq + 1] - qi[seq]) + (r - qi[seq]) + 1)
 
 
-def _limits_max(bufs, batch, page_size, rows, tokens):
-    """The longest causal key count among `rows` (in range), the same value in every lane."""
+def _chunk(limit, splits: int):
+    return (limit + splits - 1) // splits
+
+
+def _limits_max(bufs, batch, page_size, rows, tokens, splits: int):
+    """The longest chunk of keys among `rows` (in range), the same value in every lane."""
     most = T.alloc_buffer((1,), "int32", scope="local")
     T.buffer_store(most, tirx.const(0, "int32"), [0])
     for r in rows:
         row = _Row(bufs, batch, page_size, T.min(r, tokens - 1))
-        T.buffer_store(most, T.max(most[0], row.limit), [0])
+        T.buffer_store(most, T.max(most[0], _chunk(row.limit, splits)), [0])
     return T.bind(most[0])
 
 
 def paged_attention_gpu(
-    h_q: int, h_kv: int, d: int, page_size: int, dtype: str, cfg: GpuConfig
+    h_q: int, h_kv: int, d: int, page_size: int, dtype: str, cfg: GpuConfig, splits: int = 1
 ) -> tirx.PrimFunc:
     share = cfg.share if cfg.subgroups else 1
     if d % share:
         raise ValueError(f"head dim {d} is not a multiple of the {share} lanes of a unit")
     group, per = h_q // h_kv, d // share
+    name = "paged_attention_gpu" if splits == 1 else "paged_attention_split_gpu"
     with IRBuilder() as ib, T.prim_func():
-        T.func_name("paged_attention_gpu")
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
-        tokens, batch, bufs = _params(h_q, h_kv, d, page_size, dtype)
-        bx, kh, tx = (
+        T.func_name(name)
+        T.func_attr(KERNEL_ATTRS)
+        tokens, batch, bufs = _params(h_q, h_kv, d, page_size, dtype, splits)
+        # WebGPU reserves blockIdx.z for folding large grids: y is (KV head, split)
+        bx, by, tx = (
             T.env_thread("blockIdx.x"),
             T.env_thread("blockIdx.y"),
             T.env_thread("threadIdx.x"),
         )
         with (
             T.launch_thread(bx, (tokens + UNITS - 1) // UNITS),
-            T.launch_thread(kh, h_kv),
+            T.launch_thread(by, h_kv * splits),
             T.launch_thread(tx, UNITS * share),
         ):
+            kh, z = by // splits, by % splits
             lane = tx % share
             rows = [bx * UNITS + u for u in range(UNITS)]
-            keys = _limits_max(bufs, batch, page_size, rows, tokens)
+            keys = _limits_max(bufs, batch, page_size, rows, tokens, splits)
             unclamped = bx * UNITS + tx // share
             r = T.bind(T.min(unclamped, tokens - 1))  # spare units redo the last row, unstored
             row = _Row(bufs, batch, page_size, r)
-            o, denom = _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys)
+            span = (z, _chunk(row.limit, splits))
+            o, m, denom = _attend(
+                bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span
+            )
             with T.If(unclamped < tokens), T.Then():
-                _store(bufs, group, per, share, dtype, kh, r, lane, o, denom)
+                if splits == 1:
+                    _store(bufs, group, per, share, dtype, kh, r, lane, o, denom)
+                else:
+                    _store_partial(bufs, group, per, share, kh, r, z, lane, o, m, denom)
     return ib.get()
 
 
-def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys):
+def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span):
     scale = tirx.const(1.0 / math.sqrt(d), "float32")
     q = T.alloc_buffer((group * per,), "float32", scope="local")
     o = T.alloc_buffer((group * per,), "float32", scope="local")
@@ -126,8 +147,10 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys):
             )
             T.buffer_store(o, tirx.const(0.0, "float32"), [h * per + e])
     pages = bufs["pages"]
-    with T.serial(0, keys) as j:
-        valid = j < row.limit
+    z, chunk = span
+    with T.serial(0, keys) as i:
+        j = z * chunk + i
+        valid = tirx.all(i < chunk, j < row.limit)
         jj = T.bind(T.min(j, T.max(row.limit - 1, 0)))
         page = T.bind(bufs["page_values"][row.first_page + jj // page_size])
         slot = T.bind(jj % page_size)
@@ -148,7 +171,7 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys):
             for e in range(per):
                 i = h * per + e
                 T.buffer_store(o, o[i] * corr + p * v[e], [i])
-    return o, denom
+    return o, m, denom
 
 
 def _store(bufs, group, per, share, dtype, kh, r, lane, o, denom):
@@ -157,3 +180,48 @@ def _store(bufs, group, per, share, dtype, kh, r, lane, o, denom):
         for e in range(per):
             value = (o[h * per + e] * inv).astype(dtype)
             T.buffer_store(bufs["out"], value, [r, kh * group + h, lane + share * e])
+
+
+def _store_partial(bufs, group, per, share, kh, r, z, lane, o, m, denom):
+    for h in range(group):
+        head = kh * group + h
+        for e in range(per):
+            T.buffer_store(bufs["partial"], o[h * per + e], [z, r, head, lane + share * e])
+        with T.If(lane == 0), T.Then():
+            T.buffer_store(bufs["stats"], m[h], [z, r, head, 0])
+            T.buffer_store(bufs["stats"], denom[h], [z, r, head, 1])
+
+
+def merge_attention_gpu(h_q: int, d: int, dtype: str, splits: int) -> tirx.PrimFunc:
+    """(partial [S, t, h_q, d], stats [S, t, h_q, 2]) -> out [t, h_q, d]: the chunks' outputs
+    weighted by exp(max_z - max) and normalized by the weighted sums; a thread per feature."""
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name("merge_attention_gpu")
+        T.func_attr(KERNEL_ATTRS)
+        tokens = tirx.Var("tokens", "int64")
+
+        def param(name, shape, dt):
+            return T.match_buffer(T.arg(name, T.handle()), shape, dt)
+
+        partial = param("partial", (splits, tokens, h_q, d), "float32")
+        stats = param("stats", (splits, tokens, h_q, 2), "float32")
+        out = param("out", (tokens, h_q, d), dtype)
+        r, h, e = (
+            T.env_thread("blockIdx.x"),
+            T.env_thread("blockIdx.y"),
+            T.env_thread("threadIdx.x"),
+        )
+        with T.launch_thread(r, tokens), T.launch_thread(h, h_q), T.launch_thread(e, d):
+            most = _sum_max([stats[z, r, h, 0] for z in range(splits)], T.max)
+            weights = [T.bind(T.exp(stats[z, r, h, 0] - most)) for z in range(splits)]
+            total = _sum_max([w * stats[z, r, h, 1] for z, w in enumerate(weights)])
+            value = _sum_max([w * partial[z, r, h, e] for z, w in enumerate(weights)])
+            T.buffer_store(out, (value / total).astype(dtype), [r, h, e])
+    return ib.get()
+
+
+def _sum_max(values, combine=None):
+    out = values[0]
+    for v in values[1:]:
+        out = combine(out, v) if combine else out + v
+    return T.bind(out)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Attributes of every hand-written GPU kernel: scheduled already (dlight leaves it alone) and
+# opaque to operator fusion (FuseTIR can only fuse block-structured functions).
+KERNEL_ATTRS = {"tirx.noalias": True, "tirx.is_scheduled": True, "op_pattern": 8}
+
 
 @dataclass(frozen=True)
 class GpuConfig:
@@ -15,6 +19,7 @@ class GpuConfig:
     gemv_max_tokens: up to this many tokens take the GEMV kernel
     subgroups:       the target has subgroup (warp) shuffles of width >= 4
     share:           lanes of an attention unit (one query row, one KV head), 2 or 4
+    decode_splits:   chunks of each row's keys in decode attention (split-K; 1: none)
     """
 
     lanes: int = 8
@@ -25,6 +30,7 @@ class GpuConfig:
     gemv_max_tokens: int = 4
     subgroups: bool = True
     share: int = 4
+    decode_splits: int = 8
 
     def __post_init__(self) -> None:
         if self.lanes % 4:

@@ -15,6 +15,7 @@ from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
+from mlcx.kernels.gpu.config import KERNEL_ATTRS
 from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
 from mlcx.kernels.rope import RopeParams
 
@@ -57,7 +58,7 @@ def rope_append_gpu(
     groups = max(1, THREADS // half)
     with IRBuilder() as ib, T.prim_func():
         T.func_name("rope_append_gpu")
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        T.func_attr(KERNEL_ATTRS)
         tokens, qkv, positions, pages, slots, q_out = _params(h_q, h_kv, d, page_size, dtype)
         t = T.env_thread("blockIdx.x")
         tx = T.env_thread("threadIdx.x")
