@@ -1,5 +1,6 @@
-"""The llama.cpp-vulkan peer without building it: its llama-bench JSON parsing on a recorded
-run, and the errors when its binaries are missing or their build fails.
+"""The peers without building them: llama.cpp-vulkan's llama-bench JSON parsing on a recorded
+run and its errors when the binaries are missing or their build fails; the CPU peer's loading
+through a stub llama_cpp module.
 
 tests/fixtures/llama_bench_vulkan_p64_n16.json is the stdout of a real run on lavapipe:
 `GGML_VK_VISIBLE_DEVICES=0 llama-bench -m SmolLM2-135M-Instruct.Q4_1.gguf -ngl 99 -p 64 -n 16
@@ -7,6 +8,8 @@ tests/fixtures/llama_bench_vulkan_p64_n16.json is the stdout of a real run on la
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -70,3 +73,21 @@ def test_a_failed_build_names_its_last_line_and_log(empty_cache, monkeypatch):
     message = str(err.value)
     assert "exit 3" in message and "cmake: Vulkan headers not found" in message
     assert "build-llamacpp-vulkan.log" in message
+
+
+def test_the_cpu_peer_loads_the_setup_s_model_threads_and_kv_dtype(monkeypatch, tmp_path):
+    """llama-cpp-python replaced by a stub module that records how the model was loaded."""
+    loaded: dict = {}
+
+    def llama(path, **kwargs):
+        loaded.update(kwargs, path=path)
+        return types.SimpleNamespace(n_vocab=lambda: 300)
+
+    stub = types.ModuleType("llama_cpp")
+    stub.GGML_TYPE_F16, stub.GGML_TYPE_F32, stub.Llama = 1, 0, llama
+    monkeypatch.setitem(sys.modules, "llama_cpp", stub)
+    setup = PeerSetup(tmp_path / "m.gguf", Workload(24, 6, 1), 3, "float16", "cpu")
+    engine = PEERS["llama.cpp"](setup)
+    assert (engine.name, engine.device, engine.command) == ("llama.cpp", "cpu", None)
+    assert loaded["path"] == str(tmp_path / "m.gguf") and loaded["n_ctx"] == 24 + 6 + 8
+    assert (loaded["n_threads"], loaded["type_k"], loaded["type_v"]) == (3, 1, 1)
