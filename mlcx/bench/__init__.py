@@ -1,7 +1,8 @@
 """`mlcx bench`: measure an artifact's prefill and decode speed on this machine.
 
 Its own package because nothing else in mlcx may depend on it: it drives optional peers
-(llama-cpp-python, built from source and cached as a wheel), probes the host's memory
-bandwidth, and times whole runs; the compiler and runtime never import it. The CLI command
-(mlcx.cli.bench_cmd) only parses options and calls `run_bench`.
+(llama-cpp-python, built from source and cached as a wheel; llama.cpp's Vulkan `llama-bench`,
+built by scripts/build-llamacpp-vulkan.sh), probes the host's memory bandwidth, times whole
+runs and, for WebGPU plans, single kernels; the compiler and runtime never import it. The CLI
+command (mlcx.cli.bench_cmd) only parses options and calls `run_bench`.
 """

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mlcx.bench.peers import PeerSetup
 from mlcx.bench.workload import RunTiming, Workload
 from mlcx.cache import cache_dir
 from mlcx.errors import MlcxError
@@ -65,22 +66,28 @@ def ensure_llama_cpp(say=print):
 
 class LlamaCppEngine:
     name = "llama.cpp"
+    device = "cpu"
+    command = None
+    notes: tuple[str, ...] = ()
 
-    def __init__(self, gguf: Path, workload: Workload, threads: int, kv_dtype: str, say=print):
-        llama_cpp = ensure_llama_cpp(say)
+    def __init__(self, setup: PeerSetup):
+        llama_cpp = ensure_llama_cpp(setup.say)
+        workload = setup.workload
         context = workload.prompt_tokens + workload.decode_tokens + 8
         cache_type = {"float16": llama_cpp.GGML_TYPE_F16, "float32": llama_cpp.GGML_TYPE_F32}
-        if kv_dtype not in cache_type:
-            raise ValueError(f"llama.cpp has no {kv_dtype!r} KV cache here; use float16 or float32")
+        if setup.kv_dtype not in cache_type:
+            raise ValueError(
+                f"llama.cpp has no {setup.kv_dtype!r} KV cache here; use float16 or float32"
+            )
         self.llm = llama_cpp.Llama(
-            str(gguf),
+            str(setup.gguf),
             n_ctx=context,
             n_batch=workload.prompt_tokens,
             n_ubatch=workload.prompt_tokens,
-            n_threads=threads,
-            n_threads_batch=threads,
-            type_k=cache_type[kv_dtype],
-            type_v=cache_type[kv_dtype],
+            n_threads=setup.threads,
+            n_threads_batch=setup.threads,
+            type_k=cache_type[setup.kv_dtype],
+            type_v=cache_type[setup.kv_dtype],
             verbose=False,
         )
         self.vocab = self.llm.n_vocab()
@@ -88,6 +95,9 @@ class LlamaCppEngine:
     def _argmax(self) -> int:
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.vocab,))
         return int(logits.argmax())
+
+    def warm_up(self, ids: list[int], workload: Workload) -> None:
+        self.run(ids, workload)
 
     def run(self, ids: list[int], workload: Workload) -> RunTiming:
         self.llm.reset()

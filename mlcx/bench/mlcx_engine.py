@@ -1,4 +1,5 @@
-"""Times an mlcx artifact: its compiled prefill and decode functions through the TVM runner.
+"""Times an mlcx artifact: its compiled prefill and decode functions through the runner its
+target declares (TVM's VM for cpu/cuda/metal, wgpu-native for a WebGPU plan).
 
 The loop mirrors what the engine does per step (page tables from the KV cache manager, one
 forward, greedy argmax) without the sampler and detokenizer, as the llama.cpp peer is driven
@@ -16,9 +17,15 @@ import numpy as np
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.bench.workload import RunTiming, Workload
-from mlcx.runtime.backends.tvm_vm import TVMRunner
+from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager
+
+# What each runtime runs on, in words, for the report.
+DEVICE_NAMES = {
+    "tvm": lambda runner, artifact: artifact.config.target,
+    "wgpu": lambda runner, artifact: runner.gpu.adapter_name,
+}
 
 
 def weight_bytes_per_token(artifact: Artifact) -> int:
@@ -37,33 +44,57 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def kv_blocks(artifact: Artifact, workload: Workload) -> int:
+    """KV blocks one run needs: its prompt and decoded tokens, and a spare page."""
+    return (workload.prompt_tokens + workload.decode_tokens) // artifact.config.page_size + 2
+
+
+class GreedySequence:
+    """One batch-1 sequence on a runner: `prefill` its ids, then one greedy token per `decode`."""
+
+    def __init__(self, runner, artifact: Artifact, blocks: int, ids: list[int]):
+        self.runner = runner
+        self.kv = KVCacheManager(blocks, artifact.config.page_size, False)
+        self.kv.add_sequence(0, ids)
+        self.tokens = list(ids)
+        self.next_token = -1
+
+    def _step(self, new: list[int]) -> None:
+        self.kv.append(0, len(new))
+        batch = ForwardBatch(np.array(new, np.int32), self.kv.build_arrays([(0, len(new))]))
+        self.next_token = int(self.runner.forward(batch)[-1].argmax())
+
+    def prefill(self) -> None:
+        self._step(self.tokens)
+        self.kv.commit(0, self.tokens)
+
+    def decode(self) -> None:
+        self.tokens.append(self.next_token)
+        self._step([self.next_token])
+        self.kv.commit(0, self.tokens)
+
+
 class MlcxEngine:
     name = "mlcx"
+    command = None
+    notes: tuple[str, ...] = ()
 
     def __init__(self, artifact_dir: Path, workload: Workload):
         self.artifact = Artifact(artifact_dir)
-        page = self.artifact.config.page_size
-        self.blocks = (workload.prompt_tokens + workload.decode_tokens) // page + 2
-        self.runner = TVMRunner(self.artifact, self.blocks, "cpu")
+        self.blocks = kv_blocks(self.artifact, workload)
+        self.runner = create_runner(self.artifact, self.blocks)
+        self.device = DEVICE_NAMES[self.artifact.config.runtime](self.runner, self.artifact)
         self.vocab = self.artifact.config.model.vocab_size
 
+    def warm_up(self, ids: list[int], workload: Workload) -> None:
+        """Pages in the weights, spins up thread pools, lets drivers compile pipelines."""
+        self.run(ids, workload)
+
     def run(self, ids: list[int], workload: Workload) -> RunTiming:
-        kv = KVCacheManager(self.blocks, self.artifact.config.page_size, False)
-        kv.add_sequence(0, ids)
-        kv.append(0, len(ids))
-        tokens = list(ids)
+        sequence = GreedySequence(self.runner, self.artifact, self.blocks, ids)
         start = time.perf_counter()
-        logits = self.runner.forward(
-            ForwardBatch(np.array(ids, np.int32), kv.build_arrays([(0, len(ids))]))
-        )
-        token = int(logits[-1].argmax())
+        sequence.prefill()
         prefilled = time.perf_counter()
-        kv.commit(0, tokens)
         for _ in range(workload.decode_tokens):
-            kv.append(0, 1)
-            tokens.append(token)
-            batch = ForwardBatch(np.array([token], np.int32), kv.build_arrays([(0, 1)]))
-            token = int(self.runner.forward(batch)[0].argmax())
-            kv.commit(0, tokens)
-        done = time.perf_counter()
-        return RunTiming(prefilled - start, done - prefilled)
+            sequence.decode()
+        return RunTiming(prefilled - start, time.perf_counter() - prefilled)

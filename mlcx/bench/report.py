@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from mlcx.bench.profile import StepProfile
 from mlcx.bench.workload import Speed, Workload
 
 
@@ -12,19 +13,25 @@ from mlcx.bench.workload import Speed, Workload
 class BenchReport:
     model: str
     artifact: str
+    target: str  # the artifact's
     workload: Workload
     threads: int
-    kv_dtype: str  # of every engine's KV cache
+    kv_dtype: str  # of mlcx's KV cache (peers run the same where they can; see notes)
     speeds: dict[str, Speed]  # engine name -> median speed; "mlcx" first
+    devices: dict[str, str]  # engine name -> what it ran on (a GPU adapter's name)
+    commands: dict[str, str]  # peer name -> the command line that ran it, for peers run so
     compile_seconds: float | None
     peak_memory_bytes: int
     weight_bytes_per_token: int
-    read_bandwidth: float  # bytes per second
+    read_bandwidth: float | None  # bytes per second; measured for cpu kernels only
+    profile: tuple[StepProfile, ...] = ()  # with --profile: one prefill and one decode step
     notes: list[str] = field(default_factory=list)
 
     @property
-    def decode_bound(self) -> float:
+    def decode_bound(self) -> float | None:
         """Decode tokens/s if every step only had to read the weights once."""
+        if self.read_bandwidth is None:
+            return None
         return self.read_bandwidth / self.weight_bytes_per_token
 
     def ratios(self) -> dict[str, dict[str, float]]:
@@ -40,26 +47,43 @@ class BenchReport:
         data = asdict(self)
         data["speeds"] = {k: asdict(v) for k, v in self.speeds.items()}
         data["ratios"] = self.ratios()
-        data["decode_bound"] = self.decode_bound
-        data["decode_bound_fraction"] = self.speeds["mlcx"].decode / self.decode_bound
+        data["profile"] = [step.to_dict() for step in self.profile]
+        bound = self.decode_bound
+        data["decode_bound"] = bound
+        ours = self.speeds["mlcx"].decode
+        data["decode_bound_fraction"] = None if bound is None else ours / bound
         return json.dumps(data, indent=2)
+
+    def _bound_lines(self) -> list[str]:
+        bound = self.decode_bound
+        if bound is None or self.read_bandwidth is None:
+            return []
+        return [
+            f"decode bound {bound:.0f} tok/s (read {self.read_bandwidth / 1e9:.1f} GB/s"
+            f" / {self.weight_bytes_per_token / 1e6:.1f} MB of weights per token); "
+            f"mlcx reaches {self.speeds['mlcx'].decode / bound:.0%}"
+        ]
 
     def lines(self) -> list[str]:
         w = self.workload
+        width = max(12, *(len(n) + 2 for n in self.speeds))
         out = [
-            f"model {self.model} -> {self.artifact}",
+            f"model {self.model} -> {self.artifact} ({self.target})",
             f"batch 1, prompt {w.prompt_tokens}, decode {w.decode_tokens} greedy, "
             f"{self.threads} threads, {self.kv_dtype} KV cache, median of {w.reps}",
-            f"{'engine':<12}{'prefill tok/s':>16}{'decode tok/s':>16}",
+            f"{'engine':<{width}}{'prefill tok/s':>16}{'decode tok/s':>16}  device",
         ]
-        out += [f"{n:<12}{s.prefill:>16.1f}{s.decode:>16.1f}" for n, s in self.speeds.items()]
+        out += [
+            f"{n:<{width}}{s.prefill:>16.2f}{s.decode:>16.2f}  {self.devices.get(n, '?')}"
+            for n, s in self.speeds.items()
+        ]
         for peer, r in self.ratios().items():
             out.append(f"mlcx / {peer}: prefill {r['prefill']:.2f}x, decode {r['decode']:.2f}x")
+        out += [f"{peer} ran: {command}" for peer, command in self.commands.items()]
         compiled = "n/a" if self.compile_seconds is None else f"{self.compile_seconds:.1f} s"
         out.append(f"compile time {compiled}, peak memory {self.peak_memory_bytes / 2**20:.0f} MiB")
-        out.append(
-            f"decode bound {self.decode_bound:.0f} tok/s (read {self.read_bandwidth / 1e9:.1f} GB/s"
-            f" / {self.weight_bytes_per_token / 1e6:.1f} MB of weights per token); "
-            f"mlcx reaches {self.speeds['mlcx'].decode / self.decode_bound:.0%}"
-        )
-        return out + self.notes
+        out += self._bound_lines()
+        out += [f"note: {note}" for note in self.notes]
+        for step in self.profile:
+            out += ["", *step.lines()]
+        return out

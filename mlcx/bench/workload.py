@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# (prompt, decode) tokens by the kernel kind of the target that runs the artifact: GPU targets
+# default to a short run, which even a CPU-emulated adapter (lavapipe) finishes in minutes.
+DEFAULT_SIZES: dict[str, tuple[int, int]] = {"cpu": (512, 128), "gpu": (64, 16)}
+
 
 @dataclass(frozen=True)
 class Workload:

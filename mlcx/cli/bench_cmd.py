@@ -1,8 +1,8 @@
 """`mlcx bench`: the benchmark group.
 
-`mlcx bench [run] [MODEL] --against llama.cpp` (prefill/decode speed side by side; `run` is the
-default subcommand), `mlcx bench serve` (load an OpenAI-compatible server) and `mlcx bench web`
-(wgpu-native vs the browser)."""
+`mlcx bench [run] [MODEL] [--target vulkan] --against llama.cpp[-vulkan] [--profile]`
+(prefill/decode speed side by side; `run` is the default subcommand), `mlcx bench serve` (load
+an OpenAI-compatible server) and `mlcx bench web` (wgpu-native vs the browser)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,22 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from mlcx.bench.run import PEERS, BenchRequest, run_bench
-from mlcx.bench.workload import Workload
+from mlcx.bench.peers import PEERS
+from mlcx.bench.run import BenchRequest, run_bench
+from mlcx.bench.workload import DEFAULT_SIZES
 from mlcx.cli import bench_serve_cmd, web_cmd
 from mlcx.cli.options import KVDtype, QuantizationName
+from mlcx.runtime.backends.registry import RUNNERS
+from mlcx.targets.registry import TARGETS
 
 Peer = Enum("Peer", {p: p for p in PEERS}, type=str)  # type: ignore[misc]
+# Targets whose artifacts this process can run (not the app-only mobile ones).
+BenchTarget = Enum(  # type: ignore[misc]
+    "BenchTarget", {t: t for t, spec in TARGETS.items() if spec.runtime in RUNNERS}, type=str
+)
+
+_CPU, _GPU = DEFAULT_SIZES["cpu"], DEFAULT_SIZES["gpu"]
+_SIZES_BY = "the artifact's target, or --target when compiling"
 
 
 def bench_command(
@@ -29,38 +39,83 @@ def bench_command(
             "or llama-3.2-1b-random)."
         ),
     ] = "smollm2-135m",
-    prompt: Annotated[int, typer.Option(help="Prompt tokens (fixed ids).")] = 512,
-    decode: Annotated[int, typer.Option(help="Greedy decode tokens.")] = 128,
+    target: Annotated[
+        BenchTarget | None,
+        typer.Option(
+            help="When compiling MODEL (default cpu). GPU targets run on their device: "
+            "webgpu/vulkan through wgpu-native on the best adapter, cuda/metal through TVM."
+        ),
+    ] = None,
+    prompt: Annotated[
+        int | None,
+        typer.Option(
+            help=f"Prompt tokens (fixed ids). Default by {_SIZES_BY}: {_CPU[0]} on cpu, "
+            f"{_GPU[0]} on GPU targets."
+        ),
+    ] = None,
+    decode: Annotated[
+        int | None,
+        typer.Option(
+            help=f"Greedy decode tokens. Default by the same target: {_CPU[1]} on cpu, "
+            f"{_GPU[1]} on GPU targets."
+        ),
+    ] = None,
     reps: Annotated[int, typer.Option(help="Runs per engine; speeds are medians.")] = 3,
     threads: Annotated[int | None, typer.Option(help="Threads for every engine.")] = None,
     quantization: Annotated[
         QuantizationName | None, typer.Option("--quantization", "-q", help="When compiling.")
     ] = None,
     against: Annotated[
-        list[Peer] | None, typer.Option(help="Also run this engine on the same GGUF.")
+        list[Peer] | None,
+        typer.Option(
+            help="Also run this engine on the same GGUF: llama.cpp (llama-cpp-python, CPU) or "
+            "llama.cpp-vulkan (llama-bench on the same Vulkan adapter)."
+        ),
     ] = None,
     gguf: Annotated[
         Path | None, typer.Option(help="GGUF file for the peer (when MODEL is an artifact).")
     ] = None,
+    build_peer: Annotated[
+        bool,
+        typer.Option(
+            help="Build llama.cpp-vulkan when it is missing (scripts/build-llamacpp-vulkan.sh, "
+            "20-40 min on 2 cores; installs Debian packages)."
+        ),
+    ] = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            help="Also time each kernel of one prefill and one decode step (webgpu/vulkan "
+            "artifacts; GPU timestamps where the adapter has them, else wall time per dispatch)."
+        ),
+    ] = False,
     tuning_db: Annotated[Path | None, typer.Option(help="Tuning database, when compiling.")] = None,
     kv_dtype: Annotated[
-        KVDtype,
+        KVDtype | None,
         typer.Option(
-            help="KV cache dtype of every engine, when compiling (f16: llama.cpp's default)."
+            help="KV cache dtype of every engine, when compiling. Default: float16 on cpu "
+            "(llama.cpp's default); GPU targets keep the math's."
         ),
-    ] = KVDtype.float16,  # type: ignore[attr-defined]
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
 ) -> None:
-    """Measure prefill and decode tokens/s at batch 1 (and compile time, peak memory, and the
-    memory-bandwidth bound on decode); with --against, the peer runs interleaved in the same run."""
+    """Measure prefill and decode tokens/s at batch 1 (and compile time, peak memory, and on cpu
+    the memory-bandwidth bound on decode); with --against, the peer runs interleaved in the same
+    run; with --profile, a per-kernel table of one prefill and one decode step follows."""
     request = BenchRequest(
         model=model,
-        workload=Workload(prompt, decode, reps, threads),
+        target=target.value if target else None,
+        prompt_tokens=prompt,
+        decode_tokens=decode,
+        reps=reps,
+        threads=threads,
         quantization=quantization.value if quantization else None,
         against=tuple(p.value for p in against or ()),
         gguf=gguf,
         tuning_db=tuning_db,
-        kv_dtype=kv_dtype.value,
+        kv_dtype=kv_dtype.value if kv_dtype else None,
+        profile=profile,
+        build_peer=build_peer,
     )
     say = (lambda _msg: None) if json_output else (lambda msg: typer.echo(msg, err=True))
     report = run_bench(request, say)

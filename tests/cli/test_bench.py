@@ -42,6 +42,8 @@ def test_bench_reports_speeds_and_the_bandwidth_bound(artifact):
     assert report["decode_bound"] == pytest.approx(bound)
     assert report["decode_bound_fraction"] == pytest.approx(speed["decode"] / bound)
     assert report["peak_memory_bytes"] > 0
+    assert report["target"] == "cpu" and report["devices"] == {"mlcx": "cpu"}
+    assert report["profile"] == [] and report["commands"] == {}
 
 
 def test_bench_compiles_with_llama_cpp_s_f16_kv_cache(tiny_model, tmp_path):
@@ -92,3 +94,26 @@ def test_random_model_gguf_has_the_requested_shape(tmp_path):
     got = (cfg.hidden_size, cfg.intermediate_size, cfg.num_layers, cfg.num_heads)
     assert got == (128, 256, 2, 4) and (cfg.num_kv_heads, cfg.vocab_size) == (2, 300)
     assert cfg.head_dim == 32 and cfg.rms_norm_eps == pytest.approx(1e-5)
+
+
+def test_bench_profile_needs_a_webgpu_plan(artifact):
+    line = one_line_error(run_mlcx("bench", str(artifact), "--profile"))
+    assert "webgpu, vulkan" in line
+
+
+def test_bench_target_applies_when_compiling_only(artifact):
+    line = one_line_error(run_mlcx("bench", str(artifact), "--target", "vulkan"))
+    assert "compiled for cpu" in line
+
+
+def test_bench_sizes_default_by_kernel_kind():
+    from mlcx.bench.run import BenchRequest
+
+    request = BenchRequest("m", prompt_tokens=8)
+    sizes = {k: request.workload(k) for k in ("cpu", "gpu")}
+    assert {k: (w.prompt_tokens, w.decode_tokens) for k, w in sizes.items()} == {
+        "cpu": (8, 128),
+        "gpu": (8, 16),
+    }
+    with pytest.raises(ValueError, match="prompt tokens"):
+        BenchRequest("m", prompt_tokens=0)

@@ -67,7 +67,11 @@ class GpuDevice:
     limits: dict
 
     @classmethod
-    def open(cls, features: tuple[str, ...], backend: str | None = None) -> GpuDevice:
+    def open(
+        cls, features: tuple[str, ...], backend: str | None = None, optional: tuple[str, ...] = ()
+    ) -> GpuDevice:
+        """`features`: what the plan needs (an error without them); `optional`: native
+        features turned on where the adapter has them (e.g. timestamp-query, for profiling)."""
         wgpu = load_wgpu()
         adapter = _pick_adapter(wgpu, backend)
         name = f"{adapter.info['device']} ({adapter.info['backend_type']})"
@@ -79,6 +83,7 @@ class GpuDevice:
                 f"this artifact's kernels need WebGPU feature(s) {missing}, which {name} lacks; "
                 f"{advice}"
             )
+        native += [f for f in optional if f in adapter.features and f not in native]
         limits = {k: adapter.limits[k] for k in RAISED_LIMITS if k in adapter.limits}
         device = adapter.request_device_sync(required_features=native, required_limits=limits)
         log.info("WebGPU plan runs on %s", name)

@@ -105,10 +105,8 @@ class KernelSet:
             self.bind_groups[key] = group
         return group
 
-    def submit(self, dispatches: list[Dispatch]) -> None:
-        """Encode every dispatch into one compute pass and submit it."""
-        if not dispatches:
-            return
+    def write_uniforms(self, dispatches: list[Dispatch]) -> tuple[object, list[int]]:
+        """Write every dispatch's scalars into the arena; (arena, each one's offset)."""
         blobs, offsets, size = [], [], 0
         for d in dispatches:
             pipe = self.pipelines[d.kernel]
@@ -119,11 +117,23 @@ class KernelSet:
             size += len(blobs[-1])
         arena = self._arena(size)
         self.gpu.device.queue.write_buffer(arena, 0, b"".join(blobs))
+        return arena, offsets
+
+    def encode(self, compute, dispatch: Dispatch, arena, offset: int) -> None:
+        """Record one dispatch into a compute pass."""
+        compute.set_pipeline(self.pipelines[dispatch.kernel].pipeline)
+        group = self._bind_group(dispatch.kernel, dispatch.buffers, arena)
+        compute.set_bind_group(0, group, [offset])
+        compute.dispatch_workgroups(*pack_grid(dispatch.grid)[0])
+
+    def submit(self, dispatches: list[Dispatch]) -> None:
+        """Encode every dispatch into one compute pass and submit it."""
+        if not dispatches:
+            return
+        arena, offsets = self.write_uniforms(dispatches)
         encoder = self.gpu.device.create_command_encoder()
         compute = encoder.begin_compute_pass()
         for d, offset in zip(dispatches, offsets, strict=True):
-            compute.set_pipeline(self.pipelines[d.kernel].pipeline)
-            compute.set_bind_group(0, self._bind_group(d.kernel, d.buffers, arena), [offset])
-            compute.dispatch_workgroups(*pack_grid(d.grid)[0])
+            self.encode(compute, d, arena, offset)
         compute.end()
         self.gpu.device.queue.submit([encoder.finish()])

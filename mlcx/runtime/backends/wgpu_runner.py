@@ -47,11 +47,17 @@ def _check_inputs(plan: Plan, name: str, artifact: Artifact) -> None:
 
 
 class WgpuRunner:
-    def __init__(self, artifact: Artifact, num_blocks: int, device: str | None = None):
+    def __init__(
+        self,
+        artifact: Artifact,
+        num_blocks: int,
+        device: str | None = None,
+        optional_features: tuple[str, ...] = (),
+    ):
         config = artifact.config
         self.plan = load_plan(artifact)
         backend = device if device is not None else TARGET_BACKENDS.get(config.target)
-        self.gpu = GpuDevice.open(self.plan.features, backend)
+        self.gpu = GpuDevice.open(self.plan.features, backend, optional_features)
         self.pool = BufferPool(self.gpu)
         self.executor = PlanExecutor(
             self.plan, KernelSet(self.gpu, self.plan, artifact.path), self.pool

@@ -1,0 +1,144 @@
+"""`mlcx bench --profile`: time per kernel of one prefill and one decode step of a WebGPU plan.
+
+For one step, the runner's `KernelSet.submit` is shadowed by a recorder that times every
+dispatch it is handed (mlcx.bench.gpu_timing) instead of sending them in one pass; the
+executor is untouched, so the dispatches are exactly those a normal step launches.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mlcx.artifact.config import Artifact
+from mlcx.bench.gpu_timing import TIMERS, TIMESTAMPS, Timer, choose_timer
+from mlcx.bench.mlcx_engine import GreedySequence, kv_blocks
+from mlcx.bench.workload import Workload
+from mlcx.targets.registry import TARGETS
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    kernel: str
+    calls: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StepProfile:
+    step: str  # "prefill" or "decode"
+    tokens: int  # fed to the step
+    method: str  # how dispatches were timed (gpu_timing.TIMERS)
+    dispatches: int
+    kernels: tuple[KernelTime, ...]  # slowest first
+
+    @property
+    def seconds(self) -> float:
+        return sum(k.seconds for k in self.kernels)
+
+    @staticmethod
+    def of(step: str, tokens: int, method: str, samples: list[tuple[str, float]]) -> StepProfile:
+        calls: dict[str, int] = defaultdict(int)
+        seconds: dict[str, float] = defaultdict(float)
+        for kernel, s in samples:
+            calls[kernel] += 1
+            seconds[kernel] += s
+        kernels = sorted(
+            (KernelTime(k, calls[k], seconds[k]) for k in calls), key=lambda k: -k.seconds
+        )
+        return StepProfile(step, tokens, method, len(samples), tuple(kernels))
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        total = self.seconds or 1.0
+        for kernel in data["kernels"]:
+            kernel["share"] = kernel["seconds"] / total
+        data["seconds"] = self.seconds
+        return data
+
+    def lines(self) -> list[str]:
+        width = max([len("kernel"), *(len(k.kernel) for k in self.kernels)])
+        total = self.seconds or 1.0
+        out = [
+            f"{self.step} of {self.tokens} token(s): {self.dispatches} dispatches, "
+            f"{self.seconds * 1e3:.2f} ms in kernels ({self.method})",
+            f"  {'kernel':<{width}}  {'calls':>6}  {'total ms':>10}  {'share':>6}",
+        ]
+        for k in self.kernels:
+            ms, share = k.seconds * 1e3, k.seconds / total
+            out.append(f"  {k.kernel:<{width}}  {k.calls:>6}  {ms:>10.3f}  {share:>6.1%}")
+        return out
+
+
+class _Recorder:
+    """Stands in for `KernelSet.submit`: times each dispatch and remembers (kernel, seconds)."""
+
+    def __init__(self, kernels, timer: Timer):
+        self.kernels = kernels
+        self.timer = timer
+        self.samples: list[tuple[str, float]] = []
+
+    def __call__(self, dispatches) -> None:
+        seconds = self.timer(self.kernels, dispatches)
+        self.samples += [(d.kernel, s) for d, s in zip(dispatches, seconds, strict=True)]
+
+
+@contextmanager
+def recording(kernels, timer: Timer) -> Iterator[list[tuple[str, float]]]:
+    """Within the block, every batch `kernels` is asked to submit is timed dispatch by dispatch."""
+    recorder = _Recorder(kernels, timer)
+    kernels.submit = recorder  # an instance attribute shadows the method until deleted
+    try:
+        yield recorder.samples
+    finally:
+        del kernels.submit
+
+
+def _profile_plan(artifact: Artifact, workload: Workload, timestamps: bool):
+    from mlcx.runtime.backends.wgpu_runner import WgpuRunner  # needs the optional wgpu package
+
+    blocks = kv_blocks(artifact, workload)
+    runner = WgpuRunner(artifact, blocks, optional_features=(TIMESTAMPS,))
+    method = choose_timer(runner.gpu.device.features, timestamps)
+    ids = workload.prompt_ids(artifact.config.model.vocab_size)
+    warm = GreedySequence(runner, artifact, blocks, ids)  # drivers compile pipelines lazily
+    warm.prefill()
+    warm.decode()
+    sequence = GreedySequence(runner, artifact, blocks, ids)
+    steps = []
+    for name, step, tokens in (
+        ("prefill", sequence.prefill, len(ids)),
+        ("decode", sequence.decode, 1),
+    ):
+        with recording(runner.executor.kernels, TIMERS[method]) as samples:
+            step()
+        steps.append(StepProfile.of(name, tokens, method, samples))
+    return tuple(steps)
+
+
+# Runtime -> profiler of one prefill and one decode step.
+PROFILERS: dict[str, Callable[[Artifact, Workload, bool], tuple[StepProfile, ...]]] = {
+    "wgpu": _profile_plan,
+}
+
+
+def check_profilable(target: str) -> None:
+    if TARGETS[target].runtime not in PROFILERS:
+        targets = ", ".join(t for t, spec in TARGETS.items() if spec.runtime in PROFILERS)
+        raise ValueError(
+            f"--profile times the kernels of a WebGPU plan (targets {targets}); "
+            f"{target} artifacts run on {TARGETS[target].runtime}"
+        )
+
+
+def profile_steps(
+    artifact_dir: Path, workload: Workload, timestamps: bool = True
+) -> tuple[StepProfile, ...]:
+    """Per-kernel times of one prefill of the workload's prompt and one decode step after it;
+    `timestamps=False` times by wall clock even where the adapter has timestamp queries."""
+    artifact = Artifact(artifact_dir)
+    check_profilable(artifact.config.target)
+    return PROFILERS[artifact.config.runtime](artifact, workload, timestamps)
