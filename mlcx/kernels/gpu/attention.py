@@ -4,9 +4,10 @@ A unit of `cfg.share` lanes computes one query row against one KV head for all t
 share it (GQA): each lane owns every share-th feature of a head, so one key and one value row
 are read once per unit with consecutive lanes on consecutive features (coalesced), the partial
 dot products meet through subgroup shuffles, and the softmax runs online (one pass over the
-keys, no score matrix). A workgroup holds UNITS units of consecutive rows of one KV head; its
-key loop runs to the longest row of the workgroup (a bound every lane computes alike, so the
-shuffles stay in uniform control flow) and masks each row's keys beyond its causal limit.
+keys, no score matrix). A workgroup holds UNITS consecutive units (row-major over query row, KV
+head, split); its key loop runs to the longest row of the workgroup (a bound every lane computes
+alike, so the shuffles stay in uniform control flow) and masks each row's keys beyond its causal
+limit.
 Without subgroups a unit is one lane that owns whole heads.
 
 Rows are ragged runs of new tokens (q_indptr); row i of a sequence with L cached-plus-new keys
@@ -29,7 +30,7 @@ from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
 from mlcx.kernels.gpu.share import allreduce
 from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
 
-UNITS = 16
+UNITS = 8  # units of a workgroup (32 threads: a warp on NVIDIA)
 NEG = -1e30  # finite: the first masked key after a valid one must not give inf - inf
 
 
@@ -79,12 +80,13 @@ def _chunk(limit, splits: int):
     return (limit + splits - 1) // splits
 
 
-def _limits_max(bufs, batch, page_size, rows, tokens, splits: int):
-    """The longest chunk of keys among `rows` (in range), the same value in every lane."""
+def _limits_max(bufs, batch, page_size, units, count, per_row: int, splits: int):
+    """The longest chunk of keys among the workgroup's `units` (in range), the same value in
+    every lane."""
     most = T.alloc_buffer((1,), "int32", scope="local")
     T.buffer_store(most, tirx.const(0, "int32"), [0])
-    for r in rows:
-        row = _Row(bufs, batch, page_size, T.min(r, tokens - 1))
+    for u in units:
+        row = _Row(bufs, batch, page_size, T.min(u, count - 1) // per_row)
         T.buffer_store(most, T.max(most[0], _chunk(row.limit, splits)), [0])
     return T.bind(most[0])
 
@@ -101,29 +103,24 @@ def paged_attention_gpu(
         T.func_name(name)
         T.func_attr(KERNEL_ATTRS)
         tokens, batch, bufs = _params(h_q, h_kv, d, page_size, dtype, splits)
-        # WebGPU reserves blockIdx.z for folding large grids: y is (KV head, split)
-        bx, by, tx = (
-            T.env_thread("blockIdx.x"),
-            T.env_thread("blockIdx.y"),
-            T.env_thread("threadIdx.x"),
-        )
-        with (
-            T.launch_thread(bx, (tokens + UNITS - 1) // UNITS),
-            T.launch_thread(by, h_kv * splits),
-            T.launch_thread(tx, UNITS * share),
-        ):
-            kh, z = by // splits, by % splits
+        # a unit is (query row, KV head, split), the split fastest: decode's few rows still
+        # fill workgroups, and a workgroup's rows are neighbours (similar key counts)
+        per_row = h_kv * splits
+        count = tokens * per_row
+        bx, tx = T.env_thread("blockIdx.x"), T.env_thread("threadIdx.x")
+        with T.launch_thread(bx, (count + UNITS - 1) // UNITS), T.launch_thread(tx, UNITS * share):
             lane = tx % share
-            rows = [bx * UNITS + u for u in range(UNITS)]
-            keys = _limits_max(bufs, batch, page_size, rows, tokens, splits)
+            units = [bx * UNITS + u for u in range(UNITS)]
+            keys = _limits_max(bufs, batch, page_size, units, count, per_row, splits)
             unclamped = bx * UNITS + tx // share
-            r = T.bind(T.min(unclamped, tokens - 1))  # spare units redo the last row, unstored
+            unit = T.bind(T.min(unclamped, count - 1))  # spare units redo the last one, unstored
+            r, kh, z = unit // per_row, unit // splits % h_kv, unit % splits
             row = _Row(bufs, batch, page_size, r)
             span = (z, _chunk(row.limit, splits))
             o, m, denom = _attend(
                 bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span
             )
-            with T.If(unclamped < tokens), T.Then():
+            with T.If(unclamped < count), T.Then():
                 if splits == 1:
                     _store(bufs, group, per, share, dtype, kh, r, lane, o, denom)
                 else:
