@@ -61,8 +61,10 @@ def _xor(value, lane, distance: int):
     """The value of the lane `distance` away in the xor sense (distance 1 or 2), from uniform
     shuffles: lanes whose bit is set look up, the others down."""
     mask = tirx.const(_MASK, "uint32")
-    up = T.tvm_warp_shuffle_up(mask, value, distance, WIDTH, _WARP)
-    down = T.tvm_warp_shuffle_down(mask, value, distance, WIDTH, _WARP)
+    # bound first: a select of two calls is emitted as an if/else, and browsers refuse shuffles
+    # under control flow that differs between lanes
+    up = T.bind(T.tvm_warp_shuffle_up(mask, value, distance, WIDTH, _WARP))
+    down = T.bind(T.tvm_warp_shuffle_down(mask, value, distance, WIDTH, _WARP))
     return T.Select((lane & distance) != 0, up, down)
 
 
