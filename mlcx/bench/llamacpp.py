@@ -65,13 +65,21 @@ def ensure_llama_cpp(say=print):
 
 
 class LlamaCppEngine:
-    name = "llama.cpp"
-    device = "cpu"
+    """llama-cpp-python in process: on the CPU, or with every layer on its GPU backend (CUDA)
+    when `gpu` (llama-cpp-python must then be a GPU build: see README, CUDA)."""
+
     command = None
     notes: tuple[str, ...] = ()
 
-    def __init__(self, setup: PeerSetup):
+    def __init__(self, setup: PeerSetup, gpu: bool = False):
+        self.name = "llama.cpp-cuda" if gpu else "llama.cpp"
+        self.device = "cuda" if gpu else "cpu"
         llama_cpp = ensure_llama_cpp(setup.say)
+        if gpu and not llama_cpp.llama_supports_gpu_offload():
+            raise ValueError(
+                "this llama-cpp-python has no GPU backend; install a CUDA build "
+                "(CMAKE_ARGS=-DGGML_CUDA=on pip install llama-cpp-python)"
+            )
         workload = setup.workload
         context = workload.prompt_tokens + workload.decode_tokens + 8
         cache_type = {"float16": llama_cpp.GGML_TYPE_F16, "float32": llama_cpp.GGML_TYPE_F32}
@@ -88,6 +96,7 @@ class LlamaCppEngine:
             n_threads_batch=setup.threads,
             type_k=cache_type[setup.kv_dtype],
             type_v=cache_type[setup.kv_dtype],
+            n_gpu_layers=-1 if gpu else 0,
             verbose=False,
         )
         self.vocab = self.llm.n_vocab()

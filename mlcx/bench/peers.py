@@ -34,6 +34,12 @@ def _llama_cpp(setup: PeerSetup):
     return LlamaCppEngine(setup)
 
 
+def _llama_cpp_cuda(setup: PeerSetup):
+    from mlcx.bench.llamacpp import LlamaCppEngine
+
+    return LlamaCppEngine(setup, gpu=True)
+
+
 def _llama_cpp_vulkan(setup: PeerSetup):
     from mlcx.bench.llamacpp_vulkan import LlamaCppVulkanEngine
 
@@ -43,4 +49,5 @@ def _llama_cpp_vulkan(setup: PeerSetup):
 PEERS: dict[str, Callable[[PeerSetup], object]] = {
     "llama.cpp": _llama_cpp,  # llama-cpp-python on the CPU, in process
     "llama.cpp-vulkan": _llama_cpp_vulkan,  # llama.cpp's Vulkan backend: llama-bench
+    "llama.cpp-cuda": _llama_cpp_cuda,  # a CUDA build of llama-cpp-python, every layer offloaded
 }
