@@ -11,6 +11,7 @@ The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read an
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -103,9 +104,9 @@ class PagedKVOps:
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
         return _private(paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu))
 
-    @cached_property
-    def _gpu_split(self) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
-        lay, splits = self.layout, self.gpu.decode_splits
+    @functools.cache  # noqa: B019 (one PagedKVOps per model)
+    def _gpu_split(self, splits: int) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
+        lay = self.layout
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
         split = paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, splits)
         merge = merge_attention_gpu(lay.num_q_heads, lay.head_dim, lay.dtype, splits)
@@ -127,14 +128,14 @@ class PagedKVOps:
             args = [q, step.q_indptr, pages, *tables]
             return op.tensor_ir_op(self._cpu_attend, "attention", args, out)
         args = [q, step.q_indptr, pages, *tables]
-        if decode and self.gpu.decode_splits > 1:
-            return self._split_attend(q, args, out)
+        splits = self.gpu.decode_splits if decode else self.gpu.prefill_splits
+        if splits > 1:
+            return self._split_attend(q, args, out, splits)
         return op.tensor_ir_op(self._gpu_attend, "attention", args, out)
 
-    def _split_attend(self, q: nn.Tensor, args: list, out: nn.Tensor) -> nn.Tensor:
-        """Decode: chunks of every row's keys in parallel (split-K), then their merge."""
-        split, merge = self._gpu_split
-        s = self.gpu.decode_splits
+    def _split_attend(self, q: nn.Tensor, args: list, out: nn.Tensor, s: int) -> nn.Tensor:
+        """Chunks of every row's keys in parallel (split-K), then their merge."""
+        split, merge = self._gpu_split(s)
         partial = nn.Tensor.placeholder([s, *q.shape], "float32")
         stats = nn.Tensor.placeholder([s, q.shape[0], q.shape[1], 2], "float32")
         partial, stats = op.tensor_ir_op(split, "attention_split", args, [partial, stats])

@@ -20,6 +20,7 @@ class GpuConfig:
     subgroups:       the target has subgroup (warp) shuffles of width >= 4
     share:           lanes of an attention unit (one query row, one KV head), 2 or 4
     decode_splits:   chunks of each row's keys in decode attention (split-K; 1: none)
+    prefill_splits:  the same for prefill rows
     """
 
     lanes: int = 8
@@ -31,6 +32,7 @@ class GpuConfig:
     subgroups: bool = True
     share: int = 4
     decode_splits: int = 8
+    prefill_splits: int = 1
 
     def __post_init__(self) -> None:
         if self.lanes % 4:
@@ -44,6 +46,19 @@ class GpuConfig:
 SHUFFLE_KINDS = ("cuda", "metal", "webgpu")
 
 
+# Split-K of attention by target kind. A unit walks its keys one after another, so on GPUs with
+# many cores (CUDA, Apple) more, shorter chunks keep the machine busy and hide load latency
+# (H100, 512-token context: the sequential walk was a third of a decode step); on WebGPU, where
+# the adapter may be a CPU (lavapipe, SwiftShader), 8 decode chunks and unsplit prefill were best.
+ATTENTION_SPLITS = {"cuda": (32, 8), "metal": (32, 8)}  # kind -> (decode, prefill)
+
+
 def gpu_config(target, subgroups: bool = True) -> GpuConfig:
     """The config for a TVM target: subgroup shuffles where wanted and its codegen has them."""
-    return GpuConfig(subgroups=subgroups and target.kind.name in SHUFFLE_KINDS)
+    kind = target.kind.name
+    decode, prefill = ATTENTION_SPLITS.get(kind, (8, 1))
+    return GpuConfig(
+        subgroups=subgroups and kind in SHUFFLE_KINDS,
+        decode_splits=decode,
+        prefill_splits=prefill,
+    )
