@@ -97,6 +97,56 @@ def swiglu_input(value, block: Block) -> relax.Expr | None:
     return None
 
 
+@dataclass(frozen=True)
+class LinearCall:
+    """A call of a TE linear layer: its weight format, input, weight planes and result var."""
+
+    fmt: WeightFormat
+    x: relax.Expr
+    weights: list
+    var: relax.Var
+
+    @property
+    def features(self) -> tuple[int, int]:
+        """(in, out) features."""
+        return int(self.x.ty.shape[1]), int(self.var.ty.shape[1])
+
+
+class LinearRewriter:
+    """Swaps linear calls for kernels that `build(spec)` makes, one PrimFunc per spec; the
+    target's `plan(binding, block, adds)` decides what each call becomes (see Planner)."""
+
+    def __init__(self, mod: tvm.IRModule, build: Callable):
+        self.mod = mod
+        self.builder = relax.BlockBuilder(mod)
+        self.build = build
+        self.kernels: dict = {}
+
+    def kernel(self, spec) -> relax.GlobalVar:
+        if spec not in self.kernels:
+            self.kernels[spec] = self.builder.add_func(self.build(spec), spec.name)
+        return self.kernels[spec]
+
+    def linear(self, binding) -> LinearCall | None:
+        value = binding.value
+        if not is_op(value, "relax.call_tir"):
+            return None
+        fmt = linear_format(self.mod[value.args[0]])
+        if fmt is None:
+            return None
+        x, *weights = value.args[1].fields
+        return LinearCall(fmt, x, weights, binding.var)
+
+    def call(self, spec, args: list, found: LinearCall, residual) -> tuple:
+        """(var to rebind, the kernel's call): the residual add's var when it is fused."""
+        target, extra = (residual[0], [residual[1]]) if residual else (found.var, [])
+        call = relax.call_tir(self.kernel(spec), relax.Tuple([*args, *extra]), found.var.ty)
+        return target, call
+
+    def run(self, plan) -> tvm.IRModule:
+        return rewrite_module(self.mod, self.builder, plan)
+
+
 # A planner looks at one binding of a block and returns (var to rebind, new call) or None.
 Planner = Callable[[relax.VarBinding, "Block", dict], "tuple[relax.Var, relax.Call] | None"]
 

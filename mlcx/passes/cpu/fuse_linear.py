@@ -11,7 +11,6 @@ functions are removed afterwards by dead-code elimination.
 from __future__ import annotations
 
 import tvm
-from tvm import relax
 
 from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
@@ -19,10 +18,9 @@ from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.passes.linear_match import (
     Block,
+    LinearRewriter,
     is_op,
-    linear_format,
     residual_add,
-    rewrite_module,
     swiglu_input,
 )
 
@@ -50,41 +48,28 @@ def _source(x, block: Block, features: int):
     return found or (PlainRows(features), [x])
 
 
-class _Fuser:
+class _Fuser(LinearRewriter):
     def __init__(self, mod: tvm.IRModule, cfg: KernelConfig):
-        self.mod = mod
-        self.builder = relax.BlockBuilder(mod)
+        super().__init__(mod, lambda spec: build_linear(spec, cfg))
         self.cfg = cfg
-        self.kernels: dict[LinearSpec, relax.GlobalVar] = {}
-
-    def kernel(self, spec: LinearSpec) -> relax.GlobalVar:
-        if spec not in self.kernels:
-            self.kernels[spec] = self.builder.add_func(build_linear(spec, self.cfg), spec.name)
-        return self.kernels[spec]
 
     def plan(self, binding, info: Block, adds: dict):
-        value = binding.value
-        if not is_op(value, "relax.call_tir"):
+        found = self.linear(binding)
+        if found is None or found.x.ty.dtype != "float32" or found.var.ty.dtype != "float32":
             return None
-        fmt = linear_format(self.mod[value.args[0]])
-        x, *weights = value.args[1].fields
-        if fmt is None or x.ty.dtype != "float32" or binding.var.ty.dtype != "float32":
-            return None
-        features, out_features = int(x.ty.shape[1]), int(binding.var.ty.shape[1])
-        source, inputs = _source(x, info, features)
-        residual = residual_add(binding.var, info, adds)
-        spec = LinearSpec(source, fmt, out_features, residual is not None)
+        features, out_features = found.features
+        source, inputs = _source(found.x, info, features)
+        residual = residual_add(found.var, info, adds)
+        spec = LinearSpec(source, found.fmt, out_features, residual is not None)
         if not can_build(spec, self.cfg):
             return None
-        target, extra = (residual[0], [residual[1]]) if residual else (binding.var, [])
-        args = relax.Tuple([*inputs, *weights, *extra])
-        return target, relax.call_tir(self.kernel(spec), args, binding.var.ty)
+        return self.call(spec, [*inputs, *found.weights], found, residual)
 
 
 def fuse_linear(cfg: KernelConfig) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseLinearCPU")
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         fuser = _Fuser(mod, cfg)
-        return rewrite_module(mod, fuser.builder, fuser.plan)
+        return fuser.run(fuser.plan)
 
     return _pass

@@ -13,50 +13,33 @@ from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader, supports
 from mlcx.passes.linear_match import (
     Block,
-    is_op,
-    linear_format,
+    LinearRewriter,
     residual_add,
-    rewrite_module,
     swiglu_input,
 )
 
 
-class _Fuser:
+class _Fuser(LinearRewriter):
     def __init__(self, mod: tvm.IRModule, cfg: GpuConfig):
-        self.mod = mod
-        self.builder = relax.BlockBuilder(mod)
-        self.cfg = cfg
-        self.kernels: dict[GpuLinearSpec, relax.GlobalVar] = {}
-
-    def kernel(self, spec: GpuLinearSpec) -> relax.GlobalVar:
-        if spec not in self.kernels:
-            func = build_gpu_linear(spec, self.cfg)
-            self.kernels[spec] = self.builder.add_func(func, spec.name)
-        return self.kernels[spec]
+        super().__init__(mod, lambda spec: build_gpu_linear(spec, cfg))
 
     def plan(self, binding, info: Block, adds: dict):
-        value = binding.value
-        if not is_op(value, "relax.call_tir"):
+        found = self.linear(binding)
+        if found is None:
             return None
-        fmt = linear_format(self.mod[value.args[0]])
-        x, *weights = value.args[1].fields
-        dtype = str(x.ty.dtype)
-        if fmt is None or str(binding.var.ty.dtype) != dtype:
+        dtype = str(found.x.ty.dtype)
+        features, out_features = found.features
+        if str(found.var.ty.dtype) != dtype or not supports(found.fmt, features):
             return None
-        features, out_features = int(x.ty.shape[1]), int(binding.var.ty.shape[1])
-        if not supports(fmt, features):
-            return None
-        gate_up = swiglu_input(info.sole(x), info)
-        x = gate_up if gate_up is not None else x
-        residual = residual_add(binding.var, info, adds)
-        has = residual is not None
-        spec = GpuLinearSpec(fmt, features, out_features, dtype, has, gate_up is not None)
-        target, extra = (residual[0], [residual[1]]) if residual else (binding.var, [])
-        planes = [
-            _as_kernel_reads(w, ty) for w, ty in zip(weights, _kernel_types(fmt, spec), strict=True)
-        ]
-        args = relax.Tuple([x, *planes, *extra])
-        return target, relax.call_tir(self.kernel(spec), args, binding.var.ty)
+        gate_up = swiglu_input(info.sole(found.x), info)
+        residual = residual_add(found.var, info, adds)
+        spec = GpuLinearSpec(
+            found.fmt, features, out_features, dtype, residual is not None, gate_up is not None
+        )
+        types = _kernel_types(found.fmt, spec)
+        planes = [_as_kernel_reads(w, ty) for w, ty in zip(found.weights, types, strict=True)]
+        x = gate_up if gate_up is not None else found.x
+        return self.call(spec, [x, *planes], found, residual)
 
 
 def _kernel_types(fmt, spec: GpuLinearSpec) -> list[tuple[tuple[int, ...], str]]:
@@ -77,6 +60,6 @@ def fuse_linear_gpu(cfg: GpuConfig) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseLinearGPU")
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         fuser = _Fuser(mod, cfg)
-        return rewrite_module(mod, fuser.builder, fuser.plan)
+        return fuser.run(fuser.plan)
 
     return _pass
