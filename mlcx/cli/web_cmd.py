@@ -1,5 +1,5 @@
-"""`mlcx web ARTIFACT [--port]` (the browser demo) and `mlcx bench web ARTIFACT`
-(decode tok/s natively through wgpu-native and in headless Chromium, one run)."""
+"""`mlcx web ARTIFACT [--port]` (the browser demo) and `mlcx bench web ARTIFACT` (prefill and
+decode tok/s in headless Chromium and natively through wgpu-native on the same adapter)."""
 
 from __future__ import annotations
 
@@ -32,21 +32,33 @@ def web_command(
 
 def bench_web_command(
     artifact: ArtifactArg,
+    prompt: Annotated[int, typer.Option(help="Prompt tokens (fixed ids).")] = 64,
     tokens: Annotated[int, typer.Option(help="Decode steps to time.")] = 16,
+    reps: Annotated[int, typer.Option(help="Runs per side, interleaved; speeds are medians.")] = 3,
+    demo: Annotated[
+        bool, typer.Option(help="Also time the chat answer to 'What is the capital of France?'.")
+    ] = True,
+    dawn_features: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated Dawn toggles for Chromium (e.g. "
+            "disable_workgroup_init,disable_robustness); default: none, as users run it."
+        ),
+    ] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Decode tok/s of a webgpu artifact: native (wgpu-native) vs browser (headless Chromium)."""
-    from mlcx.web.bench import bench_web
+    """Prefill and decode tok/s of a webgpu artifact in headless Chromium and natively
+    (wgpu-native), both on Chromium's SwiftShader; browser/native ratios."""
+    from mlcx.web.bench import BenchSpec, bench_web, report
 
-    if tokens < 1:
-        raise ValueError(f"--tokens must be at least 1, not {tokens}")
-    result = bench_web(artifact, tokens)
+    toggles = tuple(t.strip() for t in dawn_features.split(",") if t.strip())
+    result = bench_web(artifact, BenchSpec(prompt, tokens, reps, demo, toggles))
     if as_json:
-        typer.echo(json.dumps({**asdict(result), "ratio": result.ratio}))
+        ratios = {"prefill_ratio": result.prefill_ratio, "decode_ratio": result.decode_ratio}
+        typer.echo(json.dumps({**asdict(result), **ratios}))
         return
-    for speed in (result.native, result.browser):
-        typer.echo(f"{speed.where:8s} {speed.tok_per_s:8.3f} tok/s  ({speed.adapter})")
-    typer.echo(f"browser/native {result.ratio:.3f}")
+    for line in report(result):
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:
