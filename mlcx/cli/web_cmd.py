@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from mlcx.web.dawn import SLOW_ON_SWIFTSHADER, DawnToggles
+
 ArtifactArg = Annotated[
     Path, typer.Argument(help="Artifact compiled with --target webgpu (mlcx compile).")
 ]
@@ -38,21 +40,27 @@ def bench_web_command(
     demo: Annotated[
         bool, typer.Option(help="Also time the chat answer to 'What is the capital of France?'.")
     ] = True,
-    dawn_features: Annotated[
+    dawn_enable: Annotated[
         str,
         typer.Option(
-            help="Comma-separated Dawn toggles for Chromium (e.g. "
-            "disable_workgroup_init,disable_robustness); default: none, as users run it."
+            help="Comma-separated Dawn toggles to enable in Chromium (e.g. "
+            "disable_robustness,disable_workgroup_init), to measure what they cost."
         ),
     ] = "",
+    dawn_disable: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated Dawn toggles to disable in Chromium ('' for Chromium's defaults)."
+        ),
+    ] = ",".join(SLOW_ON_SWIFTSHADER),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Prefill and decode tok/s of a webgpu artifact in headless Chromium and natively
     (wgpu-native), both on Chromium's SwiftShader; browser/native ratios."""
     from mlcx.web.bench import BenchSpec, bench_web, report
 
-    toggles = tuple(t.strip() for t in dawn_features.split(",") if t.strip())
-    result = bench_web(artifact, BenchSpec(prompt, tokens, reps, demo, toggles))
+    dawn = DawnToggles.parse(dawn_enable, dawn_disable)
+    result = bench_web(artifact, BenchSpec(prompt, tokens, reps, demo, dawn))
     if as_json:
         ratios = {"prefill_ratio": result.prefill_ratio, "decode_ratio": result.decode_ratio}
         typer.echo(json.dumps({**asdict(result), **ratios}))

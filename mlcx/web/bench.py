@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
-from mlcx.web.browser import dawn_flags, swiftshader_icd
+from mlcx.web.browser import swiftshader_icd
 from mlcx.web.browser_side import BrowserSide
+from mlcx.web.dawn import DawnToggles
 from mlcx.web.native_side import NativeSide
 from mlcx.web.timing import Answer, Sample
 
@@ -28,13 +29,12 @@ class BenchSpec:
     decode_tokens: int = 16
     reps: int = 3
     demo: bool = True  # also time the chat answer to QUESTION on both sides
-    dawn_features: tuple[str, ...] = ()  # Dawn toggles for Chromium; none: as users run it
+    dawn: DawnToggles = DawnToggles()  # for Chromium (mlcx/web/dawn.py)
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "decode_tokens", "reps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
-        dawn_flags(self.dawn_features)
 
 
 def prompt_ids(run: int, spec: BenchSpec, vocab: int) -> list[int]:
@@ -79,7 +79,7 @@ def bench_web(artifact: Path, spec: BenchSpec = BenchSpec()) -> WebBench:
     with ExitStack() as stack:
         native = NativeSide(artifact, swiftshader_icd(), NATIVE_ADAPTER)
         stack.callback(native.close)
-        browser = BrowserSide(artifact, spec.dawn_features)
+        browser = BrowserSide(artifact, spec.dawn)
         stack.callback(browser.close)
         sides = (native, browser)
         # the demo's question first, as on a freshly loaded page; it also warms both sides up
@@ -108,10 +108,9 @@ def _interleaved(sides, spec: BenchSpec, vocab: int) -> dict[str, tuple[Sample, 
 
 def report(result: WebBench) -> list[str]:
     spec = result.spec
-    dawn = ", ".join(spec.dawn_features) or "Chromium's defaults"
     lines = [
         f"prompt {spec.prompt_tokens} tokens, decode {spec.decode_tokens} tokens, "
-        f"{spec.reps} interleaved reps (medians); Dawn toggles: {dawn}",
+        f"{spec.reps} interleaved reps (medians); Dawn toggles: {spec.dawn.describe()}",
         f"{'':16s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'load s':>7s}  adapter",
     ]
     for side in (result.native, result.browser):

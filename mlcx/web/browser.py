@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mlcx.errors import ToolchainError
+from mlcx.web.dawn import DEFAULT, DawnToggles
 
 CHROMIUM_ENV = "MLCX_CHROMIUM"
 ICD_ENV = "MLCX_SWIFTSHADER_ICD"
@@ -57,17 +58,8 @@ def swiftshader_icd() -> Path:
     )
 
 
-def dawn_flags(features: tuple[str, ...]) -> tuple[str, ...]:
-    """Chromium flags that turn on Dawn (its WebGPU implementation) toggles, e.g.
-    disable_workgroup_init or disable_robustness; none by default, as users run it."""
-    for name in features:
-        if not name.replace("_", "").isalnum():
-            raise ValueError(f"not a Dawn toggle name: {name!r}")
-    return (f"--enable-dawn-features={','.join(features)}",) if features else ()
-
-
 @contextmanager
-def browser_page(url: str, timeout_s: float = 600, dawn_features: tuple[str, ...] = ()) -> Iterator:
+def browser_page(url: str, timeout_s: float = 600, dawn: DawnToggles = DEFAULT) -> Iterator:
     """A Playwright page at `url` in headless Chromium; console errors are kept on
     `page.mlcx_console` for diagnostics."""
     try:
@@ -79,7 +71,7 @@ def browser_page(url: str, timeout_s: float = 600, dawn_features: tuple[str, ...
             profile,
             executable_path=chromium_path(),
             headless=True,
-            args=[*FLAGS, *dawn_flags(dawn_features)],
+            args=[*FLAGS, *dawn.flags],
         )
         try:
             page = context.new_page()

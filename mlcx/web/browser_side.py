@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from mlcx.web.browser import browser_page, send_chat, wait_ready
+from mlcx.web.dawn import DawnToggles
 from mlcx.web.server import serve_in_background, url_of
 from mlcx.web.timing import KV_BLOCKS, Answer, Sample
 
@@ -15,7 +16,7 @@ from mlcx.web.timing import KV_BLOCKS, Answer, Sample
 class BrowserSide:
     where = "browser"
 
-    def __init__(self, artifact: Path, dawn_features: tuple[str, ...] = ()):
+    def __init__(self, artifact: Path, dawn: DawnToggles):
         self._stack = ExitStack()
         started = time.perf_counter()
         try:
@@ -23,7 +24,7 @@ class BrowserSide:
             self._stack.callback(server.server_close)
             self._stack.callback(server.shutdown)
             url = url_of(server) + f"?kv_blocks={KV_BLOCKS}"
-            self.page = self._stack.enter_context(browser_page(url, dawn_features=dawn_features))
+            self.page = self._stack.enter_context(browser_page(url, dawn=dawn))
             wait_ready(self.page)
         except BaseException:
             self._stack.close()

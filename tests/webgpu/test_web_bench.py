@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mlcx.web.bench import BenchSpec, SideResult, WebBench, bench_web, prompt_ids, report
-from mlcx.web.browser import dawn_flags
+from mlcx.web.dawn import SLOW_ON_SWIFTSHADER, DawnToggles
 from mlcx.web.timing import Answer, Sample
 
 
@@ -25,7 +25,7 @@ def test_speeds_are_medians_and_ratios_are_browser_over_native():
     assert lines[-1] == (
         "browser answered 'What is the capital of France?' in 20.0 s (3 tokens, greedy): 'Paris.'"
     )
-    assert "Chromium's defaults" in lines[0]
+    assert "disabled use_vulkan_zero_initialize_workgroup_memory_extension" in lines[0]
     assert lines[-2].split() == ["browser/native", "0.500", "1.000"]
 
 
@@ -36,12 +36,12 @@ def test_each_run_has_its_own_prompt_so_no_prefix_is_cached():
     assert len({tuple(p[:16]) for p in prompts}) == 4  # the first KV page differs
 
 
-@pytest.mark.parametrize(
-    "bad", [{"prompt_tokens": 0}, {"decode_tokens": 0}, {"reps": 0}, {"dawn_features": ("x;y",)}]
-)
+@pytest.mark.parametrize("bad", [{"prompt_tokens": 0}, {"decode_tokens": 0}, {"reps": 0}])
 def test_bad_specs_are_refused(bad):
     with pytest.raises(ValueError):
         BenchSpec(**bad)
+    with pytest.raises(ValueError, match="Dawn toggle"):
+        DawnToggles.parse("disable_robustness", "x;--no-sandbox")
 
 
 def test_a_sample_without_decode_steps_is_refused():
@@ -49,11 +49,14 @@ def test_a_sample_without_decode_steps_is_refused():
         Sample(8, 1.0, 0, 0.0)
 
 
-def test_dawn_toggles_become_one_chromium_flag():
-    assert dawn_flags(()) == ()
-    assert dawn_flags(("disable_robustness", "disable_workgroup_init")) == (
+def test_dawn_toggles_become_chromium_flags():
+    default = DawnToggles()
+    assert default.disable == SLOW_ON_SWIFTSHADER and not default.enable
+    assert DawnToggles.parse("", "").flags == ()
+    assert DawnToggles.parse("disable_robustness, disable_workgroup_init", "").flags == (
         "--enable-dawn-features=disable_robustness,disable_workgroup_init",
     )
+    assert DawnToggles.parse("a_b", "c").describe() == "enabled a_b; disabled c"
 
 
 @pytest.mark.browser
