@@ -1,5 +1,5 @@
-"""`mlcx web ARTIFACT [--port]` (the browser demo) and `mlcx bench web ARTIFACT`
-(decode tok/s natively through wgpu-native and in headless Chromium, one run)."""
+"""`mlcx web ARTIFACT [--port]` (the browser demo) and `mlcx bench web ARTIFACT` (prefill and
+decode tok/s in headless Chromium and natively through wgpu-native on the same adapter)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from mlcx.web.dawn import SLOW_ON_SWIFTSHADER, DawnToggles
 
 ArtifactArg = Annotated[
     Path, typer.Argument(help="Artifact compiled with --target webgpu (mlcx compile).")
@@ -32,21 +34,39 @@ def web_command(
 
 def bench_web_command(
     artifact: ArtifactArg,
+    prompt: Annotated[int, typer.Option(help="Prompt tokens (fixed ids).")] = 64,
     tokens: Annotated[int, typer.Option(help="Decode steps to time.")] = 16,
+    reps: Annotated[int, typer.Option(help="Runs per side, interleaved; speeds are medians.")] = 3,
+    demo: Annotated[
+        bool, typer.Option(help="Also time the chat answer to 'What is the capital of France?'.")
+    ] = True,
+    dawn_enable: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated Dawn toggles to enable in Chromium (e.g. "
+            "disable_robustness,disable_workgroup_init), to measure what they cost."
+        ),
+    ] = "",
+    dawn_disable: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated Dawn toggles to disable in Chromium ('' for Chromium's defaults)."
+        ),
+    ] = ",".join(SLOW_ON_SWIFTSHADER),
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Decode tok/s of a webgpu artifact: native (wgpu-native) vs browser (headless Chromium)."""
-    from mlcx.web.bench import bench_web
+    """Prefill and decode tok/s of a webgpu artifact in headless Chromium and natively
+    (wgpu-native), both on Chromium's SwiftShader; browser/native ratios."""
+    from mlcx.web.bench import BenchSpec, bench_web, report
 
-    if tokens < 1:
-        raise ValueError(f"--tokens must be at least 1, not {tokens}")
-    result = bench_web(artifact, tokens)
+    dawn = DawnToggles.parse(dawn_enable, dawn_disable)
+    result = bench_web(artifact, BenchSpec(prompt, tokens, reps, demo, dawn))
     if as_json:
-        typer.echo(json.dumps({**asdict(result), "ratio": result.ratio}))
+        ratios = {"prefill_ratio": result.prefill_ratio, "decode_ratio": result.decode_ratio}
+        typer.echo(json.dumps({**asdict(result), **ratios}))
         return
-    for speed in (result.native, result.browser):
-        typer.echo(f"{speed.where:8s} {speed.tok_per_s:8.3f} tok/s  ({speed.adapter})")
-    typer.echo(f"browser/native {result.ratio:.3f}")
+    for line in report(result):
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:

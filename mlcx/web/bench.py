@@ -1,65 +1,129 @@
-"""Decode speed of one WebGPU-plan artifact natively (wgpu-native) and in headless Chromium,
-measured back to back on the same prompt: the browser/native ratio."""
+"""`mlcx bench web`: one WebGPU-plan artifact in headless Chromium and natively through
+wgpu-native on the same adapter (Chromium's SwiftShader, through its Vulkan ICD file), with the
+same prompt and decode lengths, reps interleaved between the two; medians and browser/native
+ratios for prefill and decode, and the demo's time to answer a chat question on each."""
 
 from __future__ import annotations
 
-import time
+import statistics
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlcx.runtime.engine_config import EngineConfig
-from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.web.browser import browser_page, wait_ready
-from mlcx.web.server import serve_in_background, url_of
+from mlcx.artifact.config import Artifact
+from mlcx.web.browser import swiftshader_icd
+from mlcx.web.browser_side import BrowserSide
+from mlcx.web.dawn import DawnToggles
+from mlcx.web.native_side import NativeSide
+from mlcx.web.timing import Answer, Sample
 
-PROMPT = "The history of the Roman Empire is"
-KV_BLOCKS = 64
+NATIVE_ADAPTER = "SwiftShader Device (Subzero)"
+QUESTION = "What is the capital of France?"
+ANSWER_TOKENS = 128  # the demo's default max tokens
+FIRST_ID = 1000  # prompts are fixed ids from here on, a fresh range per run (no prefix hits)
 
 
 @dataclass(frozen=True)
-class Speed:
+class BenchSpec:
+    prompt_tokens: int = 64
+    decode_tokens: int = 16
+    reps: int = 3
+    demo: bool = True  # also time the chat answer to QUESTION on both sides
+    dawn: DawnToggles = DawnToggles()  # for Chromium (mlcx/web/dawn.py)
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "decode_tokens", "reps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+
+
+def prompt_ids(run: int, spec: BenchSpec, vocab: int) -> list[int]:
+    start = FIRST_ID + run * spec.prompt_tokens
+    return [(start + i) % vocab for i in range(spec.prompt_tokens)]
+
+
+@dataclass(frozen=True)
+class SideResult:
     where: str
     adapter: str
-    decode_tokens: int
-    tok_per_s: float
+    ready_s: float  # start to model loaded (weights up, pipelines compiled)
+    samples: tuple[Sample, ...]
+    answer: Answer | None
+
+    @property
+    def prefill_tok_s(self) -> float:
+        return statistics.median(s.prefill_tok_s for s in self.samples)
+
+    @property
+    def decode_tok_s(self) -> float:
+        return statistics.median(s.decode_tok_s for s in self.samples)
 
 
 @dataclass(frozen=True)
 class WebBench:
-    native: Speed
-    browser: Speed
-
-    def __post_init__(self) -> None:
-        if self.native.tok_per_s <= 0:
-            raise ValueError("the native run produced no decode steps")
+    spec: BenchSpec
+    native: SideResult
+    browser: SideResult
 
     @property
-    def ratio(self) -> float:
-        """browser tok/s over native tok/s."""
-        return self.browser.tok_per_s / self.native.tok_per_s
+    def prefill_ratio(self) -> float:
+        return self.browser.prefill_tok_s / self.native.prefill_tok_s
+
+    @property
+    def decode_ratio(self) -> float:
+        return self.browser.decode_tok_s / self.native.decode_tok_s
 
 
-def native_speed(artifact: Path, decode_tokens: int, prompt: str = PROMPT) -> Speed:
-    llm = LLM(str(artifact), EngineConfig(kv_blocks=KV_BLOCKS, max_running=1))
-    params = SamplingParams.greedy(max_tokens=decode_tokens + 1, ignore_eos=True)
-    stamps = [time.perf_counter() for _ in llm.stream(prompt, params)]
-    steps = len(stamps) - 1  # the first token comes from prefill
-    adapter = llm.engine.runner.gpu.adapter_name
-    return Speed("native", adapter, steps, steps / (stamps[-1] - stamps[0]))
+def bench_web(artifact: Path, spec: BenchSpec = BenchSpec()) -> WebBench:
+    vocab = Artifact(artifact).config.model.vocab_size
+    with ExitStack() as stack:
+        native = NativeSide(artifact, swiftshader_icd(), NATIVE_ADAPTER)
+        stack.callback(native.close)
+        browser = BrowserSide(artifact, spec.dawn)
+        stack.callback(browser.close)
+        sides = (native, browser)
+        # the demo's question first, as on a freshly loaded page; it also warms both sides up
+        answers = {s.where: s.chat(QUESTION, ANSWER_TOKENS) for s in sides} if spec.demo else {}
+        if not answers:
+            for side in sides:
+                side.run(prompt_ids(spec.reps, spec, vocab), 1)
+        samples = _interleaved(sides, spec, vocab)
+    return WebBench(
+        spec,
+        *(
+            SideResult(s.where, s.adapter, s.ready_s, samples[s.where], answers.get(s.where))
+            for s in sides
+        ),
+    )
 
 
-def browser_speed(artifact: Path, decode_tokens: int, prompt: str = PROMPT) -> Speed:
-    server = serve_in_background(artifact)
-    try:
-        with browser_page(url_of(server) + f"?kv_blocks={KV_BLOCKS}") as page:
-            wait_ready(page)
-            out = page.evaluate("([n, p]) => window.mlcx.bench(n, p)", [decode_tokens, prompt])
-    finally:
-        server.shutdown()
-    return Speed("browser", out["adapter"], out["decodeTokens"], out["tokPerS"])
+def _interleaved(sides, spec: BenchSpec, vocab: int) -> dict[str, tuple[Sample, ...]]:
+    """rep r runs on each side in turn, the order flipped every rep (drift hits both)."""
+    samples: dict[str, list[Sample]] = {s.where: [] for s in sides}
+    for rep in range(spec.reps):
+        for side in sides if rep % 2 == 0 else sides[::-1]:
+            samples[side.where].append(side.run(prompt_ids(rep, spec, vocab), spec.decode_tokens))
+    return {where: tuple(runs) for where, runs in samples.items()}
 
 
-def bench_web(artifact: Path, decode_tokens: int = 16, prompt: str = PROMPT) -> WebBench:
-    native = native_speed(artifact, decode_tokens, prompt)
-    return WebBench(native, browser_speed(artifact, decode_tokens, prompt))
+def report(result: WebBench) -> list[str]:
+    spec = result.spec
+    lines = [
+        f"prompt {spec.prompt_tokens} tokens, decode {spec.decode_tokens} tokens, "
+        f"{spec.reps} interleaved reps (medians); Dawn toggles: {spec.dawn.describe()}",
+        f"{'':16s} {'prefill tok/s':>14s} {'decode tok/s':>13s} {'load s':>7s}  adapter",
+    ]
+    for side in (result.native, result.browser):
+        lines.append(
+            f"{side.where:16s} {side.prefill_tok_s:14.3f} {side.decode_tok_s:13.3f} "
+            f"{side.ready_s:7.1f}  {side.adapter}"
+        )
+    lines.append(f"{'browser/native':16s} {result.prefill_ratio:14.3f} {result.decode_ratio:13.3f}")
+    for side in (result.native, result.browser):
+        if side.answer:
+            a = side.answer
+            lines.append(
+                f"{side.where} answered {QUESTION!r} in {a.seconds:.1f} s "
+                f"({a.tokens} tokens, greedy): {a.text!r}"
+            )
+    return lines

@@ -1,12 +1,20 @@
-"""Fixtures for the WebGPU tests: a wgpu adapter (lavapipe here) and compiled plan artifacts."""
+"""Fixtures for the WebGPU tests: a wgpu adapter (lavapipe here), compiled plan artifacts,
+headless Chromium and `mlcx web` serving an artifact."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from mlcx.errors import ToolchainError
 from tests.support.tiny_models import TinySpec
 
 SPEC = TinySpec()
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +54,63 @@ def gguf_artifact(tmp_path_factory, tiny_model):
         return cache[key]
 
     return build
+
+
+@pytest.fixture(scope="session")
+def default_webgpu(tmp_path_factory):
+    """The default model (SmolLM2-135M's Q4_1 GGUF) compiled for webgpu with f32 math,
+    exactly as `mlcx compile smollm2-135m --target webgpu -q gguf` does it."""
+    from tests.support.cli import run_mlcx
+    from tests.support.default_model import DEFAULT, default_gguf
+
+    default_gguf()
+    out = tmp_path_factory.mktemp("default-webgpu") / "smol-webgpu"
+    result = run_mlcx("compile", DEFAULT, "--target", "webgpu", "-q", "gguf", "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def _setup(script: str) -> str | None:
+    result = subprocess.run([str(ROOT / "scripts" / script)], capture_output=True, text=True)
+    return None if result.returncode == 0 else (result.stderr or result.stdout).strip()[-300:]
+
+
+@pytest.fixture(scope="session")
+def browser_ready():
+    """Playwright, the system Chromium and web/node_modules; skips when they cannot be set up."""
+    pytest.importorskip("playwright", reason="pip install 'mlcx[web]' (Playwright drives Chromium)")
+    from mlcx.web.browser import chromium_path
+
+    try:
+        chromium_path()
+    except ToolchainError:
+        if error := _setup("setup-system.sh"):
+            pytest.skip(f"Chromium missing and scripts/setup-system.sh failed: {error}")
+    if error := _setup("setup-web.sh"):
+        pytest.skip(f"scripts/setup-web.sh (npm ci) failed: {error}")
+
+
+@pytest.fixture
+def mlcx_web(browser_ready):
+    """mlcx_web(artifact) -> the URL where a real `mlcx web ARTIFACT --port 0` serves it."""
+    procs = []
+
+    def start(artifact: Path) -> str:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mlcx.cli.main", "web", str(artifact), "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(proc)
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        if match is None:
+            proc.kill()
+            pytest.fail(f"mlcx web printed {line!r}; stderr: {proc.stderr.read()}")
+        return match.group(0)
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=10)

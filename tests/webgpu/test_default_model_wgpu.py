@@ -9,7 +9,7 @@ from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
 from tests.support.cli import run_mlcx
-from tests.support.default_model import DEFAULT, default_gguf
+from tests.support.default_model import DEFAULT
 from tests.support.harness import Harness
 
 pytestmark = pytest.mark.slow
@@ -17,28 +17,14 @@ PROMPT = "The capital of France is"
 
 
 @pytest.fixture(scope="module")
-def artifacts(tmp_path_factory, adapter):
-    default_gguf()
-    root = tmp_path_factory.mktemp("default-wgpu")
-    out = {}
+def artifacts(tmp_path_factory, adapter, default_webgpu):
     # The cpu reference keeps float32 activations: its default int16 activations move logits
     # by ~1e-2, more than the 1e-3 this compares at.
-    extra = {"cpu": ["--linear-kernels", "float"], "webgpu": []}
-    for target in ("cpu", "webgpu"):
-        out[target] = root / target
-        result = run_mlcx(
-            "compile",
-            DEFAULT,
-            "--target",
-            target,
-            "--quantization",
-            "gguf",
-            "-o",
-            str(out[target]),
-            *extra[target],
-        )
-        assert result.returncode == 0, result.stderr
-    return out
+    cpu = tmp_path_factory.mktemp("default-wgpu") / "cpu"
+    args = ("--target", "cpu", "--quantization", "gguf", "--linear-kernels", "float")
+    result = run_mlcx("compile", DEFAULT, *args, "-o", str(cpu))
+    assert result.returncode == 0, result.stderr
+    return {"cpu": cpu, "webgpu": default_webgpu}
 
 
 def test_logits_match_the_cpu_backend(artifacts):

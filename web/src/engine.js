@@ -15,7 +15,8 @@ export class Engine {
   }
 
   // Yields {token, text, done, stats}; `text` is the printable delta.
-  async *generate(promptIds, { maxTokens = 128, temperature = 0, topP = 1, seed = null } = {}) {
+  // ignoreEos: run maxTokens steps whatever is sampled (benchmarks).
+  async *generate(promptIds, { maxTokens = 128, temperature = 0, topP = 1, seed = null, ignoreEos = false } = {}) {
     const id = this.nextId++;
     const rng = makeRng(seed);
     const started = performance.now();
@@ -32,7 +33,7 @@ export class Engine {
       for (let i = 0; i < maxTokens; i++) {
         const token = sample(logits, { temperature, topP }, rng);
         output.push(token);
-        const done = this.codec.eosIds.has(token) || i + 1 === maxTokens;
+        const done = (!ignoreEos && this.codec.eosIds.has(token)) || i + 1 === maxTokens;
         const text = this.codec.decode(output);
         const delta = text.endsWith("\uFFFD") && !done ? "" : text.slice(printed.length);
         printed += delta;

@@ -1,7 +1,7 @@
 // The chat page: loads the artifact served next to it (./artifact/, or ?artifact=URL),
 // streams replies into the chat box and shows tok/s. `window.mlcx` is the automation hook the
-// end-to-end test and `mlcx bench-web` use: {ready, chat(text, options), bench(n, prompt),
-// lastReply}.
+// end-to-end test and `mlcx bench web` use: {ready, chat(text, options),
+// bench(promptIds, decodeTokens), lastReply}.
 
 import { Engine } from "./engine.js";
 import { Runner } from "./runner.js";
@@ -72,14 +72,17 @@ async function chat(text, options) {
   return window.mlcx.lastReply;
 }
 
-// Decode speed on a fixed prompt, outside the chat history.
-async function bench(decodeTokens = 16, prompt = "The history of the Roman Empire is") {
-  const ids = engine.codec.encode(prompt, true);
-  let last = null;
-  for await (const step of engine.generate(ids, { maxTokens: decodeTokens + 1 })) last = step.stats;
-  return { adapter: engine.runner.adapter, decodeTokens: last.generated - 1,
-           decodeSeconds: last.decodeMs / 1000, tokPerS: last.tokPerS,
-           prefillTokens: last.promptTokens, prefillSeconds: last.prefillMs / 1000 };
+// Prefill and decode time of the given prompt ids, outside the chat history, timed as the
+// native bench times them: request to first token, then first to last token.
+async function bench(promptIds, decodeTokens = 16) {
+  const started = performance.now();
+  const stamps = [];
+  for await (const _ of engine.generate(promptIds, { maxTokens: decodeTokens + 1, ignoreEos: true })) {
+    stamps.push(performance.now());
+  }
+  return { adapter: engine.runner.adapter, prefillTokens: promptIds.length,
+           prefillSeconds: (stamps[0] - started) / 1000, decodeTokens: stamps.length - 1,
+           decodeSeconds: (stamps.at(-1) - stamps[0]) / 1000 };
 }
 
 function currentOptions() {

@@ -24,6 +24,7 @@ export class Runner {
     Object.assign(this, { config, plan, device, params, numBlocks, adapter, weightsCached: cached });
     this.pool = new BufferPool(device);
     this.executor = new PlanExecutor(plan, kernels, this.pool);
+    this.staging = [];
     this.kvPages = kvPagesTensors(plan, numBlocks).map((t) => ({ ...t, buffer: createBuffer(device, tensorBytes(t)) }));
   }
 
@@ -57,15 +58,24 @@ export class Runner {
     return { data: out, rows: logits.shape[0], vocab: logits.shape[1] };
   }
 
+  // Staging buffers are kept for the next step (a step reads the same logits size again).
   async read(tensor) {
     const nbytes = tensorBytes(tensor);
-    const staging = this.device.createBuffer({ size: nbytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const staging = this.takeStaging(nbytes);
     const encoder = this.device.createCommandEncoder();
     encoder.copyBufferToBuffer(tensor.buffer, 0, staging, 0, nbytes);
     this.device.queue.submit([encoder.finish()]);
-    await staging.mapAsync(GPUMapMode.READ);
-    const out = new Float32Array(staging.getMappedRange().slice(0));
-    staging.destroy();
+    await staging.mapAsync(GPUMapMode.READ, 0, nbytes);
+    const out = new Float32Array(staging.getMappedRange(0, nbytes).slice(0));
+    staging.unmap();
+    this.staging.push(staging);
     return out;
+  }
+
+  takeStaging(nbytes) {
+    const i = this.staging.findIndex((b) => b.size >= nbytes);
+    if (i >= 0) return this.staging.splice(i, 1)[0];
+    const usage = GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST;
+    return this.device.createBuffer({ size: Math.max(256, nbytes), usage });
   }
 }
