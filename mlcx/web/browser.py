@@ -30,6 +30,9 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    # A SwiftShader dispatch is CPU work: on a busy machine one can outlast the GPU watchdog,
+    # which then kills Chromium's GPU process and with it the page's WebGPU device.
+    "--disable-gpu-watchdog",
 )
 
 

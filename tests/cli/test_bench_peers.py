@@ -23,8 +23,8 @@ from mlcx.errors import MlcxError, ToolchainError
 RECORDED = Path(__file__).parents[1] / "fixtures" / "llama_bench_vulkan_p64_n16.json"
 
 
-def test_peers_are_a_registry_of_both_llama_cpp_engines():
-    assert set(PEERS) == {"llama.cpp", "llama.cpp-vulkan"}
+def test_peers_are_a_registry_of_the_llama_cpp_engines():
+    assert set(PEERS) == {"llama.cpp", "llama.cpp-vulkan", "llama.cpp-cuda"}
 
 
 def test_parses_prompt_and_decode_of_a_recorded_run():
@@ -75,7 +75,7 @@ def test_a_failed_build_names_its_last_line_and_log(empty_cache, monkeypatch):
     assert "build-llamacpp-vulkan.log" in message
 
 
-def test_the_cpu_peer_loads_the_setup_s_model_threads_and_kv_dtype(monkeypatch, tmp_path):
+def _stub_llama_cpp(monkeypatch, gpu: bool) -> dict:
     """llama-cpp-python replaced by a stub module that records how the model was loaded."""
     loaded: dict = {}
 
@@ -85,9 +85,31 @@ def test_the_cpu_peer_loads_the_setup_s_model_threads_and_kv_dtype(monkeypatch, 
 
     stub = types.ModuleType("llama_cpp")
     stub.GGML_TYPE_F16, stub.GGML_TYPE_F32, stub.Llama = 1, 0, llama
+    stub.llama_supports_gpu_offload = lambda: gpu
     monkeypatch.setitem(sys.modules, "llama_cpp", stub)
+    return loaded
+
+
+def test_the_cuda_peer_offloads_every_layer(monkeypatch, tmp_path):
+    loaded = _stub_llama_cpp(monkeypatch, gpu=True)
+    setup = PeerSetup(tmp_path / "m.gguf", Workload(24, 6, 1), 3, "float32", "cuda")
+    engine = PEERS["llama.cpp-cuda"](setup)
+    assert (engine.name, engine.device) == ("llama.cpp-cuda", "cuda")
+    assert loaded["n_gpu_layers"] == -1 and loaded["type_k"] == 0
+
+
+def test_the_cuda_peer_refuses_a_cpu_only_build(monkeypatch, tmp_path):
+    _stub_llama_cpp(monkeypatch, gpu=False)
+    setup = PeerSetup(tmp_path / "m.gguf", Workload(24, 6, 1), 3, "float32", "cuda")
+    with pytest.raises(ValueError, match="no GPU backend"):
+        PEERS["llama.cpp-cuda"](setup)
+
+
+def test_the_cpu_peer_loads_the_setup_s_model_threads_and_kv_dtype(monkeypatch, tmp_path):
+    loaded = _stub_llama_cpp(monkeypatch, gpu=False)
     setup = PeerSetup(tmp_path / "m.gguf", Workload(24, 6, 1), 3, "float16", "cpu")
     engine = PEERS["llama.cpp"](setup)
     assert (engine.name, engine.device, engine.command) == ("llama.cpp", "cpu", None)
     assert loaded["path"] == str(tmp_path / "m.gguf") and loaded["n_ctx"] == 24 + 6 + 8
     assert (loaded["n_threads"], loaded["type_k"], loaded["type_v"]) == (3, 1, 1)
+    assert loaded["n_gpu_layers"] == 0
