@@ -10,7 +10,7 @@ from mlcx.kernels.gpu.attention import UNITS, merge_attention_gpu, paged_attenti
 from mlcx.kernels.gpu.config import GpuConfig
 
 pytest.importorskip("wgpu", reason="pip install 'mlcx[web]' for the WebGPU runtime")
-from tests.support.wgpu_prim import run_prim_func  # noqa: E402
+from tests.support.wgpu_prim import run_prim_func, wgsl_sources  # noqa: E402
 
 H_Q, H_KV, D, PAGE, PAGES = 6, 2, 32, 4, 24
 
@@ -99,3 +99,13 @@ def test_split_k_then_merge_matches_numpy(adapter, case):
     got = run_prim_func(merge_attention_gpu(H_Q, D, "float32", splits), [partial, stats, out])[-1]
     want = _reference(q, pages, lengths, new, page_values, page_indptr)
     np.testing.assert_allclose(got, want, atol=2e-5)
+
+
+@pytest.mark.parametrize("splits", [1, 8])
+def test_the_key_loop_has_no_short_circuit_branches(splits):
+    """WGSL's && is a branch, and the codegen repeats a mask at every use: 66 of them in the
+    default model's split kernel made SwiftShader's compiler run out of memory, and Chromium
+    lost the WebGPU device in the demo."""
+    func = paged_attention_gpu(9, 3, 64, 16, "float32", GpuConfig(), splits)
+    for name, wgsl in wgsl_sources(func).items():
+        assert "&&" not in wgsl, name

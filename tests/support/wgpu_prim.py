@@ -28,6 +28,16 @@ class _Call:
         self.dispatches: list = []
 
 
+def wgsl_sources(func: tirx.PrimFunc, target: dict | None = None) -> dict[str, str]:
+    """The WGSL of each kernel `func` lowers to, as an artifact's shaders/ holds it."""
+    name = str(func.attrs["global_symbol"])
+    tvm_target = tvm.target.Target(target or TARGET, host={"kind": "llvm"})
+    graph = tvm.IRModule({name: func.with_attr("global_symbol", name)})
+    with tvm_target:
+        _, device = _lower_tir(graph, {name}, tvm_target, keep_f16=False)
+    return {k: s.wgsl for k, s in kernel_sources(device).items()}
+
+
 def run_prim_func(
     func: tirx.PrimFunc, arrays: list[np.ndarray], target: dict | None = None
 ) -> list[np.ndarray]:

@@ -145,9 +145,14 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span)
             T.buffer_store(o, tirx.const(0.0, "float32"), [h * per + e])
     pages = bufs["pages"]
     z, chunk = span
+    # one comparison, not `i < chunk and j < limit`: WGSL's && is a branch, and repeated in
+    # every use it made SwiftShader's shader compiler run out of memory. Kept in a local
+    # buffer because the simplifier would split `i < min(a, b)` back into two.
+    end = T.alloc_buffer((1,), "int32", scope="local")
+    T.buffer_store(end, T.min(chunk, row.limit - z * chunk), [0])
     with T.serial(0, keys) as i:
         j = z * chunk + i
-        valid = tirx.all(i < chunk, j < row.limit)
+        valid = T.bind(i < end[0])
         jj = T.bind(T.min(j, T.max(row.limit - 1, 0)))
         page = T.bind(bufs["page_values"][row.first_page + jj // page_size])
         slot = T.bind(jj % page_size)
