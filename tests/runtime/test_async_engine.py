@@ -11,6 +11,7 @@ from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
+from tests.support.event_loop import on_event_loop
 from tests.support.slow_runner import SlowRunner
 
 GREEDY = SamplingParams.greedy(max_tokens=16, ignore_eos=True)
@@ -112,7 +113,7 @@ def test_prepare_encodes_off_the_event_loop(artifact, monkeypatch):
     loop_running = []  # per encode call: was an event loop running on the calling thread?
 
     def recording(*args, **kwargs):
-        loop_running.append(_loop_running())
+        loop_running.append(on_event_loop())
         return encode(*args, **kwargs)
 
     monkeypatch.setattr(core.tokenizer, "encode", recording)
@@ -131,11 +132,3 @@ def test_prepare_encodes_off_the_event_loop(artifact, monkeypatch):
     assert loop_running == [False, False]  # the text prompt, then the rendered chat
     assert text == encode("hello world", add_special_tokens=True) and ids == [5, 6]
     assert chat == core.chat_template.prompt_ids(messages, core.tokenizer)
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import httpx
 import pytest
+
+from tests.support.event_loop import on_event_loop
 
 MESSAGES = [
     {"role": "system", "content": "You are terse."},
@@ -52,21 +53,13 @@ def test_prompts_are_encoded_off_the_event_loop(served, client, monkeypatch):
     on_loop = []
 
     def recording(*args, **kwargs):
-        on_loop.append(_loop_running())
+        on_loop.append(on_event_loop())
         return encode(*args, **kwargs)
 
     monkeypatch.setattr(served.engine.tokenizer, "encode", recording)
     client.completions.create(model=served.model, prompt=PROMPT, max_tokens=2)
     client.chat.completions.create(model=served.model, messages=MESSAGES, max_tokens=2)
     assert len(on_loop) >= 2 and not any(on_loop)
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def test_chat_stream_equals_non_stream(served, client):
