@@ -9,6 +9,7 @@ from typing import Any, TypeGuard
 
 from mlcx.artifact.sampling import DEFAULTABLE
 from mlcx.errors import InvalidFieldError
+from mlcx.runtime.constraint import Constraint
 
 MAX_TOP_LOGPROBS = 20
 MAX_N = 16
@@ -134,6 +135,7 @@ class SamplingParams:
     logprobs: bool = False
     top_logprobs: int = 0
     n: int = 1
+    constraint: Constraint | None = None  # the output must match it (mlcx/runtime/constraint.py)
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
@@ -167,6 +169,10 @@ class SamplingParams:
         for name in ("ignore_eos", "logprobs"):
             _check_bool(name, getattr(self, name))
         _check_int("top_logprobs", self.top_logprobs, 0, MAX_TOP_LOGPROBS)
+        if self.constraint is not None and not isinstance(self.constraint, Constraint):
+            raise InvalidFieldError(
+                f"constraint must be a Constraint, got {self.constraint!r}", "constraint"
+            )
         if self.top_logprobs > 0 and not self.logprobs:
             raise InvalidFieldError(
                 f"top_logprobs={self.top_logprobs} requires logprobs=True; "
