@@ -43,6 +43,7 @@ class LoadSpec:
     api_key: str | None = None
     system_prompt: str | None = None
     ignore_eos: bool = True  # an extension (mlcx, vLLM); other servers ignore it
+    response_format: dict | None = None  # OpenAI's, sent as is (e.g. a json_schema)
     timeout_s: float = 3600.0
 
     def __post_init__(self) -> None:
@@ -84,6 +85,7 @@ class LoadReport:
     itl_p50_s: float
     itl_p95_s: float
     errors: tuple[str, ...] = ()
+    response_format: str = "none"  # the type of the response_format sent, if any
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,6 +99,7 @@ def long_system_prompt(words: int, seed: int | None = None) -> str:
 
 
 async def run_load(spec: LoadSpec) -> LoadReport:
+    """Streams `spec.total_requests` chat requests, `spec.concurrency` at a time."""
     async with _client(spec) as client:
         model = spec.model or await first_model(client)
         todo = iter(range(spec.total_requests))
@@ -160,6 +163,8 @@ async def stream_chat(
         "stream_options": {"include_usage": True},
         "ignore_eos": spec.ignore_eos,
     }
+    if spec.response_format is not None:
+        body["response_format"] = spec.response_format
     result = RequestResult()
     start = last = time.perf_counter()
     try:
@@ -216,4 +221,5 @@ def summarize(spec: LoadSpec, results: list[RequestResult], duration_s: float) -
         itl_p50_s=_percentile(gaps, 50),
         itl_p95_s=_percentile(gaps, 95),
         errors=tuple(sorted({r.error for r in results if r.error})),
+        response_format=(spec.response_format or {}).get("type", "none"),
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict
+from dataclasses import replace
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -31,19 +32,28 @@ def bench_serve_command(
         typer.Option(help="Also time a ~N-word shared system prompt, cold then warm (0: skip)."),
     ] = 0,
     warmup: Annotated[bool, typer.Option(help="Send one short request first.")] = True,
+    response_format: Annotated[
+        Path | None,
+        typer.Option(
+            help="JSON file with an OpenAI response_format: each level then runs without it and "
+            "with it, and the table gives the constrained/plain tok/s ratio."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
-    levels = concurrency or [1]
+    formats = [None] if response_format is None else [None, _read_format(response_format)]
     base = LoadSpec(url=url, max_tokens=max_tokens, model=model, api_key=api_key)
     if warmup:
-        asyncio.run(warm_up(base))
+        for fmt in formats:
+            asyncio.run(warm_up(replace(base, response_format=fmt)))
     reports = []
-    for level in levels:
-        spec = LoadSpec(**{**asdict(base), "concurrency": level, "num_requests": requests})
-        reports.append(asyncio.run(run_load(spec)))
-        if as_json:
-            print(json.dumps(reports[-1].to_dict()))
+    for level in concurrency or [1]:
+        for fmt in formats:
+            spec = replace(base, concurrency=level, num_requests=requests, response_format=fmt)
+            reports.append(asyncio.run(run_load(spec)))
+            if as_json:
+                print(json.dumps(reports[-1].to_dict()))
     if not as_json:
         Console().print(_table(reports))
     if prefix_words:
@@ -57,28 +67,58 @@ def bench_serve_command(
         print(json.dumps(result) if as_json else _prefix_line(result))
 
 
+def _read_format(path: Path) -> dict:
+    try:
+        fmt = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise typer.BadParameter(
+            f"cannot read {path}: {e}", param_hint="--response-format"
+        ) from None
+    if not isinstance(fmt, dict) or "type" not in fmt:
+        raise typer.BadParameter(
+            f'{path} must hold an OpenAI response_format object, e.g. {{"type": "json_object"}}',
+            param_hint="--response-format",
+        )
+    return fmt
+
+
 def _table(reports: list[LoadReport]) -> Table:
     table = Table(
         "streams",
+        "format",
         "ok/fail",
         "tok/s",
         "ratio",
         "req/s",
         "TTFT p50/p95 s",
         "ITL p50/p95 ms",
-        title="mlcx bench serve (ratio: tok/s over the first row)",
+        title="mlcx bench serve (ratio: tok/s over the first row; "
+        "a constrained row: over the plain row of its level)",
     )
     for r in reports:
         table.add_row(
             str(r.concurrency),
+            r.response_format,
             f"{r.requests}/{r.failed}",
             f"{r.output_tok_s:.2f}",
-            f"{r.output_tok_s / reports[0].output_tok_s:.2f}" if reports[0].output_tok_s else "-",
+            _ratio(r, _reference(r, reports)),
             f"{r.requests_per_s:.3f}",
             f"{r.ttft_p50_s:.2f}/{r.ttft_p95_s:.2f}",
             f"{r.itl_p50_s * 1e3:.0f}/{r.itl_p95_s * 1e3:.0f}",
         )
     return table
+
+
+def _reference(report: LoadReport, reports: list[LoadReport]) -> LoadReport:
+    if report.response_format == "none":
+        return reports[0]
+    return next(
+        r for r in reports if r.concurrency == report.concurrency and r.response_format == "none"
+    )
+
+
+def _ratio(report: LoadReport, reference: LoadReport) -> str:
+    return f"{report.output_tok_s / reference.output_tok_s:.2f}" if reference.output_tok_s else "-"
 
 
 def _prefix_line(result: dict) -> str:

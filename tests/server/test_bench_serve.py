@@ -28,12 +28,43 @@ def test_prefix_ttft_reports_cold_and_warm(served):
 
 
 def test_cli_registers_under_a_bench_group(served):
-    bench = typer.Typer()
-    bench.callback()(lambda: None)
-    bench_serve_cmd.register(bench)
     args = ["serve", "--url", served.url, "-c", "1", "-c", "2", "--max-tokens", "4", "--json"]
-    result = CliRunner().invoke(bench, args)
+    result = CliRunner().invoke(_bench_app(), args)
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.output.splitlines()]
     assert [line["concurrency"] for line in lines] == [1, 2]
     assert all(line["failed"] == 0 for line in lines)
+
+
+def _bench_app() -> typer.Typer:
+    bench = typer.Typer()
+    bench.callback()(lambda: None)
+    bench_serve_cmd.register(bench)
+    return bench
+
+
+def test_a_response_format_runs_each_level_plain_then_constrained(served, tmp_path):
+    schema = {"type": "object", "properties": {"story": {"type": "string", "minLength": 200}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "story", "schema": schema}}
+    path = tmp_path / "format.json"
+    path.write_text(json.dumps(fmt))
+    args = ["serve", "--url", served.url, "-c", "1", "-c", "2", "--max-tokens", "4"]
+    result = CliRunner().invoke(_bench_app(), [*args, "--response-format", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.output.splitlines()]
+    assert [(line["concurrency"], line["response_format"]) for line in lines] == [
+        (1, "none"),
+        (1, "json_schema"),
+        (2, "none"),
+        (2, "json_schema"),
+    ]
+    assert all(line["failed"] == 0 and line["output_tokens"] > 0 for line in lines)
+
+
+def test_a_response_format_that_is_not_one_is_refused(served, tmp_path):
+    path = tmp_path / "format.json"
+    path.write_text('["json_object"]')
+    args = ["serve", "--url", served.url, "--response-format", str(path)]
+    result = CliRunner().invoke(_bench_app(), args)
+    assert result.exit_code == 2
+    assert "--response-format" in result.output and "response_format object" in result.output
