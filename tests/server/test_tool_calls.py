@@ -170,3 +170,23 @@ def test_a_conversation_with_calls_and_results_runs(served, client):
     [prompt] = seen
     assert '"name": "get_weather"' in prompt and '"city": "Paris"' in prompt
     assert "18 degrees" in prompt and "get_time" in prompt
+
+
+AUTO_CALL = '<tool_call>\n{"name": "get_time", "arguments": {"zone": 2}}\n</tool_call>'
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_auto_parses_the_generic_format(served, client, stream):
+    """A reply in the documented <tool_call> format (forced here by a regex) becomes a call."""
+    kwargs = {"model": served.model, "messages": MESSAGES, "tools": TOOLS, **BOUNDED}
+    regex = {"regex": AUTO_CALL.replace("{", r"\{").replace("}", r"\}")}
+    if not stream:
+        out = client.chat.completions.create(tool_choice="auto", extra_body=regex, **kwargs)
+        message, reason = out.choices[0].message, out.choices[0].finish_reason
+    else:
+        with client.chat.completions.stream(extra_body=regex, **kwargs) as events:
+            out = events.get_final_completion()
+        message, reason = out.choices[0].message, out.choices[0].finish_reason
+    assert reason == "tool_calls" and not message.content
+    [call] = message.tool_calls
+    assert call.function.name == "get_time" and json.loads(call.function.arguments) == {"zone": 2}
