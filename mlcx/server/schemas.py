@@ -91,15 +91,6 @@ class Tool(_Body):
     function: FunctionDefinition
 
 
-class FunctionName(_Body):
-    name: str
-
-
-class NamedToolChoice(_Body):
-    type: Literal["function"]
-    function: FunctionName
-
-
 class ChatCompletionRequest(SamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = None
@@ -107,5 +98,7 @@ class ChatCompletionRequest(SamplingFields):
     top_logprobs: int | None = None
     response_format: dict[str, Any] | None = None  # checked in response_format.py
     tools: list[Tool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    # "none" | "auto" | "required" | {"type": "function", "function": {"name": ...}}: checked
+    # in tools.py, which can say what is wrong better than a union's errors
+    tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool = True

@@ -24,7 +24,7 @@ import llguidance
 
 from mlcx.runtime.constraint import Constraint
 from mlcx.server.errors import bad_request
-from mlcx.server.schemas import ChatCompletionRequest, NamedToolChoice, Tool
+from mlcx.server.schemas import ChatCompletionRequest, Tool
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 NO_ARGUMENTS = {"type": "object", "properties": {}}
@@ -39,26 +39,49 @@ class ToolPlan:
 
 
 def plan_tools(body: ChatCompletionRequest) -> ToolPlan | None:
+    choice, name = _tool_choice(body.tool_choice)
     if body.tools is None:
         if body.tool_choice not in (None, "none"):
             raise bad_request("tool_choice needs tools; give the tools it may call", "tool_choice")
         return None
-    if not body.tools:
+    parameters = _parameters(body.tools)
+    if name is not None:
+        constraint = _named(name, parameters)
+    else:
+        constraint = CHOICES[choice](parameters, body.parallel_tool_calls)
+    tools = [tool.model_dump(exclude_none=True) for tool in body.tools]
+    return ToolPlan(tools, parameters, choice != "none", constraint)
+
+
+def _tool_choice(value: str | dict[str, Any] | None) -> tuple[str, str | None]:
+    """(the choice, the function's name for a named one)."""
+    if value is None:
+        return "auto", None
+    if isinstance(value, str) and value in CHOICES:
+        return value, None
+    if isinstance(value, dict) and value.get("type") == "function":
+        function = value.get("function")
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            return "function", function["name"]
+    raise bad_request(
+        f"tool_choice must be one of {', '.join(CHOICES)} or "
+        f'{{"type": "function", "function": {{"name": ...}}}}, got {value!r}',
+        "tool_choice",
+    )
+
+
+def _parameters(tools: list[Tool]) -> dict[str, dict[str, Any]]:
+    """name -> the JSON schema of its arguments, each checked."""
+    if not tools:
         raise bad_request("tools is empty; give at least one tool or leave tools out", "tools")
-    parameters = {}
-    for index, tool in enumerate(body.tools):
+    parameters: dict[str, dict[str, Any]] = {}
+    for index, tool in enumerate(tools):
         name = tool.function.name
         _check_tool(index, tool)
         if name in parameters:
             raise bad_request(f"tools has two functions named {name!r}", f"tools.{index}")
         parameters[name] = tool.function.parameters or NO_ARGUMENTS
-    choice = body.tool_choice or "auto"
-    if isinstance(choice, NamedToolChoice):
-        constraint = _named(choice.function.name, parameters)
-    else:
-        constraint = CHOICES[choice](parameters, body.parallel_tool_calls)
-    tools = [tool.model_dump(exclude_none=True) for tool in body.tools]
-    return ToolPlan(tools, parameters, choice != "none", constraint)
+    return parameters
 
 
 def _check_tool(index: int, tool: Tool) -> None:

@@ -59,6 +59,11 @@ CASES = {
     "named-choice-without-tools": ({"tool_choice": named("f")}, "tool_choice"),
     "named-choice-unknown": ({"tools": TOOLS, "tool_choice": named("nope")}, "tool_choice"),
     "tool-choice-unknown-word": ({"tools": TOOLS, "tool_choice": "always"}, "tool_choice"),
+    "tool-choice-without-name": (
+        {"tools": TOOLS, "tool_choice": {"type": "function", "function": {}}},
+        "tool_choice",
+    ),
+    "tool-choice-not-a-choice": ({"tools": TOOLS, "tool_choice": 3}, "tool_choice"),
     "tools-empty": ({"tools": []}, "tools"),
     "tool-not-a-function": ({"tools": [{"type": "code"}]}, "tools.0.type"),
     "tool-name-with-space": ({"tools": [tool("get weather")]}, "tools.0.function.name"),
