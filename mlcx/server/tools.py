@@ -14,7 +14,6 @@ the order llguidance writes schema properties in and the order the call parser e
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,9 @@ from typing import Any
 
 import llguidance
 
+from mlcx.errors import InvalidFieldError
 from mlcx.runtime.constraint import Constraint
+from mlcx.runtime.constraint_matcher import grammar_text
 from mlcx.server.errors import bad_request
 from mlcx.server.schemas import ChatCompletionRequest, Tool
 
@@ -100,7 +101,11 @@ def _check_tool(index: int, tool: Tool) -> None:
             f"tools[{index}].function.parameters must be a JSON schema of type object",
             f"{param}.parameters",
         )
-    grammar = llguidance.grammar_from("json_schema", json.dumps(schema))
+    # Checked now, without a tokenizer: with `auto` or `none` no constraint is ever compiled.
+    try:
+        grammar = grammar_text(Constraint.json_schema(schema, f"{param}.parameters"))
+    except InvalidFieldError as err:
+        raise bad_request(f"tools[{index}].function.parameters: {err}", err.param) from None
     error = llguidance.LLMatcher.validate_grammar(grammar)
     if error:
         raise bad_request(
