@@ -72,6 +72,17 @@ class ChatFormat(ResponseFormat):
     object = "chat.completion"
     chunk_object = "chat.completion.chunk"
 
+    def __init__(
+        self,
+        model: str,
+        tokenizer: Tokenizer,
+        include_usage: bool = False,
+        tools: ToolPlan | None = None,
+    ):
+        super().__init__(model, tokenizer, include_usage)
+        self.tools = tools if tools is not None and tools.parse else None
+        self._replies: dict[int, ToolReply] = {}  # choice -> its reply, while streaming
+
     def start_chunks(self, num_choices: int) -> list[dict[str, Any]]:
         """The first chunk of each choice carries the role, as OpenAI's do."""
         return [
@@ -86,21 +97,11 @@ class ChatFormat(ResponseFormat):
             for i in range(num_choices)
         ]
 
-    def __init__(
-        self,
-        model: str,
-        tokenizer: Tokenizer,
-        include_usage: bool = False,
-        tools: ToolPlan | None = None,
-    ):
-        super().__init__(model, tokenizer, include_usage)
-        self.tools = tools if tools is not None and tools.parse else None
-        self._replies: dict[int, ToolReply] = {}  # choice -> its reply, while streaming
-
     def _new_reply(self) -> ToolReply | None:
         return None if self.tools is None else ToolReply(self.tools.constraint is not None)
 
-    def chunks(self, index: int, delta: Delta) -> list[dict[str, Any]]:
+    def _parts(self, index: int, delta: Delta) -> tuple[list[dict[str, Any]], ToolReply | None]:
+        """The OpenAI deltas of one engine delta, and the choice's tool reply if it has one."""
         reply = self._replies.get(index) or self._new_reply()
         if reply is None:
             parts = [{"content": delta.text}] if delta.text else []
@@ -111,6 +112,10 @@ class ChatFormat(ResponseFormat):
                 parts.append({})  # OpenAI ends calls with an empty delta and the reason
         if not parts and (delta.finished or delta.logprobs):
             parts = [{}]
+        return parts, reply
+
+    def chunks(self, index: int, delta: Delta) -> list[dict[str, Any]]:
+        parts, reply = self._parts(index, delta)
         logprobs = chat_logprobs(self.tokenizer, delta.logprobs) if delta.logprobs else None
         reason = _finish_reason(reply, delta.finish_reason)
         return [
