@@ -30,16 +30,21 @@ def grammar_text(constraint: Constraint) -> str:
     """The llguidance grammar (its JSON form) of a constraint, not yet checked."""
     kind, spec = constraint.kind, constraint.spec
     matcher = llguidance.LLMatcher
-    try:
-        if kind in ("json_object", "json_schema"):
-            return matcher.grammar_from_json_schema(constraint.schema(), overrides=JSON_OPTIONS)
-    except ValueError as err:
-        raise InvalidFieldError(
-            f"invalid JSON schema: {one_line(str(err))}", constraint.param
-        ) from None
+    if kind in ("json_object", "json_schema"):
+        schema = constraint.schema()
+        try:
+            return matcher.grammar_from_json_schema(schema, overrides=JSON_OPTIONS)
+        except ValueError as err:
+            raise _refused(constraint, str(err)) from None
     if kind == "regex":
         return matcher.grammar_from_regex(spec)
     return matcher.grammar_from_lark(spec)
+
+
+def _refused(constraint: Constraint, reason: str) -> InvalidFieldError:
+    what = {"json_object": "JSON object", "json_schema": "JSON schema"}.get(constraint.kind)
+    message = f"{constraint.param}: invalid {what or constraint.kind}: {one_line(reason)}"
+    return InvalidFieldError(message, constraint.param)
 
 
 def one_line(message: str) -> str:
@@ -123,9 +128,5 @@ class ConstraintCompiler:
         # Constructing a matcher never raises: a refused grammar leaves it in an error state.
         matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
         if matcher.is_error():
-            what = constraint.kind.replace("_", " ")
-            raise InvalidFieldError(
-                f"the {what} constraint is invalid: {one_line(matcher.get_error())}",
-                constraint.param,
-            )
+            raise _refused(constraint, matcher.get_error())
         return matcher
