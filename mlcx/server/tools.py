@@ -23,7 +23,7 @@ import llguidance
 
 from mlcx.errors import InvalidFieldError
 from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.constraint_matcher import grammar_text
+from mlcx.runtime.constraint_matcher import grammar_text, one_line
 from mlcx.server.errors import bad_request
 from mlcx.server.schemas import ChatCompletionRequest, Tool
 
@@ -105,11 +105,11 @@ def _check_tool(index: int, tool: Tool) -> None:
     try:
         grammar = grammar_text(Constraint.json_schema(schema, f"{param}.parameters"))
     except InvalidFieldError as err:
-        raise bad_request(f"tools[{index}].function.parameters: {err}", err.param) from None
+        raise bad_request(str(err), err.param) from None
     error = llguidance.LLMatcher.validate_grammar(grammar)
     if error:
         raise bad_request(
-            f"tools[{index}].function.parameters is not a usable JSON schema: {error}",
+            f"tools[{index}].function.parameters is not a usable JSON schema: {one_line(error)}",
             f"{param}.parameters",
         )
 
