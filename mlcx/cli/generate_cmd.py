@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from mlcx.cli.runtime_options import resolve_artifact
+from mlcx.errors import InvalidFieldError
+from mlcx.runtime.constraint import Constraint
+from mlcx.runtime.constraint_files import grammar_file, json_schema_file, regex_option
 from mlcx.runtime.llm import LLM
+
+
+def output_constraint(
+    json_schema: Path | None, regex: str | None, grammar: Path | None
+) -> Constraint | None:
+    """The constraint of --json-schema, --regex or --grammar (at most one of them)."""
+    options = {"--json-schema": json_schema, "--regex": regex, "--grammar": grammar}
+    given = [name for name, value in options.items() if value is not None]
+    if len(given) > 1:
+        raise InvalidFieldError(f"{' and '.join(given)} exclude each other; give one", given[1])
+    if json_schema is not None:
+        return json_schema_file(json_schema, "--json-schema")
+    if regex is not None:
+        return regex_option(regex, "--regex")
+    return None if grammar is None else grammar_file(grammar, "--grammar")
 
 
 def generate_command(
@@ -29,11 +48,24 @@ def generate_command(
     top_p: Annotated[float | None, typer.Option()] = None,
     seed: Annotated[int | None, typer.Option()] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    json_schema: Annotated[
+        Path | None, typer.Option(help="The output is JSON valid against the schema in FILE.")
+    ] = None,
+    regex: Annotated[str | None, typer.Option(help="The whole output matches REGEX.")] = None,
+    grammar: Annotated[
+        Path | None,
+        typer.Option(help="The output is in the grammar in FILE: Lark, or GBNF if FILE is .gbnf."),
+    ] = None,
 ) -> None:
     """Generate a completion for one prompt, streaming it to stdout."""
+    constraint = output_constraint(json_schema, regex, grammar)
     llm = LLM(resolve_artifact(model, quiet=as_json))
     params = llm.default_params(
-        max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        constraint=constraint,
     )
     if chat:
         messages = ([{"role": "system", "content": system}] if system else []) + [

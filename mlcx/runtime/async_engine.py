@@ -131,11 +131,13 @@ class AsyncEngine:
         """
         return await asyncio.to_thread(lambda: [self.engine.tokenize_prompt(p) for p in prompts])
 
-    async def prepare_chat(self, messages: list[dict[str, Any]]) -> list[int]:
-        """Token ids of a conversation in the model's chat template, ready for the reply
-        (rendered and encoded in a worker thread, as `prepare`)."""
+    async def prepare_chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """Token ids of a conversation (and the tools it may call) in the model's chat
+        template, ready for the reply (rendered and encoded in a worker thread, as `prepare`)."""
         template, tokenizer = self.engine.chat_template, self.engine.tokenizer
-        return await asyncio.to_thread(template.prompt_ids, messages, tokenizer)
+        return await asyncio.to_thread(template.prompt_ids, messages, tokenizer, tools)
 
     def submit(self, prompts: Sequence[Prompt], params: SamplingParams) -> RequestStream:
         """Validate and queue one engine request per prompt (all or none are queued).

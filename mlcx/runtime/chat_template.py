@@ -8,6 +8,11 @@ A model that ships no template gets `FALLBACK_TEMPLATE`: one `role: content` lin
 for a generation prompt, a final `assistant:` (no trailing space, so a byte-level BPE model starts
 its reply with its own space token, as it saw in training text). It is plain text on purpose: a
 base model has no chat format, and inventing special tokens it never saw would only confuse it.
+
+Tools reach a template as Hugging Face's do: the `tools` variable (a list of OpenAI tool dicts),
+assistant messages with `tool_calls` (arguments as dicts) and `tool` messages with
+`tool_call_id`. A template that never reads `tools` gets the conversation rewritten in the
+generic format of `mlcx/runtime/tool_prompt.py` instead.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import jinja2
+from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from mlcx.errors import MessagesError
+from mlcx.runtime.tool_prompt import with_generic_tools
 
 if TYPE_CHECKING:
     from mlcx.runtime.tokenizer import Tokenizer
@@ -43,17 +50,26 @@ class ChatTemplate:
         self.is_fallback = source is None
         self.bos_token = bos_token
         self.eos_token = eos_token
-        self._template = _compile(self.source)
+        self._template, self.knows_tools = _compile(self.source)
 
-    def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True) -> str:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        add_generation_prompt: bool = True,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> str:
         """The prompt text for `messages`; with `add_generation_prompt`, ready for the reply."""
         checked = validate_messages(messages)
+        extra: dict[str, Any] = {"tools": tools} if tools else {}
+        if not self.knows_tools:
+            checked, extra = with_generic_tools(checked, tools), {}
         try:
             return self._template.render(
                 messages=checked,
                 add_generation_prompt=add_generation_prompt,
                 bos_token=self.bos_token or "",
                 eos_token=self.eos_token or "",
+                **extra,
             )
         except (jinja2.TemplateError, TypeError) as error:
             raise MessagesError(
@@ -61,10 +77,15 @@ class ChatTemplate:
                 "check the messages against the format the model expects"
             ) from error
 
-    def prompt_ids(self, messages: list[dict[str, Any]], tokenizer: Tokenizer) -> list[int]:
+    def prompt_ids(
+        self,
+        messages: list[dict[str, Any]],
+        tokenizer: Tokenizer,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[int]:
         """Token ids of `messages`, ready for the reply. The template writes the special
         tokens (BOS included) itself, so the tokenizer adds none."""
-        text = self.render(messages, add_generation_prompt=True)
+        text = self.render(messages, add_generation_prompt=True, tools=tools)
         return tokenizer.encode(text, add_special_tokens=False)
 
 
@@ -86,14 +107,41 @@ def _validate_message(index: int, message: Any) -> dict[str, Any]:
             f"messages[{index}].role is {role!r}; it must be one of {sorted(ROLES)}"
         )
     content = message.get("content")
+    calls = message.get("tool_calls")
+    if content is None and calls and role == "assistant":
+        content = ""  # templates concatenate content; a tool-calling turn may have none
     if not isinstance(content, str):
         raise MessagesError(
             f"messages[{index}].content must be a string, got {type(content).__name__}"
         )
-    return dict(message)
+    checked = {**message, "content": content}
+    if calls:
+        checked["tool_calls"] = [_tool_call(index, call) for call in calls]
+    return checked
 
 
-def _compile(source: str) -> jinja2.Template:
+def _tool_call(index: int, call: Any) -> dict[str, Any]:
+    """A tool call as templates read it: OpenAI's shape, arguments as a dict (OpenAI sends
+    them as JSON text)."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise MessagesError(
+            f"messages[{index}].tool_calls entries need function.name and function.arguments"
+        )
+    arguments = function.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as error:
+            raise MessagesError(
+                f"messages[{index}].tool_calls: the arguments of {function['name']!r} "
+                f"are not valid JSON ({error})"
+            ) from None
+    return {**call, "function": {**function, "arguments": arguments}}
+
+
+def _compile(source: str) -> tuple[jinja2.Template, bool]:
+    """The template, and whether it reads the `tools` variable."""
     environment = ImmutableSandboxedEnvironment(
         trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
     )
@@ -101,7 +149,8 @@ def _compile(source: str) -> jinja2.Template:
     environment.globals["raise_exception"] = _raise_exception
     environment.globals["strftime_now"] = _strftime_now
     try:
-        return environment.from_string(source)
+        knows_tools = "tools" in meta.find_undeclared_variables(environment.parse(source))
+        return environment.from_string(source), knows_tools
     except jinja2.TemplateSyntaxError as error:
         raise ValueError(
             f"the model's chat template is not valid Jinja (line {error.lineno}: {error.message}); "

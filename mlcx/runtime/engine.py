@@ -19,6 +19,7 @@ import numpy as np
 from mlcx.artifact.config import Artifact
 from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError, QueueFullError
 from mlcx.runtime.backends.registry import create_runner, kv_block_bytes
+from mlcx.runtime.constraint_matcher import CompiledConstraint, ConstraintCompiler
 from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager
@@ -60,6 +61,7 @@ class Engine:
         chunk = config.prefill_chunk or art.prefill_chunk
         self.scheduler = Scheduler(self.kv, config.max_running, max(chunk, config.max_running))
         self.outputs = OutputProcessor(self.tokenizer)
+        self.constraints = ConstraintCompiler(self.tokenizer)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._inbox_lock = threading.Lock()
         self._queued_adds = 0  # adds in the inbox, not yet in the scheduler
@@ -111,10 +113,12 @@ class Engine:
     def add_request(
         self, request_id: str, prompt: str | list[int], params: SamplingParams
     ) -> list[int]:
-        """Validate and queue a request; returns its prompt token ids."""
+        """Validate and queue a request; returns its prompt token ids. A constraint is
+        compiled here: one llguidance refuses raises InvalidFieldError naming its param."""
         prompt_ids = self.tokenize_prompt(prompt)
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         params.validate_vocab(self.tokenizer.vocab_size)
+        constraint = self.constraints.compile(params.constraint) if params.constraint else None
         with self._inbox_lock:
             if request_id in self.scheduler.requests or request_id in self._queued_ids:
                 raise ValueError(f"request {request_id!r} is already in flight")
@@ -126,7 +130,7 @@ class Engine:
                 )
             self._queued_adds += 1
             self._queued_ids.add(request_id)
-            self._inbox.put(("add", request_id, prompt_ids, params, max_new))
+            self._inbox.put(("add", request_id, prompt_ids, params, max_new, constraint))
         return prompt_ids
 
     def abort(self, request_id: str) -> None:
@@ -145,8 +149,9 @@ class Engine:
         plan = self.scheduler.schedule()
         self.snapshot = self.stats()
         if plan.scheduled:
+            masks = self.outputs.start_masks(plan.samples)  # filled while the model runs
             logits = self.runner.forward(self._batch(plan))
-            results = self.outputs.sample(logits, plan.samples)
+            results = self.outputs.sample(logits, plan.samples, masks)
             seqs = self.scheduler.update_from_output(plan, [r.token_id for r in results])
             deltas += self._report(seqs, results)
             self.snapshot = self.stats()
@@ -180,12 +185,17 @@ class Engine:
         return deltas
 
     def _add_now(
-        self, request_id: str, prompt_ids: list[int], params: SamplingParams, max_new: int
+        self,
+        request_id: str,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        max_new: int,
+        constraint: CompiledConstraint | None,
     ) -> None:
         eos = () if params.ignore_eos else self.tokenizer.eos_token_ids
         stop_ids = [*params.stop_token_ids, *eos]
         self.scheduler.add_request(request_id, prompt_ids, max_new, params.n, stop_ids)
-        self.outputs.add_request(request_id, prompt_ids, params)
+        self.outputs.add_request(request_id, prompt_ids, params, constraint)
 
     def stats(self) -> EngineStats:
         counts = self.scheduler.stats

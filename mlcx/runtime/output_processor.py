@@ -14,12 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlcx.runtime.constraint_matcher import CompiledConstraint
 from mlcx.runtime.detokenizer import IncrementalDetokenizer
 from mlcx.runtime.outputs import Delta
 from mlcx.runtime.sampler import SampleResult, SamplingState, sample
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.runtime.sequence import Sequence
 from mlcx.runtime.stop import StopStringMatcher
+from mlcx.runtime.token_masks import TokenMasks
 from mlcx.runtime.tokenizer import Tokenizer
 
 
@@ -39,7 +41,8 @@ class ChoiceOutput:
 
     def add_token(self, result: SampleResult, finish_reason: str | None) -> Delta:
         """The delta of one sampled token. `finish_reason` is the scheduler's: "stop" for a
-        stop token (which adds no text) or "length"; a stop string in the text makes "stop"."""
+        stop token (which adds no text) or "length"; a stop string in the text, or a
+        constraint this token completed, makes "stop"."""
         token = result.token_id
         self.sampling.append(token)
         self.num_output_tokens += 1
@@ -48,7 +51,7 @@ class ChoiceOutput:
         if finish_reason != "stop":
             check = self.stop.feed(self.detok.push(token))
             text = check.text
-            if check.stopped:
+            if check.stopped or self.sampling.constraint_done:
                 self.finish_reason = "stop"
         if self.finish_reason is not None and not self.stop.stopped:
             text += self._drain()
@@ -88,27 +91,55 @@ class OutputProcessor:
     def __contains__(self, request_id: object) -> bool:
         return request_id in self._requests
 
-    def add_request(self, request_id: str, prompt_ids: list[int], params: SamplingParams) -> None:
+    def add_request(
+        self,
+        request_id: str,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        constraint: CompiledConstraint | None = None,
+    ) -> None:
+        """`constraint`: the compiled `params.constraint`; each choice gets its own matcher."""
         self._requests[request_id] = [
             ChoiceOutput(
                 request_id,
                 index,
                 params,
                 len(prompt_ids),
-                SamplingState(params, prompt_ids, choice_index=index),
+                SamplingState(
+                    params,
+                    prompt_ids,
+                    choice_index=index,
+                    matcher=constraint.matcher() if constraint else None,
+                ),
                 IncrementalDetokenizer(self.tokenizer, prompt_ids),
                 StopStringMatcher(params.stop),
             )
             for index in range(params.n)
         ]
 
-    def sample(self, logits: np.ndarray, samples: list[tuple[int, str, int]]) -> list[SampleResult]:
+    def start_masks(self, samples: list[tuple[int, str, int]]) -> TokenMasks | None:
+        """Start filling the token masks of the constrained samples (None if there are none);
+        call before the model runs, pass to `sample`."""
+        pairs = [(i, s.matcher) for i, s in enumerate(self._states(samples)) if s.matcher]
+        if not pairs:
+            return None
+        rows, matchers = zip(*pairs, strict=True)
+        return TokenMasks(rows, matchers, self.tokenizer.vocab_size).start()
+
+    def sample(
+        self,
+        logits: np.ndarray,
+        samples: list[tuple[int, str, int]],
+        masks: TokenMasks | None = None,
+    ) -> list[SampleResult]:
         """One token per (logits row, request id, choice index), with the choice's state."""
         if not samples:
             return []
         rows = [row for row, _, _ in samples]
-        states = [self._requests[rid][index].sampling for _, rid, index in samples]
-        return sample(logits[rows], states)
+        return sample(logits[rows], self._states(samples), masks)
+
+    def _states(self, samples: list[tuple[int, str, int]]) -> list[SamplingState]:
+        return [self._requests[rid][index].sampling for _, rid, index in samples]
 
     def process(self, seqs: list[Sequence], results: list[SampleResult]) -> list[Delta]:
         """Deltas of the tokens the scheduler appended to `seqs`."""

@@ -1,13 +1,16 @@
 """Batched token sampling over numpy logits.
 
-Per row, in this order: logit_bias -> repetition penalty (Hugging Face semantics: prompt and
-output tokens, positive logits divided, negative multiplied) -> presence/frequency penalties
-(OpenAI semantics: output tokens only) -> greedy argmax when temperature == 0, otherwise
-temperature -> top_k -> top_p -> min_p -> one draw from the sequence's own generator.
+Per row, in this order: the constraint's token mask (disallowed tokens -> -inf) -> logit_bias
+-> repetition penalty (Hugging Face semantics: prompt and output tokens, positive logits
+divided, negative multiplied) -> presence/frequency penalties (OpenAI semantics: output tokens
+only) -> greedy argmax when temperature == 0, otherwise temperature -> top_k -> top_p -> min_p
+-> one draw from the sequence's own generator.
 
 Reported logprobs are the log-softmax of the logits after bias and penalties but before
 temperature and truncation (vLLM's "processed logits" convention): they describe what the
-model and penalties made of the vocabulary, not the sampling distribution.
+model, the constraint and penalties made of the vocabulary, not the sampling distribution.
+A constrained row's top_logprobs list only tokens the constraint allows (fewer than asked
+when it allows fewer).
 
 The truncation filters are thresholds on the sorted values, so tokens tied at a cutoff are all
 kept (the top_k behaviour of Hugging Face, extended to top_p).
@@ -21,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sampling_state import SamplingState
+from mlcx.runtime.token_masks import TokenMasks
 
 # top_p looks for the nucleus among the m most likely tokens for each m here in turn (one
 # O(vocab) partition each) and sorts the whole row only when their mass stays below top_p.
@@ -29,81 +34,6 @@ _DRAW_BLOCK = 256
 
 # (token ids, or None for the whole vocabulary; their positive relative weights)
 _Distribution = tuple[np.ndarray | None, np.ndarray]
-
-
-def _token_ids(name: str, ids: Sequence[int]) -> np.ndarray:
-    arr = np.asarray(ids, dtype=np.int64).reshape(-1)
-    if arr.size and arr.min() < 0:
-        raise ValueError(f"{name} must be token ids >= 0, got {int(arr.min())}")
-    return arr
-
-
-class SamplingState:
-    """Sampling state of one generated sequence (one choice of a request).
-
-    The generator is PCG64 seeded with `params.seed + choice_index`, so the choices of an
-    `n > 1` request differ but each is reproducible; with `seed=None` it draws from OS entropy.
-    Each sampled (non-greedy) step consumes exactly one uniform draw, so the tokens depend only
-    on the seed and the logits, never on which other sequences share the batch.
-    """
-
-    def __init__(
-        self,
-        params: SamplingParams,
-        prompt_ids: Sequence[int] = (),
-        *,
-        choice_index: int = 0,
-        output_ids: Sequence[int] = (),
-    ) -> None:
-        if not 0 <= choice_index < params.n:
-            raise ValueError(f"choice_index must be in [0, {params.n - 1}], got {choice_index}")
-        self.params = params
-        self.choice_index = choice_index
-        seed = None if params.seed is None else params.seed + choice_index
-        self.rng = np.random.Generator(np.random.PCG64(seed))
-        self.prompt_ids = _token_ids("prompt_ids", prompt_ids)
-        self.prompt_ids.flags.writeable = False
-        self._prompt_unique = np.unique(self.prompt_ids)
-        self._max_id = int(self.prompt_ids.max()) if self.prompt_ids.size else -1
-        self.output_ids: list[int] = []
-        self._counts: dict[int, int] = {}
-        self._checked_vocab = 0
-        for token in _token_ids("output_ids", output_ids).tolist():
-            self.append(token)
-
-    @classmethod
-    def for_request(cls, params: SamplingParams, prompt_ids: Sequence[int]) -> list[SamplingState]:
-        """One state per choice of the request, choice i seeded with `seed + i`."""
-        return [cls(params, prompt_ids, choice_index=i) for i in range(params.n)]
-
-    def append(self, token_id: int) -> None:
-        """Record a generated token; the caller does this after `sample`."""
-        token_id = int(token_id)
-        if token_id < 0:
-            raise ValueError(f"token_id must be >= 0, got {token_id}")
-        self.output_ids.append(token_id)
-        self._counts[token_id] = self._counts.get(token_id, 0) + 1
-        self._max_id = max(self._max_id, token_id)
-
-    def output_counts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(distinct output token ids, how often each was generated)."""
-        ids = np.fromiter(self._counts.keys(), dtype=np.int64, count=len(self._counts))
-        counts = np.fromiter(self._counts.values(), dtype=np.float64, count=len(self._counts))
-        return ids, counts
-
-    def seen_ids(self) -> np.ndarray:
-        """Distinct token ids of the prompt and the output."""
-        return np.union1d(self._prompt_unique, self.output_counts()[0])
-
-    def check_vocab(self, vocab_size: int) -> None:
-        """Raise ValueError if a token id of the params, prompt or output is >= vocab_size."""
-        if vocab_size != self._checked_vocab:
-            self.params.validate_vocab(vocab_size)
-            self._checked_vocab = vocab_size
-        if self._max_id >= vocab_size:
-            raise ValueError(
-                f"prompt/output token ids must be in [0, {vocab_size - 1}], got {self._max_id}"
-            )
 
 
 @dataclass(frozen=True)
@@ -127,8 +57,11 @@ def _apply_penalties(row: np.ndarray, state: SamplingState) -> None:
         row[ids] -= counts * p.frequency_penalty + p.presence_penalty
 
 
-def processed_logits(logits: np.ndarray, states: Sequence[SamplingState]) -> np.ndarray:
-    """Logits after bias and penalties, as float32 (b, vocab); `logits` is not modified."""
+def processed_logits(
+    logits: np.ndarray, states: Sequence[SamplingState], masks: TokenMasks | None = None
+) -> np.ndarray:
+    """Logits after the masks of the constrained rows, bias and penalties, as float32
+    (b, vocab); `logits` is not modified."""
     logits = np.asarray(logits)
     if logits.ndim != 2 or logits.shape[0] != len(states):
         raise ValueError(
@@ -137,6 +70,8 @@ def processed_logits(logits: np.ndarray, states: Sequence[SamplingState]) -> np.
     if not (np.issubdtype(logits.dtype, np.floating) or logits.dtype.name == "bfloat16"):
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
     x = logits.astype(np.float32)
+    if masks is not None:
+        masks.apply(x)
     for row, state in zip(x, states, strict=True):
         state.check_vocab(x.shape[1])
         _apply_penalties(row, state)
@@ -268,15 +203,18 @@ def _result(token: int, row: np.ndarray | None, lse: float, params: SamplingPara
         k = min(params.top_logprobs, row.size)
         ids = np.argpartition(row, row.size - k)[row.size - k :]
         ids = ids[np.lexsort((ids, -row[ids]))]  # descending, ties by lower id
-        top = [(int(i), float(row[i]) - lse) for i in ids]
+        top = [(int(i), float(row[i]) - lse) for i in ids if row[i] > -np.inf]
     return SampleResult(token, float(row[token]) - lse, top)
 
 
-def sample(logits: np.ndarray, states: Sequence[SamplingState]) -> list[SampleResult]:
-    """Pick one token per row of `logits` (b, vocab). The caller appends it to the state."""
+def sample(
+    logits: np.ndarray, states: Sequence[SamplingState], masks: TokenMasks | None = None
+) -> list[SampleResult]:
+    """Pick one token per row of `logits` (b, vocab). The caller appends it to the state.
+    `masks` holds the allowed tokens of the constrained rows (their states have a matcher)."""
     if len(states) == 0:
         return []
-    x = processed_logits(logits, states)
+    x = processed_logits(logits, states, masks)
     tokens = x.argmax(axis=1)  # greedy; ties go to the lowest id
     want = [i for i, s in enumerate(states) if s.params.logprobs]
     rows = x[want]  # a copy: sampling below overwrites x

@@ -9,6 +9,8 @@ from typing import Any
 from mlcx.runtime.outputs import Completion, Delta
 from mlcx.runtime.tokenizer import Tokenizer
 from mlcx.server.logprobs import chat_logprobs, completion_logprobs
+from mlcx.server.tool_calls import ToolReply
+from mlcx.server.tools import ToolPlan
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
@@ -58,7 +60,7 @@ class ResponseFormat:
     def start_chunks(self, num_choices: int) -> list[dict[str, Any]]:
         return []
 
-    def chunk(self, index: int, delta: Delta) -> dict[str, Any] | None:
+    def chunks(self, index: int, delta: Delta) -> list[dict[str, Any]]:
         raise NotImplementedError
 
     def choice(self, index: int, completion: Completion) -> dict[str, Any]:
@@ -69,6 +71,17 @@ class ChatFormat(ResponseFormat):
     id_prefix = "chatcmpl"
     object = "chat.completion"
     chunk_object = "chat.completion.chunk"
+
+    def __init__(
+        self,
+        model: str,
+        tokenizer: Tokenizer,
+        include_usage: bool = False,
+        tools: ToolPlan | None = None,
+    ):
+        super().__init__(model, tokenizer, include_usage)
+        self.tools = tools if tools is not None and tools.parse else None
+        self._replies: dict[int, ToolReply] = {}  # choice -> its reply, while streaming
 
     def start_chunks(self, num_choices: int) -> list[dict[str, Any]]:
         """The first chunk of each choice carries the role, as OpenAI's do."""
@@ -84,29 +97,56 @@ class ChatFormat(ResponseFormat):
             for i in range(num_choices)
         ]
 
-    def chunk(self, index: int, delta: Delta) -> dict[str, Any] | None:
-        if not (delta.text or delta.finished or delta.logprobs):
-            return None
+    def _new_reply(self) -> ToolReply | None:
+        return None if self.tools is None else ToolReply(self.tools.constraint is not None)
+
+    def _parts(self, index: int, delta: Delta) -> tuple[list[dict[str, Any]], ToolReply | None]:
+        """The OpenAI deltas of one engine delta, and the choice's tool reply if it has one."""
+        reply = self._replies.get(index) or self._new_reply()
+        if reply is None:
+            parts = [{"content": delta.text}] if delta.text else []
+        else:
+            self._replies[index] = reply
+            parts = reply.feed(delta.text) + (reply.finish() if delta.finished else [])
+            if delta.finished and reply.called:
+                parts.append({})  # OpenAI ends calls with an empty delta and the reason
+        if not parts and (delta.finished or delta.logprobs):
+            parts = [{}]
+        return parts, reply
+
+    def chunks(self, index: int, delta: Delta) -> list[dict[str, Any]]:
+        parts, reply = self._parts(index, delta)
         logprobs = chat_logprobs(self.tokenizer, delta.logprobs) if delta.logprobs else None
-        return self._chunk(
-            {
-                "index": index,
-                "delta": {"content": delta.text} if delta.text else {},
-                "logprobs": logprobs,
-                "finish_reason": delta.finish_reason,
-            }
-        )
+        reason = _finish_reason(reply, delta.finish_reason)
+        return [
+            self._chunk(
+                {
+                    "index": index,
+                    "delta": part,
+                    "logprobs": logprobs if i == 0 else None,
+                    "finish_reason": reason if i == len(parts) - 1 else None,
+                }
+            )
+            for i, part in enumerate(parts)
+        ]
 
     def choice(self, index: int, completion: Completion) -> dict[str, Any]:
         logprobs = None
         if completion.logprobs:
             logprobs = chat_logprobs(self.tokenizer, completion.logprobs)
+        reply = self._new_reply()
+        message = {"content": completion.text} if reply is None else reply.message(completion.text)
         return {
             "index": index,
-            "message": {"role": "assistant", "content": completion.text},
+            "message": {"role": "assistant", **message},
             "logprobs": logprobs,
-            "finish_reason": completion.finish_reason,
+            "finish_reason": _finish_reason(reply, completion.finish_reason),
         }
+
+
+def _finish_reason(reply: ToolReply | None, reason: str | None) -> str | None:
+    """A reply that called tools and ended on its own ends for "tool_calls"."""
+    return "tool_calls" if reply is not None and reply.called and reason == "stop" else reason
 
 
 class CompletionFormat(ResponseFormat):
@@ -118,23 +158,25 @@ class CompletionFormat(ResponseFormat):
         super().__init__(model, tokenizer, include_usage)
         self._offsets: dict[int, int] = {}  # choice -> text offset of its next token
 
-    def chunk(self, index: int, delta: Delta) -> dict[str, Any] | None:
+    def chunks(self, index: int, delta: Delta) -> list[dict[str, Any]]:
         if not (delta.text or delta.finished or delta.logprobs):
-            return None
+            return []
         logprobs = None
         if delta.logprobs:
             offset = self._offsets.get(index, 0)
             logprobs, self._offsets[index] = completion_logprobs(
                 self.tokenizer, delta.logprobs, offset
             )
-        return self._chunk(
-            {
-                "index": index,
-                "text": delta.text,
-                "logprobs": logprobs,
-                "finish_reason": delta.finish_reason,
-            }
-        )
+        return [
+            self._chunk(
+                {
+                    "index": index,
+                    "text": delta.text,
+                    "logprobs": logprobs,
+                    "finish_reason": delta.finish_reason,
+                }
+            )
+        ]
 
     def choice(self, index: int, completion: Completion) -> dict[str, Any]:
         logprobs = None

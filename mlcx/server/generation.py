@@ -31,7 +31,7 @@ async def start(engine: AsyncEngine, plan: GenerationPlan) -> RequestStream:
         if plan.messages is None:
             prompt_ids = await engine.prepare(plan.prompts)
         else:
-            prompt_ids = [await engine.prepare_chat(plan.messages)]
+            prompt_ids = [await engine.prepare_chat(plan.messages, plan.tools)]
         return engine.submit(prompt_ids, plan.params)
     except QueueFullError as err:
         raise APIError(503, str(err), SERVER_ERROR, code="queue_full") from None
@@ -99,8 +99,7 @@ async def _events(
             async for delta in stream:
                 timer.observe(delta)
                 generated += len(delta.token_ids)
-                chunk = fmt.chunk(_choice(stream, plan, delta), delta)
-                if chunk is not None:
+                for chunk in fmt.chunks(_choice(stream, plan, delta), delta):
                     yield sse(chunk)
         except EngineFailedError as err:
             yield sse({"error": APIError(500, str(err), SERVER_ERROR).body})

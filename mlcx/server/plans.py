@@ -13,10 +13,21 @@ from typing import Any
 from mlcx.errors import InvalidFieldError
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.server.errors import APIError, bad_request
-from mlcx.server.schemas import ChatCompletionRequest, CompletionRequest, SamplingFields
+from mlcx.server.response_format import (
+    extension_constraints,
+    only_one,
+    response_format_constraint,
+)
+from mlcx.server.schemas import (
+    ChatCompletionRequest,
+    ChatMessage,
+    CompletionRequest,
+    SamplingFields,
+)
+from mlcx.server.tools import ToolPlan, plan_tools
 
 Prompt = str | list[int]
-Messages = list[dict[str, str]]
+Messages = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,12 @@ class GenerationPlan:
     include_usage: bool  # stream: a last chunk with usage (non-stream responses always have it)
     prompts: list[Prompt] = field(default_factory=list)  # completions: one request each
     messages: Messages | None = None  # chat: one conversation
+    tool_plan: ToolPlan | None = None  # chat: the tools it may call
+
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The tools for the chat template."""
+        return None if self.tool_plan is None else self.tool_plan.tools
 
     @property
     def prompt_field(self) -> str:
@@ -37,6 +54,7 @@ def plan_completion(body: CompletionRequest, defaults: Mapping[str, Any]) -> Gen
     if body.echo:
         raise bad_request("echo is not supported", param="echo")
     logprobs = {} if body.logprobs is None else {"logprobs": True, "top_logprobs": body.logprobs}
+    logprobs["constraint"] = only_one([*extension_constraints(body)])
     try:
         params = sampling_params(body, defaults, body.max_tokens, logprobs)
     except APIError as err:  # completions call top_logprobs "logprobs"
@@ -48,21 +66,30 @@ def plan_completion(body: CompletionRequest, defaults: Mapping[str, Any]) -> Gen
 
 def plan_chat(body: ChatCompletionRequest, defaults: Mapping[str, Any]) -> GenerationPlan:
     messages = [_message(i, m) for i, m in enumerate(body.messages)]
-    logprobs = {"logprobs": body.logprobs, "top_logprobs": body.top_logprobs or 0}
+    tool_plan = plan_tools(body)
+    constraints = [response_format_constraint(body.response_format)]
+    constraints += extension_constraints(body)
+    constraints.append(None if tool_plan is None else tool_plan.constraint)
+    extra = {
+        "logprobs": body.logprobs,
+        "top_logprobs": body.top_logprobs or 0,
+        "constraint": only_one(constraints),
+    }
     max_tokens = body.max_completion_tokens
     if max_tokens is None:
         max_tokens = body.max_tokens
-    params = sampling_params(body, defaults, max_tokens, logprobs)
-    return _plan(body, params, messages=messages)
+    params = sampling_params(body, defaults, max_tokens, extra)
+    return _plan(body, params, messages=messages, tool_plan=tool_plan)
 
 
 def sampling_params(
     body: SamplingFields,
     defaults: Mapping[str, Any],
     max_tokens: int | None,
-    logprobs: dict[str, Any],
+    extra: dict[str, Any],
 ) -> SamplingParams:
-    """The request's sampling fields over the model's defaults (its generation config)."""
+    """The request's sampling fields over the model's defaults (its generation config);
+    `extra`: the endpoint's own (logprobs, top_logprobs, constraint)."""
     try:
         return SamplingParams.with_defaults(
             defaults,
@@ -80,7 +107,7 @@ def sampling_params(
             stop_token_ids=tuple(body.stop_token_ids or ()),
             logit_bias=_logit_bias(body.logit_bias),
             ignore_eos=body.ignore_eos,
-            **logprobs,
+            **extra,
         )
     except InvalidFieldError as err:
         raise bad_request(str(err), param=err.param) from None
@@ -91,12 +118,13 @@ def _plan(
     params: SamplingParams,
     prompts: list[Prompt] | None = None,
     messages: Messages | None = None,
+    tool_plan: ToolPlan | None = None,
 ) -> GenerationPlan:
     options = body.stream_options
     if options is not None and not body.stream:
         raise bad_request("stream_options is only allowed with stream=true", "stream_options")
     include_usage = bool(options and options.include_usage)
-    return GenerationPlan(params, body.stream, include_usage, prompts or [], messages)
+    return GenerationPlan(params, body.stream, include_usage, prompts or [], messages, tool_plan)
 
 
 def _completion_prompts(prompt: str | list) -> list[Prompt]:
@@ -109,14 +137,19 @@ def _completion_prompts(prompt: str | list) -> list[Prompt]:
     return list(prompt)
 
 
-def _message(index: int, message) -> dict[str, str]:
+def _message(index: int, message: ChatMessage) -> dict[str, Any]:
     content = message.content
-    if content is None:
+    if content is None and not message.tool_calls:
         raise bad_request(f"messages[{index}].content is missing", f"messages.{index}.content")
-    if not isinstance(content, str):
+    if isinstance(content, list):
         content = "".join(part.text for part in content)
     role = "system" if message.role == "developer" else message.role
-    return {"role": role, "content": content}
+    out: dict[str, Any] = {"role": role, "content": content}
+    if message.tool_calls:
+        out["tool_calls"] = [call.model_dump() for call in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    return out
 
 
 def _logit_bias(bias: dict[str, float] | None) -> dict[int, float] | None:

@@ -51,7 +51,7 @@ def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) 
         timer = metrics.timer()
         engine = host.require(body.model)
         plan = plan_chat(body, engine.sampling_defaults)
-        fmt = ChatFormat(body.model, engine.tokenizer, plan.include_usage)
+        fmt = ChatFormat(body.model, engine.tokenizer, plan.include_usage, plan.tool_plan)
         return await respond(request, await start(engine, plan), plan, fmt, timer)
 
     return router

@@ -1,3 +1,4 @@
+import json
 from datetime import datetime
 
 import pytest
@@ -145,3 +146,64 @@ def test_messages_cannot_be_mutated_by_template():
     ours = ChatTemplate("{{ messages.append(1) }}")
     with pytest.raises(ValueError, match="chat template failed"):
         ours.render([{"role": "user", "content": "a"}])
+
+
+# Hugging Face's tools convention: the `tools` variable, tool_calls with dict arguments,
+# tool messages with tool_call_id.
+TOOLS_TEMPLATE = (
+    "{% if tools %}<tools>{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}</tools>\n"
+    "{% endif %}{% for message in messages %}{{ message['role'] }}: "
+    "{% if message.tool_calls %}{% for call in message.tool_calls %}"
+    "<call>{{ call.function.name }} {{ call.function.arguments | tojson }}</call>"
+    "{% endfor %}{% else %}{{ message['content'] }}{% endif %}"
+    "{% if message.tool_call_id %} ({{ message.tool_call_id }}){% endif %}\n{% endfor %}"
+)
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def tool_turns(arguments) -> list[dict]:
+    function = {"name": "get_weather", "arguments": arguments}
+    call = {"id": "c1", "type": "function", "function": function}
+    return [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "18 C"},
+    ]
+
+
+def test_tools_and_tool_messages_reach_the_template_like_transformers(reference):
+    ours = ChatTemplate(TOOLS_TEMPLATE, BOS, EOS)
+    assert ours.knows_tools
+    messages = tool_turns({"city": "Paris"})
+    want = reference.apply_chat_template(
+        messages, chat_template=TOOLS_TEMPLATE, tools=[WEATHER], tokenize=False
+    )
+    assert ours.render(messages, tools=[WEATHER]) == want
+    assert '<call>get_weather {"city": "Paris"}</call>' in want and "(c1)" in want
+    # OpenAI sends arguments as JSON text: the template still gets a dict
+    assert ours.render(tool_turns('{"city": "Paris"}'), tools=[WEATHER]) == want
+
+
+def test_a_template_without_tools_gets_the_generic_format():
+    ours = ChatTemplate(CHATML_WITH_SYSTEM)
+    assert not ours.knows_tools
+    rendered = ours.render(tool_turns('{"city": "Paris"}'), tools=[WEATHER])
+    system = rendered.split("<|im_end|>")[0]
+    assert system.startswith("<|im_start|>system\nYou can call these tools")
+    assert json.dumps(WEATHER) in system and "<tool_call>" in system
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    assert f"<|im_start|>assistant\n{call}<|im_end|>" in rendered
+    assert "<|im_start|>tool\n18 C<|im_end|>" in rendered
+
+
+def test_tool_call_arguments_that_are_not_json_are_rejected():
+    with pytest.raises(MessagesError, match="not valid JSON") as caught:
+        ChatTemplate(TOOLS_TEMPLATE).render(tool_turns("{oops"))
+    assert caught.value.param == "messages"
