@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
+from mlcx.runtime.constraint import Constraint
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
 from tests.support.cli import run_mlcx
@@ -55,6 +57,22 @@ def test_chat_answers_paris(artifact):
     )
     assert result.returncode == 0, result.stderr
     assert "Paris" in json.loads(result.stdout)["text"]
+
+
+def test_chat_answers_paris_under_a_json_schema(artifact):
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+        "required": ["city", "country"],
+    }
+    llm = LLM(artifact)
+    prompt = llm.chat_prompt([{"role": "user", "content": "What is the capital of France?"}])
+    params = SamplingParams.greedy(max_tokens=64, constraint=Constraint.json_schema(schema))
+    [[answer]] = llm.generate([prompt], params)
+    assert answer.finish_reason == "stop", answer.text
+    value = json.loads(answer.text)
+    jsonschema.validate(value, schema)
+    assert (value["city"], value["country"]) == ("Paris", "France")
 
 
 def test_greedy_tokens_equal_transformers_on_the_same_gguf(artifact, transformers_greedy):
