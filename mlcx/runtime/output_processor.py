@@ -117,26 +117,21 @@ class OutputProcessor:
             for index in range(params.n)
         ]
 
-    def start_masks(self, samples: list[tuple[int, str, int]]) -> TokenMasks | None:
-        """Start filling the token masks of the constrained samples (None if there are none);
-        call before the model runs, pass to `sample`."""
-        pairs = [(i, s.matcher) for i, s in enumerate(self._states(samples)) if s.matcher]
-        if not pairs:
-            return None
-        rows, matchers = zip(*pairs, strict=True)
-        return TokenMasks(rows, matchers, self.tokenizer.vocab_size).start()
-
-    def sample(
-        self,
-        logits: np.ndarray,
-        samples: list[tuple[int, str, int]],
-        masks: TokenMasks | None = None,
-    ) -> list[SampleResult]:
+    def sample(self, logits: np.ndarray, samples: list[tuple[int, str, int]]) -> list[SampleResult]:
         """One token per (logits row, request id, choice index), with the choice's state."""
         if not samples:
             return []
         rows = [row for row, _, _ in samples]
-        return sample(logits[rows], self._states(samples), masks)
+        states = self._states(samples)
+        return sample(logits[rows], states, self._masks(states))
+
+    def _masks(self, states: list[SamplingState]) -> TokenMasks | None:
+        """The filled token masks of the constrained states; None when there are none."""
+        pairs = [(i, s.matcher) for i, s in enumerate(states) if s.matcher is not None]
+        if not pairs:
+            return None
+        rows, matchers = zip(*pairs, strict=True)
+        return TokenMasks(rows, matchers, self.tokenizer.vocab_size).fill()
 
     def _states(self, samples: list[tuple[int, str, int]]) -> list[SamplingState]:
         return [self._requests[rid][index].sampling for _, rid, index in samples]
