@@ -5,7 +5,9 @@ The engine owns this, not the scheduler: it needs the tokenizer, and the schedul
 tokenizer-free so that tests build one from a KV cache manager alone (vLLM v1 splits its
 engine core's scheduler from the front end's output processor the same way). The scheduler
 ends a sequence on token rules (a stop token, max_tokens) because that frees its KV blocks;
-stop strings need text, so they are found here and the engine tells the scheduler.
+stop strings need text, so they are found here and the engine tells the scheduler, as it
+does when a token completes the choice's constraint. Preemption leaves this side alone: a
+recomputed sequence resumes with its sampling state and constraint matcher where they stood.
 """
 
 from __future__ import annotations
