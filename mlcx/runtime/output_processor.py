@@ -19,8 +19,9 @@ import numpy as np
 from mlcx.runtime.constraint_matcher import CompiledConstraint
 from mlcx.runtime.detokenizer import IncrementalDetokenizer
 from mlcx.runtime.outputs import Delta
-from mlcx.runtime.sampler import SampleResult, SamplingState, sample
+from mlcx.runtime.sampler import SampleResult, sample
 from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sampling_state import SamplingState
 from mlcx.runtime.sequence import Sequence
 from mlcx.runtime.stop import StopStringMatcher
 from mlcx.runtime.token_masks import TokenMasks
