@@ -139,10 +139,17 @@ class AsyncEngine:
         template, tokenizer = self.engine.chat_template, self.engine.tokenizer
         return await asyncio.to_thread(template.prompt_ids, messages, tokenizer, tools)
 
+    async def prepare_constraint(self, params: SamplingParams) -> None:
+        """Compile `params.constraint` in a worker thread (a large schema takes a while), so
+        that `submit` finds it compiled; raises the InvalidFieldError `submit` would."""
+        if params.constraint is not None:
+            await asyncio.to_thread(self.engine.constraints.compile, params.constraint)
+
     def submit(self, prompts: Sequence[Prompt], params: SamplingParams) -> RequestStream:
         """Validate and queue one engine request per prompt (all or none are queued).
 
-        Pass token ids from `prepare`: text passed here is encoded on the calling thread.
+        Pass token ids from `prepare`, after `prepare_constraint`: text is encoded, and a
+        constraint not yet compiled is compiled, on the calling thread.
         """
         self._ensure_started()
         base = f"req-{next(self._ids)}"
@@ -161,6 +168,7 @@ class AsyncEngine:
     async def generate(self, prompt: Prompt, params: SamplingParams) -> AsyncIterator[Delta]:
         """Deltas of one prompt; leaving the loop early aborts the request."""
         [prompt_ids] = await self.prepare([prompt])
+        await self.prepare_constraint(params)
         async with self.submit([prompt_ids], params) as stream:
             async for delta in stream:
                 yield delta

@@ -149,9 +149,8 @@ class Engine:
         plan = self.scheduler.schedule()
         self.snapshot = self.stats()
         if plan.scheduled:
-            masks = self.outputs.start_masks(plan.samples)  # filled while the model runs
             logits = self.runner.forward(self._batch(plan))
-            results = self.outputs.sample(logits, plan.samples, masks)
+            results = self.outputs.sample(logits, plan.samples)
             seqs = self.scheduler.update_from_output(plan, [r.token_id for r in results])
             deltas += self._report(seqs, results)
             self.snapshot = self.stats()

@@ -5,7 +5,9 @@ The engine owns this, not the scheduler: it needs the tokenizer, and the schedul
 tokenizer-free so that tests build one from a KV cache manager alone (vLLM v1 splits its
 engine core's scheduler from the front end's output processor the same way). The scheduler
 ends a sequence on token rules (a stop token, max_tokens) because that frees its KV blocks;
-stop strings need text, so they are found here and the engine tells the scheduler.
+stop strings need text, so they are found here and the engine tells the scheduler, as it
+does when a token completes the choice's constraint. Preemption leaves this side alone: a
+recomputed sequence resumes with its sampling state and constraint matcher where they stood.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import numpy as np
 from mlcx.runtime.constraint_matcher import CompiledConstraint
 from mlcx.runtime.detokenizer import IncrementalDetokenizer
 from mlcx.runtime.outputs import Delta
-from mlcx.runtime.sampler import SampleResult, SamplingState, sample
+from mlcx.runtime.sampler import SampleResult, sample
 from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sampling_state import SamplingState
 from mlcx.runtime.sequence import Sequence
 from mlcx.runtime.stop import StopStringMatcher
 from mlcx.runtime.token_masks import TokenMasks
@@ -117,26 +120,21 @@ class OutputProcessor:
             for index in range(params.n)
         ]
 
-    def start_masks(self, samples: list[tuple[int, str, int]]) -> TokenMasks | None:
-        """Start filling the token masks of the constrained samples (None if there are none);
-        call before the model runs, pass to `sample`."""
-        pairs = [(i, s.matcher) for i, s in enumerate(self._states(samples)) if s.matcher]
-        if not pairs:
-            return None
-        rows, matchers = zip(*pairs, strict=True)
-        return TokenMasks(rows, matchers, self.tokenizer.vocab_size).start()
-
-    def sample(
-        self,
-        logits: np.ndarray,
-        samples: list[tuple[int, str, int]],
-        masks: TokenMasks | None = None,
-    ) -> list[SampleResult]:
+    def sample(self, logits: np.ndarray, samples: list[tuple[int, str, int]]) -> list[SampleResult]:
         """One token per (logits row, request id, choice index), with the choice's state."""
         if not samples:
             return []
         rows = [row for row, _, _ in samples]
-        return sample(logits[rows], self._states(samples), masks)
+        states = self._states(samples)
+        return sample(logits[rows], states, self._masks(states))
+
+    def _masks(self, states: list[SamplingState]) -> TokenMasks | None:
+        """The filled token masks of the constrained states; None when there are none."""
+        pairs = [(i, s.matcher) for i, s in enumerate(states) if s.matcher is not None]
+        if not pairs:
+            return None
+        rows, matchers = zip(*pairs, strict=True)
+        return TokenMasks(rows, matchers, self.tokenizer.vocab_size).fill()
 
     def _states(self, samples: list[tuple[int, str, int]]) -> list[SamplingState]:
         return [self._requests[rid][index].sampling for _, rid, index in samples]

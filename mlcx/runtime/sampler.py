@@ -6,7 +6,7 @@ divided, negative multiplied) -> presence/frequency penalties (OpenAI semantics:
 only) -> greedy argmax when temperature == 0, otherwise temperature -> top_k -> top_p -> min_p
 -> one draw from the sequence's own generator.
 
-Reported logprobs are the log-softmax of the logits after bias and penalties but before
+Reported logprobs are the log-softmax of the logits after mask, bias and penalties but before
 temperature and truncation (vLLM's "processed logits" convention): they describe what the
 model, the constraint and penalties made of the vocabulary, not the sampling distribution.
 A constrained row's top_logprobs list only tokens the constraint allows (fewer than asked

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
+from mlcx.errors import ContextWindowError, InvalidFieldError, MaxTokensTooLargeError, PromptError
 from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
+from mlcx.runtime.constraint import Constraint
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
@@ -132,3 +133,31 @@ def test_prepare_encodes_off_the_event_loop(artifact, monkeypatch):
     assert loop_running == [False, False]  # the text prompt, then the rendered chat
     assert text == encode("hello world", add_special_tokens=True) and ids == [5, 6]
     assert chat == core.chat_template.prompt_ids(messages, core.tokenizer)
+
+
+def test_constraints_compile_off_the_event_loop(artifact, monkeypatch):
+    core = Engine(artifact)
+    template = core.constraints._template
+    loop_running = []  # per compilation: was an event loop running on the calling thread?
+
+    def recording(constraint):
+        loop_running.append(on_event_loop())
+        return template(constraint)
+
+    monkeypatch.setattr(core.constraints, "_template", recording)
+    params = GREEDY.with_updates(ignore_eos=False, constraint=Constraint("regex", "[a-c]{4}"))
+    refused = GREEDY.with_updates(constraint=Constraint("regex", "[a-", "regex"))
+
+    async def main():
+        engine = AsyncEngine(core)
+        try:
+            text = "".join([d.text async for d in engine.generate("hello", params)])
+            with pytest.raises(InvalidFieldError, match="unclosed character class") as err:
+                await engine.prepare_constraint(refused)
+            return text, err.value.param
+        finally:
+            await engine.close()
+
+    text, param = asyncio.run(main())
+    assert loop_running == [False, False]
+    assert len(text) == 4 and set(text) <= set("abc") and param == "regex"

@@ -29,9 +29,7 @@ def compiler(tokenizer) -> ConstraintCompiler:
 
 
 def _allowed(matchers, vocab: int) -> np.ndarray:
-    masks = TokenMasks(range(len(matchers)), matchers, vocab)
-    masks.fill()
-    return masks.allowed()[:, :vocab].astype(bool)
+    return TokenMasks(range(len(matchers)), matchers, vocab).fill().allowed()
 
 
 def _reference(tokenizer: Tokenizer, prefix: str) -> np.ndarray:
@@ -98,9 +96,7 @@ def test_apply_masks_only_the_constrained_rows(tokenizer, compiler):
     matcher = compiler.compile(REGEX).matcher()
     logits = np.random.default_rng(0).standard_normal((3, vocab + 20)).astype(np.float32)
     x = logits.copy()
-    masks = TokenMasks([1], [matcher], vocab)
-    masks.fill()
-    masks.apply(x)
+    TokenMasks([1], [matcher], vocab).fill().apply(x)
     allowed = _reference(tokenizer, "")
     np.testing.assert_array_equal(x[[0, 2]], logits[[0, 2]])
     np.testing.assert_array_equal(x[1, :vocab][allowed], logits[1, :vocab][allowed])
@@ -112,7 +108,7 @@ def test_sampling_picks_the_best_allowed_token(tokenizer, compiler):
     logits = np.random.default_rng(1).standard_normal((2, vocab)).astype(np.float32)
     states = [SamplingState(SamplingParams.greedy()) for _ in range(2)]
     states[1].matcher = compiler.compile(REGEX).matcher()
-    masks = TokenMasks([1], [states[1].matcher], vocab).start()
+    masks = TokenMasks([1], [states[1].matcher], vocab).fill()
     free, constrained = sample(logits, states, masks)
     allowed = np.flatnonzero(_reference(tokenizer, ""))
     assert free.token_id == int(logits[0].argmax())

@@ -144,7 +144,11 @@ def test_json_object_parses_to_a_dict(llm):
             assert isinstance(json.loads(text), dict)
 
 
-@pytest.mark.parametrize("params", [GREEDY, SEEDED.with_updates(n=3)], ids=["greedy", "seeded"])
+@pytest.mark.parametrize(
+    "params",
+    [GREEDY, SEEDED.with_updates(n=3), SEEDED.with_updates(n=3, ignore_eos=True)],
+    ids=["greedy", "seeded", "ignore-eos"],
+)
 def test_regex_output_fullmatches(llm, params):
     out = llm.generate(PROMPTS, params.with_updates(constraint=Constraint("regex", REGEX)))
     for text in _texts(out):
@@ -227,7 +231,9 @@ def test_a_refused_constraint_is_an_invalid_field_when_added(llm, constraint, me
     with pytest.raises(InvalidFieldError, match=re.escape(message)) as err:
         llm.generate(PROMPTS, params)
     assert err.value.param == constraint.param
-    assert "\n" not in str(err.value)
+    assert str(err.value).startswith(f"{constraint.param}: ") and "\n" not in str(err.value)
+    with pytest.raises(InvalidFieldError, match=re.escape(message)):
+        llm.engine.add_request("refused", PROMPTS[0], params)
     assert not llm.engine.has_work()  # nothing was queued
 
 
