@@ -55,7 +55,7 @@ def bench_serve_command(
             if as_json:
                 print(json.dumps(reports[-1].to_dict()))
     if not as_json:
-        Console().print(_table(reports))
+        Console(width=_WIDTH).print(_table(reports))
     if prefix_words:
         cold, warm = asyncio.run(prefix_ttft(base, prefix_words))
         result = {
@@ -65,6 +65,10 @@ def bench_serve_command(
             "errors": [r.error for r in (cold, warm) if r.error],
         }
         print(json.dumps(result) if as_json else _prefix_line(result))
+
+
+# Wide enough for every column unabridged; rich's 80 when piped would cut "json_schema".
+_WIDTH = 110
 
 
 def _read_format(path: Path) -> dict:
