@@ -129,3 +129,21 @@ def test_chat_template_comes_from_the_file(case):
 def test_unsupported_gguf_architecture_lists_qwen2():
     with pytest.raises(UnsupportedModelError, match=r"qwen3.*llama, qwen2"):
         registry.for_gguf("qwen3")
+
+
+def test_block_quantized_file_matches_transformers_gguf_loader(case, tmp_path):
+    """Q4_0/Q4_1/Q8_0 tensors as in a downloaded file: mlcx keeps the blocks, transformers
+    dequantizes the same file with the `gguf` package; both then compute in fp32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    folder, *_ = case
+    path = write_tiny_gguf(folder, tmp_path / "q.gguf")
+    artifact = compile_model(CompileRequest(model=str(path), output=tmp_path / "art"))
+    reference = AutoModelForCausalLM.from_pretrained(
+        tmp_path, gguf_file=path.name, dtype=torch.float32
+    ).eval()
+    assert Artifact(artifact).config.weight_formats["layers.0.mlp.down"] == "int8-sym-g32-float16"
+    prompt = np.random.default_rng(8).integers(0, reference.config.vocab_size, 21).tolist()
+    got = Harness(artifact, num_blocks=32).step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
