@@ -80,9 +80,10 @@ def _tensors(shape: LlamaShape):
         yield b + "ffn_down.weight", (h, shape.intermediate)
 
 
-def llama_writer(shape: LlamaShape, out: Path) -> gguf.GGUFWriter:
-    """A GGUF writer for `out` with the llama hyper-parameters of `shape` already added."""
-    writer = gguf.GGUFWriter(str(out), "llama")
+def llama_writer(shape: LlamaShape, out: Path, arch: str = "llama") -> gguf.GGUFWriter:
+    """A GGUF writer for `out` with the hyper-parameters of `shape` already added under the
+    llama-family architecture `arch` (`llama`, `qwen2`: the keys are the same, prefixed)."""
+    writer = gguf.GGUFWriter(str(out), arch)
     writer.add_block_count(shape.layers)
     writer.add_context_length(shape.context)
     writer.add_embedding_length(shape.hidden)

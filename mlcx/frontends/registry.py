@@ -18,6 +18,7 @@ from mlcx.frontends.llama import weights as llama_weights
 from mlcx.frontends.mistral import config as mistral_config
 from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.qwen2 import config as qwen2_config
+from mlcx.frontends.qwen2 import weights as qwen2_weights
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.kernels.attention import PagedKVOps
 
@@ -59,7 +60,10 @@ ARCHITECTURES: dict[str, Architecture] = {
             ("Qwen2ForCausalLM", "qwen2"),
             qwen2_config.from_hf,
             llama_model.build,
-            llama_family.hf_weights,
+            qwen2_weights.hf_weights,
+            "qwen2",
+            qwen2_config.from_gguf,
+            qwen2_weights.gguf_weights,
         ),
     ]
 }

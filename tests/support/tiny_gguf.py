@@ -1,6 +1,6 @@
-"""Write a tiny HF Llama as a llama.cpp-style GGUF file (block-quantized tensors, q/k rows
-permuted the way llama.cpp's converter does), so the GGUF path can be checked against HF
-transformers' own GGUF loader."""
+"""Write a tiny HF Llama or Qwen2 as a llama.cpp-style GGUF file (block-quantized tensors; for
+Llama, q/k rows permuted the way llama.cpp's converter does, which it does not for Qwen2), so
+the GGUF path can be checked against HF transformers."""
 
 from __future__ import annotations
 
@@ -35,7 +35,12 @@ HF_TO_GGUF = {
     "mlp.down_proj.weight": "ffn_down.weight",
     "input_layernorm.weight": "attn_norm.weight",
     "post_attention_layernorm.weight": "ffn_norm.weight",
+    "self_attn.q_proj.bias": "attn_q.bias",
+    "self_attn.k_proj.bias": "attn_k.bias",
+    "self_attn.v_proj.bias": "attn_v.bias",
 }
+# the pre-tokenizer name written for each architecture (llama.cpp's converter writes qwen2's)
+PRE_TOKENIZER = {"llama": "default", "qwen2": "qwen2"}
 
 
 def _llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
@@ -65,14 +70,14 @@ def _add_tensor(writer, name: str, data: np.ndarray, types: dict) -> None:
         writer.add_tensor(name, quantize(data.astype(np.float32), gtype), raw_dtype=gtype)
 
 
-def _tokenizer(writer, folder: Path) -> None:
+def _tokenizer(writer, folder: Path, pre: str) -> None:
     spec = json.loads((folder / "tokenizer.json").read_text())
     vocab = spec["model"]["vocab"]
     tokens = [t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1])]
     specials = {t["content"] for t in spec["added_tokens"]}
     merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
     writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("default")
+    writer.add_tokenizer_pre(pre)
     writer.add_token_list(tokens)
     writer.add_token_types([3 if t in specials else 1 for t in tokens])
     writer.add_token_merges(merges)
@@ -101,15 +106,17 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
         context=cfg.max_position_embeddings,
         rms_eps=cfg.rms_norm_eps,
     )
-    writer = llama_writer(shape, out)
-    _tokenizer(writer, folder)
+    arch = cfg.model_type
+    writer = llama_writer(shape, out, arch)
+    _tokenizer(writer, folder, PRE_TOKENIZER[arch])
+    permuted = arch == "llama"
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
             continue
         data = tensor.numpy()
-        if name.endswith("q_proj.weight"):
+        if permuted and name.endswith("q_proj.weight"):
             data = _llama_cpp_permute(data, cfg.num_attention_heads)
-        elif name.endswith("k_proj.weight"):
+        elif permuted and name.endswith("k_proj.weight"):
             data = _llama_cpp_permute(data, cfg.num_key_value_heads)
         _add_tensor(writer, _gguf_name(name), data, types)
     writer.write_header_to_file()

@@ -1,1 +1,1 @@
-"""Qwen2: Llama's graph and weight names plus q/k/v biases; only the config differs."""
+"""Qwen2/Qwen2.5: Llama's graph plus q/k/v biases; HF folders and llama.cpp GGUF (`qwen2`)."""

@@ -7,6 +7,8 @@ from typing import Any
 
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.gguf.config import decoder_config_from_gguf
 from mlcx.frontends.llama_family import decoder_config_from_hf
 
 log = logging.getLogger(__name__)
@@ -19,3 +21,8 @@ def from_hf(config: dict[str, Any]) -> DecoderConfig:
             "(the released Qwen2 models do not use it)"
         )
     return decoder_config_from_hf(config, "qwen2", qkv_bias=True)
+
+
+def from_gguf(ckpt: GGUFCheckpoint) -> DecoderConfig:
+    """From llama.cpp's `qwen2.*` metadata (Qwen2, Qwen2.5 and their GGUF conversions)."""
+    return decoder_config_from_gguf(ckpt, qkv_bias=True, default_rms_eps=1e-6)

@@ -1,0 +1,60 @@
+"""The DecoderConfig of a llama-family GGUF file (llama, qwen2) from llama.cpp's metadata.
+
+llama.cpp writes every hyper-parameter under the architecture's own prefix
+(`llama.context_length`, `qwen2.rope.freq_base`, ...); `GGUFCheckpoint.arch_meta` adds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlcx.errors import UnsupportedModelError
+from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+
+
+def _need(ckpt: GGUFCheckpoint, key: str) -> Any:
+    value = ckpt.arch_meta(key)
+    if value is None:
+        raise UnsupportedModelError(
+            f"{ckpt.path}: GGUF metadata '{ckpt.architecture}.{key}' is missing; "
+            "re-convert the model with llama.cpp's convert_hf_to_gguf.py"
+        )
+    return value
+
+
+def _refuse_rope_scaling(ckpt: GGUFCheckpoint) -> None:
+    if "rope_freqs.weight" in ckpt.names():
+        raise UnsupportedModelError(
+            f"{ckpt.path} carries per-dimension RoPE factors (rope_freqs), which mlcx does not "
+            "read from GGUF yet; compile the Hugging Face folder of this model instead"
+        )
+    scaling = ckpt.arch_meta("rope.scaling.type")
+    if scaling not in (None, "none"):
+        raise UnsupportedModelError(
+            f"{ckpt.path} uses RoPE scaling {scaling!r}, which mlcx does not read from GGUF "
+            "(supported: none); compile the Hugging Face folder of this model instead"
+        )
+
+
+def decoder_config_from_gguf(
+    ckpt: GGUFCheckpoint, qkv_bias: bool, default_rms_eps: float
+) -> DecoderConfig:
+    _refuse_rope_scaling(ckpt)
+    hidden = int(_need(ckpt, "embedding_length"))
+    heads = int(_need(ckpt, "attention.head_count"))
+    tokens = ckpt.meta("tokenizer.ggml.tokens") or []
+    return DecoderConfig(
+        vocab_size=int(ckpt.arch_meta("vocab_size", len(tokens))),
+        hidden_size=hidden,
+        intermediate_size=int(_need(ckpt, "feed_forward_length")),
+        num_layers=int(_need(ckpt, "block_count")),
+        num_heads=heads,
+        num_kv_heads=int(ckpt.arch_meta("attention.head_count_kv", heads)),
+        head_dim=int(ckpt.arch_meta("rope.dimension_count", hidden // heads)),
+        context_window=int(_need(ckpt, "context_length")),
+        rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),
+        rope_theta=float(ckpt.arch_meta("rope.freq_base", 10000.0)),
+        tie_word_embeddings="output.weight" not in ckpt.names(),
+        qkv_bias=qkv_bias,
+    )
