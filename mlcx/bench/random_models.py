@@ -30,10 +30,11 @@ class LlamaShape:
     context: int = 4096
     tie: bool = True
     rms_eps: float = 1e-5
+    key_length: int | None = None  # head_dim where it is not hidden / heads (Qwen3)
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.key_length or self.hidden // self.heads
 
 
 RANDOM_MODELS: dict[str, LlamaShape] = {
@@ -82,7 +83,7 @@ def _tensors(shape: LlamaShape):
 
 def llama_writer(shape: LlamaShape, out: Path, arch: str = "llama") -> gguf.GGUFWriter:
     """A GGUF writer for `out` with the hyper-parameters of `shape` already added under the
-    llama-family architecture `arch` (`llama`, `qwen2`: the keys are the same, prefixed)."""
+    llama-family architecture `arch` (`llama`, `qwen2`, `qwen3`: the same keys, prefixed)."""
     writer = gguf.GGUFWriter(str(out), arch)
     writer.add_block_count(shape.layers)
     writer.add_context_length(shape.context)
@@ -93,6 +94,9 @@ def llama_writer(shape: LlamaShape, out: Path, arch: str = "llama") -> gguf.GGUF
     writer.add_rope_freq_base(shape.rope_theta)
     writer.add_layer_norm_rms_eps(shape.rms_eps)
     writer.add_rope_dimension_count(shape.head_dim)
+    if shape.key_length:
+        writer.add_key_length(shape.key_length)
+        writer.add_value_length(shape.key_length)
     writer.add_vocab_size(shape.vocab)
     return writer
 

@@ -25,6 +25,7 @@ class DecoderConfig:
     rope_scaling: dict[str, Any] = field(default_factory=dict)
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
+    qk_norm: bool = False  # RMSNorm over each q and k head before RoPE (Qwen3)
 
     def __post_init__(self) -> None:
         for name in (

@@ -1,7 +1,9 @@
-"""Config parsing and weight names shared by the Llama-family checkpoints (Llama, Mistral, Qwen2).
+"""Config parsing and weight names shared by the Llama-family checkpoints (Llama, Mistral,
+Qwen2, Qwen3).
 
 These architectures store the same tensors under the same Hugging Face names; each
-architecture's own folder decides what differs (biases, sliding window, GGUF support).
+architecture's own folder decides what differs (biases, q/k norms, sliding window, GGUF
+support).
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from mlcx.quantization.schemes import Role
 
 
 def decoder_config_from_hf(
-    config: dict[str, Any], arch: str, qkv_bias: bool, tie_default: bool = False
+    config: dict[str, Any],
+    arch: str,
+    qkv_bias: bool,
+    tie_default: bool = False,
+    qk_norm: bool = False,
 ) -> DecoderConfig:
     r = HFConfigReader(config, arch)
     hidden = r.get("hidden_size", "n_embd", "d_model", required=True)
@@ -37,6 +43,7 @@ def decoder_config_from_hf(
         rope_scaling=scaling,
         tie_word_embeddings=bool(r.get("tie_word_embeddings", default=tie_default)),
         qkv_bias=qkv_bias,
+        qk_norm=qk_norm,
     )
 
 
@@ -69,6 +76,11 @@ def hf_weights(cfg: DecoderConfig) -> list[WeightSpec]:
                     dst + "attn.qkv.bias", Role.VECTOR, tuple(f"{attn}{p}_proj.bias" for p in "qkv")
                 )
             )
+        if cfg.qk_norm:
+            specs += [
+                WeightSpec(f"{dst}attn.{p}_norm.weight", Role.VECTOR, (f"{attn}{p}_norm.weight",))
+                for p in "qk"
+            ]
     specs.append(WeightSpec("norm.weight", Role.VECTOR, ("model.norm.weight",)))
     if not cfg.tie_word_embeddings:
         specs.append(WeightSpec("lm_head", Role.LINEAR, ("lm_head.weight",)))

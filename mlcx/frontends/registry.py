@@ -19,6 +19,8 @@ from mlcx.frontends.mistral import config as mistral_config
 from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.qwen2 import config as qwen2_config
 from mlcx.frontends.qwen2 import weights as qwen2_weights
+from mlcx.frontends.qwen3 import config as qwen3_config
+from mlcx.frontends.qwen3 import weights as qwen3_weights
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.kernels.attention import PagedKVOps
 
@@ -64,6 +66,16 @@ ARCHITECTURES: dict[str, Architecture] = {
             "qwen2",
             qwen2_config.from_gguf,
             qwen2_weights.gguf_weights,
+        ),
+        Architecture(
+            "qwen3",
+            ("Qwen3ForCausalLM", "qwen3"),
+            qwen3_config.from_hf,
+            llama_model.build,
+            qwen3_weights.hf_weights,
+            "qwen3",
+            qwen3_config.from_gguf,
+            qwen3_weights.gguf_weights,
         ),
     ]
 }

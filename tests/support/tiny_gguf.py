@@ -1,6 +1,6 @@
-"""Write a tiny HF Llama or Qwen2 as a llama.cpp-style GGUF file (block-quantized tensors; for
-Llama, q/k rows permuted the way llama.cpp's converter does, which it does not for Qwen2), so
-the GGUF path can be checked against HF transformers."""
+"""Write a tiny HF Llama, Qwen2 or Qwen3 as a llama.cpp-style GGUF file (block-quantized
+tensors; for Llama, q/k rows permuted the way llama.cpp's converter does, which it does not for
+Qwen2/Qwen3), so the GGUF path can be checked against HF transformers."""
 
 from __future__ import annotations
 
@@ -38,15 +38,22 @@ HF_TO_GGUF = {
     "self_attn.q_proj.bias": "attn_q.bias",
     "self_attn.k_proj.bias": "attn_k.bias",
     "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
 }
 # the pre-tokenizer name written for each architecture (llama.cpp's converter writes qwen2's)
-PRE_TOKENIZER = {"llama": "default", "qwen2": "qwen2"}
+PRE_TOKENIZER = {"llama": "default", "qwen2": "qwen2", "qwen3": "qwen2"}
 
 
 def _llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
     return (
         w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
     )
+
+
+def _explicit_head_dim(cfg) -> int | None:
+    head_dim = getattr(cfg, "head_dim", None)
+    return head_dim if head_dim != cfg.hidden_size // cfg.num_attention_heads else None
 
 
 def _gguf_name(hf_name: str) -> str:
@@ -105,6 +112,7 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
         rope_theta=float(cfg.rope_parameters["rope_theta"]),
         context=cfg.max_position_embeddings,
         rms_eps=cfg.rms_norm_eps,
+        key_length=_explicit_head_dim(cfg),
     )
     arch = cfg.model_type
     writer = llama_writer(shape, out, arch)

@@ -28,7 +28,7 @@ CHATML = (
 
 @dataclass(frozen=True)
 class TinySpec:
-    arch: str = "llama"  # llama | mistral | qwen2
+    arch: str = "llama"  # llama | mistral | qwen2 | qwen3
     hidden: int = 64
     heads: int = 4
     kv_heads: int = 2
@@ -64,7 +64,12 @@ def _tokenizer(folder: Path) -> int:
 def _hf_config(spec: TinySpec, vocab: int):
     import transformers
 
-    classes = {"llama": "LlamaConfig", "mistral": "MistralConfig", "qwen2": "Qwen2Config"}
+    classes = {
+        "llama": "LlamaConfig",
+        "mistral": "MistralConfig",
+        "qwen2": "Qwen2Config",
+        "qwen3": "Qwen3Config",
+    }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(
         hidden_size=spec.hidden,

@@ -1,4 +1,4 @@
-"""The DecoderConfig of a llama-family GGUF file (llama, qwen2) from llama.cpp's metadata.
+"""The DecoderConfig of a llama-family GGUF (llama, qwen2, qwen3) from llama.cpp's metadata.
 
 llama.cpp writes every hyper-parameter under the architecture's own prefix
 (`llama.context_length`, `qwen2.rope.freq_base`, ...); `GGUFCheckpoint.arch_meta` adds it.
@@ -37,8 +37,20 @@ def _refuse_rope_scaling(ckpt: GGUFCheckpoint) -> None:
         )
 
 
+def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
+    """`attention.key_length` where written (Qwen3 sets head_dim apart from hidden / heads)."""
+    rotary = ckpt.arch_meta("rope.dimension_count")
+    head_dim = int(ckpt.arch_meta("attention.key_length", rotary or hidden // heads))
+    if rotary is not None and int(rotary) != head_dim:
+        raise UnsupportedModelError(
+            f"{ckpt.path}: RoPE over {rotary} of {head_dim} head features is not supported "
+            "(mlcx rotates whole heads)"
+        )
+    return head_dim
+
+
 def decoder_config_from_gguf(
-    ckpt: GGUFCheckpoint, qkv_bias: bool, default_rms_eps: float
+    ckpt: GGUFCheckpoint, qkv_bias: bool, default_rms_eps: float, qk_norm: bool = False
 ) -> DecoderConfig:
     _refuse_rope_scaling(ckpt)
     hidden = int(_need(ckpt, "embedding_length"))
@@ -51,10 +63,11 @@ def decoder_config_from_gguf(
         num_layers=int(_need(ckpt, "block_count")),
         num_heads=heads,
         num_kv_heads=int(ckpt.arch_meta("attention.head_count_kv", heads)),
-        head_dim=int(ckpt.arch_meta("rope.dimension_count", hidden // heads)),
+        head_dim=_head_dim(ckpt, hidden, heads),
         context_window=int(_need(ckpt, "context_length")),
         rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),
         rope_theta=float(ckpt.arch_meta("rope.freq_base", 10000.0)),
         tie_word_embeddings="output.weight" not in ckpt.names(),
         qkv_bias=qkv_bias,
+        qk_norm=qk_norm,
     )

@@ -1,8 +1,9 @@
-"""Where llama-family GGUF files (llama, qwen2) keep their weights: llama.cpp's tensor names.
+"""Where llama-family GGUF files (llama, qwen2, qwen3) keep their weights: llama.cpp's names.
 
-Architectures differ in two ways here: whether llama.cpp's converter reordered the q/k rows for
-its interleaved RoPE (llama yes; qwen2 no, llama.cpp runs it with NeoX-style RoPE, as Hugging
-Face does), and whether the q/k/v projections carry biases (`blk.N.attn_q.bias`, ...).
+Architectures differ in three ways here: whether llama.cpp's converter reordered the q/k rows
+for its interleaved RoPE (llama yes; qwen2 and qwen3 no, llama.cpp runs them with NeoX-style
+RoPE, as Hugging Face does), whether the q/k/v projections carry biases (`blk.N.attn_q.bias`,
+...), and whether each q/k head is RMS-normalized (`blk.N.attn_q_norm.weight`, qwen3).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def _qkv(cfg: DecoderConfig, blk: str, dst: str, rope_permuted: bool) -> list[We
     if cfg.qkv_bias:
         biases = tuple(f"{blk}attn_{p}.bias" for p in "qkv")
         specs.append(WeightSpec(dst + "attn.qkv.bias", Role.VECTOR, biases, transforms))
+    if cfg.qk_norm:
+        specs += [
+            WeightSpec(f"{dst}attn.{p}_norm.weight", Role.VECTOR, (f"{blk}attn_{p}_norm.weight",))
+            for p in "qk"
+        ]
     return specs
 
 

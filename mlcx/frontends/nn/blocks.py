@@ -16,8 +16,16 @@ from mlcx.quantization.formats import WeightFormat
 Formats = Mapping[str, WeightFormat]
 
 
+def _head_norm(cfg: DecoderConfig, dtype: str) -> nn.RMSNorm | None:
+    """RMSNorm over each head's features (q/k norm), or None where the model has none."""
+    if not cfg.qk_norm:
+        return None
+    return nn.RMSNorm(cfg.head_dim, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
+
+
 class PagedAttention(nn.Module):
-    """Fused qkv projection, RoPE by position, KV append into pages, paged attention, o_proj."""
+    """Fused qkv projection, per-head q/k RMSNorm where the model has it, RoPE by position,
+    KV append into pages, paged attention, o_proj."""
 
     def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps):
         dtype = kv.layout.dtype
@@ -28,6 +36,8 @@ class PagedAttention(nn.Module):
         self.o = QLinear(
             cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, False
         )
+        self.q_norm = _head_norm(cfg, dtype)
+        self.k_norm = _head_norm(cfg, dtype)
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
@@ -36,6 +46,8 @@ class PagedAttention(nn.Module):
         tokens = x.shape[0]
         qkv = op.reshape(self.qkv(x), (tokens, cfg.num_heads + 2 * cfg.num_kv_heads, cfg.head_dim))
         q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
         q = self._rope(q, step.positions)
         k = self._rope(k, step.positions)
         pages = self.kv.append(pages, k, v, step.slots)
