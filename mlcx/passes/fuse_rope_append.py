@@ -6,11 +6,14 @@ The attention block of mlcx.frontends.nn emits, per layer,
     q = call_tir(rope, (parts[0], positions));  k = call_tir(rope, (parts[1], positions))
     pages = call_tir_inplace(kv_append, (pages, k, parts[2], slots))
 
-with both rope PrimFuncs annotated by mlcx.kernels.rope and the append kernel naming itself
+where a model with q/k norms (Qwen3) has `rms_norm(parts[i], weight)` over the last axis between
+the split and each rope, with both rope PrimFuncs annotated by mlcx.kernels.rope and the append
+kernel naming itself
 (KERNEL_ATTR: kv_append_cpu or kv_append_gpu). This pass replaces the group by one
 call_tir_inplace of the matching fused kernel (FUSED: mlcx.kernels.cpu.rope_append or
-mlcx.kernels.gpu.rope_append; q as a new output, pages in place), bound where q was; the
-kv_append binding then reads the fused call's second output.
+mlcx.kernels.gpu.rope_append; q as a new output, pages in place, the q and k norm weights as
+two more inputs), bound where q was; the kv_append binding then reads the fused call's second
+output.
 """
 
 from __future__ import annotations
@@ -21,19 +24,21 @@ import tvm
 from tvm import relax, s_tir
 
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, PageGeometry
-from mlcx.kernels.cpu.rope_append import rope_append_cpu
+from mlcx.kernels.cpu.rope_append import norm_fusable, rope_append_cpu
 from mlcx.kernels.gpu.rope_append import rope_append_gpu
 from mlcx.kernels.rope import ROPE_ATTR, RopeParams
 
 
-def _gpu(h_q: int, geo: PageGeometry, rope: RopeParams):
+def _gpu(h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None):
     if rope.rotary_dim != geo.head_dim or geo.dtype != geo.io_dtype:
         return None
-    return rope_append_gpu(h_q, geo.h_kv, geo.head_dim, geo.page_size, geo.dtype, rope)
+    return rope_append_gpu(h_q, geo.h_kv, geo.head_dim, geo.page_size, geo.dtype, rope, norm_eps)
 
 
-def _cpu(h_q: int, geo: PageGeometry, rope: RopeParams):
-    return rope_append_cpu(h_q, geo, rope) if geo.head_dim % 8 == 0 else None
+def _cpu(h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None):
+    if geo.head_dim % 8 or (norm_eps is not None and not norm_fusable(geo.head_dim)):
+        return None
+    return rope_append_cpu(h_q, geo, rope, norm_eps)
 
 
 # append kernel (its KERNEL_ATTR) -> (fused kernel name, builder; None when it cannot fuse)
@@ -61,13 +66,29 @@ def _is(expr, name: str) -> bool:
     return isinstance(expr, relax.Call) and getattr(expr.op, "name", None) == name
 
 
+def _head_part(values: dict, var):
+    """What a rope reads: (split item, (norm weight, epsilon) or None) for `split[i]` or
+    `rms_norm(split[i], weight)` over the last axis."""
+    value = values.get(var)
+    if not _is(value, "relax.nn.rms_norm"):
+        return value, None
+    if [int(a) for a in value.attrs.axes] not in ([-1], [2]):
+        return None, None
+    return values.get(value.args[0]), (value.args[1], float(value.attrs.epsilon))
+
+
+def _same_eps(a, b) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and a[1] == b[1])
+
+
 class _Group:
     """One matched layer: the bindings to replace and what the fused call needs."""
 
-    def __init__(self, q_var, append_var, args, h_q, rope, geo, kind):
+    def __init__(self, q_var, append_var, args, h_q, rope, geo, kind, norm_eps):
         self.q_var, self.append_var = q_var, append_var
-        self.args = args  # qkv, positions, pages, slots
+        self.args = args  # qkv, positions, pages, slots[, q norm weight, k norm weight]
         self.h_q, self.rope, self.geo, self.kind = h_q, rope, geo, kind
+        self.norm_eps = norm_eps
 
 
 def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
@@ -84,7 +105,7 @@ def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
         return None
     rope = _rope_params(mod[k_call.args[0]])
     k_part, positions = k_call.args[1].fields
-    k_item, v_item = values.get(k_part), values.get(v_part)
+    (k_item, k_norm), v_item = _head_part(values, k_part), values.get(v_part)
     if rope is None or not all(isinstance(i, relax.TupleGetItem) for i in (k_item, v_item)):
         return None
     if not k_item.tuple_value.same_as(v_item.tuple_value) or (k_item.index, v_item.index) != (1, 2):
@@ -93,25 +114,30 @@ def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
     reshape = values.get(split.args[0]) if _is(split, "relax.split") else None
     if not _is(reshape, "relax.reshape") or int(split.attrs.axis) not in (1, -2):
         return None
-    q_var = _q_binding(values, mod, k_item.tuple_value, positions, rope)
-    if q_var is None:
+    found = _q_binding(values, mod, k_item.tuple_value, positions, rope)
+    if found is None or not _same_eps(found[1], k_norm):
         return None
+    q_var, q_norm = found
     q_ty = q_var.ty
     h_q, d = int(q_ty.shape[1]), int(q_ty.shape[2])
     pages_ty = pages.ty
     ps = int(pages_ty.shape[3])
     geo = PageGeometry(int(pages_ty.shape[2]), d, ps, pages_ty.dtype, q_ty.dtype)
     args = [reshape.args[0], positions, pages, slots]
-    return _Group(q_var, binding.var, args, h_q, rope, geo, kind)
+    if q_norm is None or k_norm is None:
+        return _Group(q_var, binding.var, args, h_q, rope, geo, kind, None)
+    args += [q_norm[0], k_norm[0]]
+    return _Group(q_var, binding.var, args, h_q, rope, geo, kind, k_norm[1])
 
 
 def _q_binding(values: dict, mod, split_var, positions, rope: RopeParams):
-    """The var bound to rope(split[0], positions) with the same RoPE parameters."""
+    """(the var bound to rope([rms_norm](split[0]), positions) with the same RoPE parameters,
+    its norm as _head_part gives it)."""
     for var, value in values.items():
         if not _is(value, "relax.call_tir") or len(value.args[1].fields) != 2:
             continue
         part, pos = value.args[1].fields
-        item = values.get(part)
+        item, norm = _head_part(values, part)
         if (
             isinstance(item, relax.TupleGetItem)
             and item.tuple_value.same_as(split_var)
@@ -119,7 +145,7 @@ def _q_binding(values: dict, mod, split_var, positions, rope: RopeParams):
             and pos.same_as(positions)
             and _rope_params(mod[value.args[0]]) == rope
         ):
-            return var
+            return var, norm
     return None
 
 
@@ -131,10 +157,10 @@ class _Kernels:
         self.cache: dict = {}
 
     def get(self, g: _Group) -> relax.GlobalVar | None:
-        key = (g.kind, g.h_q, g.geo, g.rope)
+        key = (g.kind, g.h_q, g.geo, g.rope, g.norm_eps)
         if key not in self.cache:
             name, build = FUSED[g.kind]
-            func = build(g.h_q, g.geo, g.rope)
+            func = build(g.h_q, g.geo, g.rope, g.norm_eps)
             if func is not None:
                 func = func.with_attr(KERNEL_ATTR, name).without_attr("global_symbol")
             self.cache[key] = func and self.builder.add_func(func, name)

@@ -11,9 +11,7 @@ match transformers to 1e-4 in fp32 and pick the same 32 greedy tokens.
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +25,7 @@ from mlcx.frontends import registry
 from mlcx.frontends.source import load_source
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_gguf import write_tiny_gguf
-from tests.support.tiny_models import TinySpec, load_reference
+from tests.support.tiny_models import TinySpec, load_reference, sharpen_qwen3
 
 TOL = 1e-4
 GREEDY = 32
@@ -39,28 +37,10 @@ SPECS = [
 F32 = {"weight": GT.F32}
 
 
-def _sharpened(src: Path, dst: Path, seed: int) -> Path:
-    """A copy whose attention is far from uniform: the tiny models' random norm weights (~0.08)
-    make every score near zero, which would hide errors in the q/k path."""
-    import torch
-
-    shutil.copytree(src, dst)
-    model = load_reference(src)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for layer in model.model.layers:
-            norm = layer.input_layernorm.weight
-            norm.copy_(1.0 + 0.1 * torch.randn(norm.shape, generator=gen))
-            for head_norm in (layer.self_attn.q_norm.weight, layer.self_attn.k_norm.weight):
-                head_norm.copy_(1.5 * torch.randn(head_norm.shape, generator=gen))
-    model.save_pretrained(dst)
-    return dst
-
-
 @pytest.fixture(scope="module", params=SPECS, ids=lambda s: f"tie{int(s.tie)}")
 def case(request, tiny_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("qwen3")
-    folder = _sharpened(tiny_model(request.param), root / "hf", request.param.seed)
+    folder = sharpen_qwen3(tiny_model(request.param), root / "hf", request.param.seed)
     path = write_tiny_gguf(folder, root / "tiny-qwen3.gguf", F32)
     artifacts = [
         compile_model(CompileRequest(model=str(model), output=root / name, quantization=quant))

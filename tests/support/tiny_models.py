@@ -115,3 +115,24 @@ def load_reference(folder: Path):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+
+
+def sharpen_qwen3(src: Path, dst: Path, seed: int) -> Path:
+    """A copy of a tiny Qwen3 whose attention is far from uniform: the random norm weights
+    (~0.08) make every score near zero, which would hide errors in the q/k path; unit-scale
+    layer norms and q/k norm weights of scale 1.5 (different per head feature) prevent that."""
+    import shutil
+
+    import torch
+
+    shutil.copytree(src, dst)
+    model = load_reference(src)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            norm = layer.input_layernorm.weight
+            norm.copy_(1.0 + 0.1 * torch.randn(norm.shape, generator=gen))
+            for head_norm in (layer.self_attn.q_norm.weight, layer.self_attn.k_norm.weight):
+                head_norm.copy_(1.5 * torch.randn(head_norm.shape, generator=gen))
+    model.save_pretrained(dst)
+    return dst

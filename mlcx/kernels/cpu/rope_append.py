@@ -1,11 +1,15 @@
 """RoPE on the fused qkv projection plus the KV append, as one CPU kernel.
 
-Replaces reshape -> split -> rope(q), rope(k) -> kv_append: per token it evaluates the RoPE
-cos/sin once per feature (TVM's frequency formulas, as mlcx.kernels.rope uses) instead of once per
-head and feature, rotates q into its own output and k straight into the pages, and stores v.
+Replaces reshape -> split -> [rms_norm(q), rms_norm(k)] -> rope(q), rope(k) -> kv_append: per
+token it evaluates the RoPE cos/sin once per feature (TVM's frequency formulas, as
+mlcx.kernels.rope uses) instead of once per head and feature, RMS-normalizes each q and k head
+where the model has q/k norms (Qwen3; their weights are two extra [d] inputs after slots),
+rotates q into its own output and k straight into the pages, and stores v.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tvm import tirx
 from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
@@ -56,8 +60,34 @@ def _tables(rope: RopeParams, position, cos, sin, head_dim: int) -> None:
         T.buffer_store(sin, T.Select(inside, s, vec.f32(0.0)), [d])
 
 
-def rope_append_cpu(h_q: int, geo: PageGeometry, rope: RopeParams) -> tirx.PrimFunc:
-    """(qkv [t, (h_q + 2 h_kv) d], positions [t], pages (in place), slots [t]) -> q [t, h_q, d]."""
+@dataclass(frozen=True)
+class _HeadNorm:
+    """The q and k norm weights [d] and epsilon of a model with per-head q/k RMSNorm."""
+
+    q: tirx.Buffer
+    k: tirx.Buffer
+    eps: float
+
+    def apply(self, x, weight: tirx.Buffer, d: int):
+        """x (float32 x d) * rsqrt(mean(x^2) + eps) * weight."""
+        x = T.bind(x)
+        mean = T.bind(vec.hsum(x * x, d) / vec.f32(d))
+        scale = vec.f32(1.0) / T.sqrt(mean + vec.f32(self.eps))
+        return x * vec.splat(T.bind(scale), d) * vec.to_f32(weight[vec.ramp(0, d)])
+
+
+def norm_fusable(head_dim: int) -> bool:
+    """The lane sum halves the vector down to one lane, so it needs a power-of-two head."""
+    return head_dim & (head_dim - 1) == 0
+
+
+def rope_append_cpu(
+    h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None = None
+) -> tirx.PrimFunc:
+    """(qkv [t, (h_q + 2 h_kv) d], positions [t], pages (in place), slots [t]
+    [, q_norm [d], k_norm [d] when norm_eps is given]) -> q [t, h_q, d]."""
+    if norm_eps is not None and not norm_fusable(geo.head_dim):
+        raise ValueError(f"q/k norms need a power-of-two head_dim here, not {geo.head_dim}")
     width = (h_q + 2 * geo.h_kv) * geo.head_dim
     with IRBuilder() as ib, T.prim_func():
         T.func_name("rope_append_cpu")
@@ -67,19 +97,27 @@ def rope_append_cpu(h_q: int, geo: PageGeometry, rope: RopeParams) -> tirx.PrimF
         positions = T.match_buffer(T.arg("positions", T.handle()), (tokens,), "int32")
         pages = geo.pages_param()
         slots = T.match_buffer(T.arg("slots", T.handle()), (tokens,), "int32")
+        norm = None
+        if norm_eps is not None:
+            q_norm, k_norm = (
+                T.match_buffer(T.arg(n, T.handle()), (geo.head_dim,), geo.io_dtype)
+                for n in ("q_norm", "k_norm")
+            )
+            norm = _HeadNorm(q_norm, k_norm, norm_eps)
         q_out = T.match_buffer(T.arg("q", T.handle()), (tokens, h_q, geo.head_dim), geo.io_dtype)
         flat = geo.flat(pages)
         # A parallel launch costs more than rotating the few tokens of a decode step.
         with T.If(tokens <= SERIAL_TOKENS):
             with T.Then(), T.serial(0, tokens) as t:
-                _token(h_q, geo, rope, qkv, positions, slots, q_out, flat, t)
+                _token(h_q, geo, rope, norm, (qkv, positions, slots, q_out, flat), t)
             with T.Else(), T.parallel(0, tokens) as t:
-                _token(h_q, geo, rope, qkv, positions, slots, q_out, flat, t)
+                _token(h_q, geo, rope, norm, (qkv, positions, slots, q_out, flat), t)
     return ib.get()
 
 
-def _token(h_q: int, geo: PageGeometry, rope: RopeParams, qkv, positions, slots, q_out, flat, t):
-    """Rotate token t's q into q_out; rotate its k and store k and v at its slot."""
+def _token(h_q: int, geo: PageGeometry, rope: RopeParams, norm: _HeadNorm | None, bufs, t):
+    """Rotate token t's (normalized) q into q_out; rotate its k and store k and v at its slot."""
+    qkv, positions, slots, q_out, flat = bufs
     d, h_kv = geo.head_dim, geo.h_kv
     cos, sin = T.alloc_buffer((d,), "float32"), T.alloc_buffer((d,), "float32")
     _tables(rope, positions[t], cos, sin, d)
@@ -88,9 +126,13 @@ def _token(h_q: int, geo: PageGeometry, rope: RopeParams, qkv, positions, slots,
     def head(h):
         return vec.to_f32(qkv[t, vec.ramp(h * d, d)])
 
+    def normed(h, weight):
+        return head(h) if norm is None else norm.apply(head(h), weight, d)
+
     with T.serial(0, h_q) as h:
-        rotated = T.Cast(vec.vtype(geo.io_dtype, d), _rotate(head(h), cv, sv, d, rope.rotary_dim))
+        x = T.bind(normed(h, norm and norm.q))
+        rotated = T.Cast(vec.vtype(geo.io_dtype, d), _rotate(x, cv, sv, d, rope.rotary_dim))
         T.buffer_store(q_out, rotated, [t, h, vec.ramp(0, d)])
     with T.If(slots[t] >= 0), T.Then(), T.serial(0, h_kv) as h:
-        key = _rotate(head(h_q + h), cv, sv, d, rope.rotary_dim)
+        key = _rotate(T.bind(normed(h_q + h, norm and norm.k)), cv, sv, d, rope.rotary_dim)
         store_kv(geo, flat, slots[t], h, key, head(h_q + h_kv + h))

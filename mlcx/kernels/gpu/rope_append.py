@@ -6,9 +6,14 @@ cos/sin of a pair are evaluated once per thread (TVM's frequency formulas, as ml
 uses) and applied to every head it visits. q goes to its own output, k is rotated straight into
 the pages and v is copied there, at the token's slot (-1: no write). Consecutive threads touch
 consecutive features (coalesced).
+
+With q/k norms (Qwen3: an RMSNorm over each q and k head before RoPE, weights as two extra [d]
+inputs after slots) the threads of a head first sum their squares through shared memory.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tvm import tirx
 from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
@@ -22,7 +27,42 @@ from mlcx.kernels.rope import RopeParams
 THREADS = 128
 
 
-def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str):
+@dataclass(frozen=True)
+class _HeadNorm:
+    q: tirx.Buffer  # [d] weights of the q heads
+    k: tirx.Buffer  # [d] weights of the k heads
+    eps: float
+    sums: tirx.Buffer  # shared, one a^2 + b^2 per thread
+    total: tirx.Buffer  # local accumulator
+
+    def apply(self, a, b, h, h_q: int, i, group, half: int):
+        """(a, b) * rsqrt(mean of the head's squares + eps) * the head's weights. Every thread
+        of the workgroup must call it: it holds two barriers."""
+        T.buffer_store(self.sums, a * a + b * b, [group * half + i])
+        T.evaluate(T.tvm_storage_sync("shared"))
+        T.buffer_store(self.total, tirx.const(0.0, "float32"), [0])
+        with T.serial(0, half) as j:
+            T.buffer_store(self.total, self.total[0] + self.sums[group * half + j], [0])
+        T.evaluate(T.tvm_storage_sync("shared"))
+        mean = self.total[0] / tirx.const(2 * half, "float32")
+        scale = T.bind(tirx.const(1.0, "float32") / T.sqrt(mean + tirx.const(self.eps, "float32")))
+
+        def weight(f):
+            return T.Select(h < h_q, self.q[f], self.k[f]).astype("float32")
+
+        return T.bind(a * scale * weight(i)), T.bind(b * scale * weight(half + i))
+
+
+def _head_norm(weights: tuple | None, eps: float | None, threads: int) -> _HeadNorm | None:
+    """The norm with its scratch buffers (declared inside the launch), or None without norms."""
+    if weights is None or eps is None:
+        return None
+    sums = T.alloc_buffer((threads,), "float32", scope="shared")
+    total = T.alloc_buffer((1,), "float32", scope="local")
+    return _HeadNorm(*weights, eps, sums, total)
+
+
+def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, norm: bool):
     tokens = tirx.Var("tokens", "int64")
     width = (h_q + 2 * h_kv) * d
 
@@ -34,8 +74,9 @@ def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str):
     num_pages = tirx.Var(NUM_PAGES, "int64")
     pages = param("pages", kv_pages_shape(num_pages, h_kv, page_size, d), dtype)
     slots = param("slots", (tokens,), "int32")
+    weights = (param("q_norm", (d,), dtype), param("k_norm", (d,), dtype)) if norm else None
     q_out = param("q", (tokens, h_q, d), dtype)
-    return tokens, qkv, positions, pages, slots, q_out
+    return tokens, qkv, positions, pages, slots, weights, q_out
 
 
 def _cos_sin(rope: RopeParams, position, i):
@@ -48,9 +89,16 @@ def _cos_sin(rope: RopeParams, position, i):
 
 
 def rope_append_gpu(
-    h_q: int, h_kv: int, d: int, page_size: int, dtype: str, rope: RopeParams
+    h_q: int,
+    h_kv: int,
+    d: int,
+    page_size: int,
+    dtype: str,
+    rope: RopeParams,
+    norm_eps: float | None = None,
 ) -> tirx.PrimFunc:
-    """(qkv [t, (h_q + 2 h_kv) d], positions [t], pages (in place), slots [t]) -> q [t, h_q, d].
+    """(qkv [t, (h_q + 2 h_kv) d], positions [t], pages (in place), slots [t]
+    [, q_norm [d], k_norm [d] when norm_eps is given]) -> q [t, h_q, d].
     RoPE over the whole head (rotary_dim == d), the layout every mlcx model uses."""
     if rope.rotary_dim != d or d % 2:
         raise ValueError(f"the GPU rope+append kernel rotates whole heads, not {rope.rotary_dim}")
@@ -59,10 +107,12 @@ def rope_append_gpu(
     with IRBuilder() as ib, T.prim_func():
         T.func_name("rope_append_gpu")
         T.func_attr(KERNEL_ATTRS)
-        tokens, qkv, positions, pages, slots, q_out = _params(h_q, h_kv, d, page_size, dtype)
+        params = _params(h_q, h_kv, d, page_size, dtype, norm_eps is not None)
+        tokens, qkv, positions, pages, slots, weights, q_out = params
         t = T.env_thread("blockIdx.x")
         tx = T.env_thread("threadIdx.x")
         with T.launch_thread(t, tokens), T.launch_thread(tx, groups * half):
+            norm = _head_norm(weights, norm_eps, groups * half)
             i, group = tx % half, tx // half
             cos, sin = _cos_sin(rope, positions[t], i)
             slot = T.bind(slots[t])
@@ -73,6 +123,8 @@ def rope_append_gpu(
                 )  # the last step's extra threads read in range
                 a = T.bind(qkv[t, base + i].astype("float32"))
                 b = T.bind(qkv[t, base + half + i].astype("float32"))
+                if norm is not None:  # v heads are copied from qkv below, unnormalized
+                    a, b = norm.apply(a, b, h, h_q, i, group, half)
                 low = (a * cos - b * sin).astype(dtype)
                 high = (b * cos + a * sin).astype(dtype)
                 page, offset = slot // page_size, slot % page_size
