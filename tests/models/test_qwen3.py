@@ -114,3 +114,23 @@ def test_attention_bias_is_refused():
 
     with pytest.raises(UnsupportedModelError, match="attention_bias"):
         from_hf({"attention_bias": True})
+
+
+def test_block_quantized_file_matches_transformers_gguf_loader(case, tmp_path):
+    """Q4_0/Q4_1/Q8_0 tensors as in a downloaded file (the q/k norms stay f32, as llama.cpp
+    keeps 1-D tensors): mlcx keeps the blocks, transformers dequantizes the same file with the
+    `gguf` package; both then compute in fp32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    folder, *_ = case
+    path = write_tiny_gguf(folder, tmp_path / "q.gguf")
+    artifact = compile_model(CompileRequest(model=str(path), output=tmp_path / "art"))
+    # transformers' GGUF config mapping ignores qwen3.attention.key_length: head_dim is given
+    reference = AutoModelForCausalLM.from_pretrained(
+        tmp_path, gguf_file=path.name, dtype=torch.float32, head_dim=HEAD_DIM
+    ).eval()
+    assert Artifact(artifact).config.weight_formats["layers.0.mlp.down"] == "int8-sym-g32-float16"
+    prompt = np.random.default_rng(8).integers(0, reference.config.vocab_size, 21).tolist()
+    got = Harness(artifact, num_blocks=32).step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
