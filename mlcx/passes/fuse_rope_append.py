@@ -6,14 +6,13 @@ The attention block of mlcx.frontends.nn emits, per layer,
     q = call_tir(rope, (parts[0], positions));  k = call_tir(rope, (parts[1], positions))
     pages = call_tir_inplace(kv_append, (pages, k, parts[2], slots))
 
-where a model with q/k norms (Qwen3) has `rms_norm(parts[i], weight)` over the last axis between
-the split and each rope, with both rope PrimFuncs annotated by mlcx.kernels.rope and the append
-kernel naming itself
-(KERNEL_ATTR: kv_append_cpu or kv_append_gpu). This pass replaces the group by one
-call_tir_inplace of the matching fused kernel (FUSED: mlcx.kernels.cpu.rope_append or
-mlcx.kernels.gpu.rope_append; q as a new output, pages in place, the q and k norm weights as
-two more inputs), bound where q was; the kv_append binding then reads the fused call's second
-output.
+with both rope PrimFuncs annotated by mlcx.kernels.rope and the append kernel naming itself
+(KERNEL_ATTR: kv_append_cpu or kv_append_gpu); a model with q/k norms (Qwen3) reads
+`rms_norm(parts[i], weight)` over the last axis into each rope instead of parts[i]. This pass
+replaces the group by one call_tir_inplace of the matching fused kernel (FUSED:
+mlcx.kernels.cpu.rope_append or mlcx.kernels.gpu.rope_append; q as a new output, pages in
+place, the q and k norm weights as two more inputs), bound where q was; the kv_append binding
+then reads the fused call's second output.
 """
 
 from __future__ import annotations

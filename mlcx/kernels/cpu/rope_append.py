@@ -126,13 +126,15 @@ def _token(h_q: int, geo: PageGeometry, rope: RopeParams, norm: _HeadNorm | None
     def head(h):
         return vec.to_f32(qkv[t, vec.ramp(h * d, d)])
 
-    def normed(h, weight):
-        return head(h) if norm is None else norm.apply(head(h), weight, d)
+    def normed(h, key: bool):
+        if norm is None:
+            return head(h)
+        return T.bind(norm.apply(head(h), norm.k if key else norm.q, d))
 
     with T.serial(0, h_q) as h:
-        x = T.bind(normed(h, norm and norm.q))
+        x = normed(h, key=False)
         rotated = T.Cast(vec.vtype(geo.io_dtype, d), _rotate(x, cv, sv, d, rope.rotary_dim))
         T.buffer_store(q_out, rotated, [t, h, vec.ramp(0, d)])
     with T.If(slots[t] >= 0), T.Then(), T.serial(0, h_kv) as h:
-        key = _rotate(T.bind(normed(h_q + h, norm and norm.k)), cv, sv, d, rope.rotary_dim)
+        key = _rotate(normed(h_q + h, key=True), cv, sv, d, rope.rotary_dim)
         store_kv(geo, flat, slots[t], h, key, head(h_q + h_kv + h))
