@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,10 +118,12 @@ def load_reference(folder: Path):
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
 
-def sharpen_qwen3(src: Path, dst: Path, seed: int) -> Path:
-    """A copy of a tiny Qwen3 whose attention is far from uniform: the random norm weights
-    (~0.08) make every score near zero, which would hide errors in the q/k path; unit-scale
-    layer norms and q/k norm weights of scale 1.5 (different per head feature) prevent that."""
+def sharpened(src: Path, dst: Path, seed: int, attention: Callable) -> Path:
+    """A copy whose attention is far from uniform, so q/k layout and RoPE errors show.
+
+    The tiny models' random norm weights (~0.08) make every attention score near zero, and a
+    wrong q/k path would then pass: layer norms go to unit scale and `attention(self_attn,
+    generator)` makes the architecture's own q/k parameters larger."""
     import shutil
 
     import torch
@@ -132,7 +135,18 @@ def sharpen_qwen3(src: Path, dst: Path, seed: int) -> Path:
         for layer in model.model.layers:
             norm = layer.input_layernorm.weight
             norm.copy_(1.0 + 0.1 * torch.randn(norm.shape, generator=gen))
-            for head_norm in (layer.self_attn.q_norm.weight, layer.self_attn.k_norm.weight):
-                head_norm.copy_(1.5 * torch.randn(head_norm.shape, generator=gen))
+            attention(layer.self_attn, gen)
     model.save_pretrained(dst)
     return dst
+
+
+def _qwen3_norms(attn, gen) -> None:
+    import torch
+
+    # scale 1.5, different per head feature: a missing or swapped q/k norm shows
+    for head_norm in (attn.q_norm.weight, attn.k_norm.weight):
+        head_norm.copy_(1.5 * torch.randn(head_norm.shape, generator=gen))
+
+
+def sharpen_qwen3(src: Path, dst: Path, seed: int) -> Path:
+    return sharpened(src, dst, seed, _qwen3_norms)

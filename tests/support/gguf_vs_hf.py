@@ -1,0 +1,92 @@
+"""One tiny model as a Hugging Face folder and as a GGUF file, both compiled by mlcx and held to
+HF transformers: the checks every GGUF architecture's test makes (qwen2, qwen3, ...)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from gguf import GGMLQuantizationType as GT
+
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import load_arrays
+from mlcx.compile import CompileRequest, compile_model
+from mlcx.frontends.source import load_source
+from tests.support.harness import Harness, hf_logits
+from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.tiny_models import load_reference
+
+TOL = 1e-4
+GREEDY = 32
+F32 = {"weight": GT.F32}
+
+
+def compile_both(folder: Path, root: Path) -> tuple[Path, Path, Path]:
+    """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact)."""
+    path = write_tiny_gguf(folder, root / "tiny.gguf", F32)
+    gguf_art, hf_art = (
+        compile_model(CompileRequest(model=str(model), output=root / name, quantization=quant))
+        for model, name, quant in ((path, "gguf-art", None), (folder, "hf-art", "q0f32"))
+    )
+    return path, gguf_art, hf_art
+
+
+def assert_same_config_and_weights(folder, path, gguf_art, hf_art, arch: str):
+    """The GGUF's config and converted weights equal the HF folder's; returns (the HF
+    folder's config, the converted weights)."""
+    gguf_source, hf_source = load_source(str(path)), load_source(str(folder))
+    assert gguf_source.arch.name == hf_source.arch.name == arch
+    ours_cfg, theirs_cfg = gguf_source.config, hf_source.config
+    # GGUF stores the epsilon as float32
+    assert np.float32(ours_cfg.rms_norm_eps) == np.float32(theirs_cfg.rms_norm_eps)
+    assert replace(ours_cfg, rms_norm_eps=theirs_cfg.rms_norm_eps) == theirs_cfg
+    ours = dict(load_arrays(Artifact(gguf_art).params_dir))
+    theirs = dict(load_arrays(Artifact(hf_art).params_dir))
+    assert ours.keys() == theirs.keys()
+    for name, array in ours.items():
+        np.testing.assert_array_equal(array, theirs[name], err_msg=name)
+    return theirs_cfg, ours
+
+
+def _greedy_hf(reference, prompt: list[int]) -> tuple[list[int], list[np.ndarray]]:
+    seq, rows = list(prompt), []
+    for _ in range(GREEDY):
+        row = hf_logits(reference, seq)[-1]
+        rows.append(row)
+        seq.append(int(np.argmax(row)))
+    return seq[len(prompt) :], rows
+
+
+def assert_matches_transformers(folder: Path, artifact: Path) -> None:
+    """fp32 logits within TOL over a 29-token prompt and at each of GREEDY greedy steps, with
+    the same tokens."""
+    reference = load_reference(folder)
+    harness = Harness(artifact, num_blocks=32)
+    prompt = np.random.default_rng(7).integers(0, reference.config.vocab_size, 29).tolist()
+    got = harness.step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
+    want_tokens, want_rows = _greedy_hf(reference, prompt)
+    tokens, row = [], got[-1]
+    for want_row in want_rows:
+        assert np.abs(row - want_row).max() <= TOL
+        tokens.append(int(np.argmax(row)))
+        row = harness.decode({0: tokens[-1]})[0]
+    assert tokens == want_tokens
+
+
+def assert_quantized_file_matches(folder: Path, tmp_path: Path, **hf_kwargs) -> None:
+    """Q4_0/Q4_1/Q8_0 tensors as in a downloaded file: mlcx keeps the blocks, transformers
+    dequantizes the same file with the `gguf` package; both then compute in fp32."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path = write_tiny_gguf(folder, tmp_path / "q.gguf")
+    artifact = compile_model(CompileRequest(model=str(path), output=tmp_path / "art"))
+    reference = AutoModelForCausalLM.from_pretrained(
+        tmp_path, gguf_file=path.name, dtype=torch.float32, **hf_kwargs
+    ).eval()
+    assert Artifact(artifact).config.weight_formats["layers.0.mlp.down"] == "int8-sym-g32-float16"
+    prompt = np.random.default_rng(8).integers(0, reference.config.vocab_size, 21).tolist()
+    got = Harness(artifact, num_blocks=32).step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
