@@ -10,25 +10,8 @@ from typing import Annotated
 import typer
 
 from mlcx.cli.runtime_options import resolve_artifact
-from mlcx.errors import InvalidFieldError
-from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.constraint_files import grammar_file, json_schema_file, regex_option
+from mlcx.runtime.constraint_files import output_constraint
 from mlcx.runtime.llm import LLM
-
-
-def output_constraint(
-    json_schema: Path | None, regex: str | None, grammar: Path | None
-) -> Constraint | None:
-    """The constraint of --json-schema, --regex or --grammar (at most one of them)."""
-    options = {"--json-schema": json_schema, "--regex": regex, "--grammar": grammar}
-    given = [name for name, value in options.items() if value is not None]
-    if len(given) > 1:
-        raise InvalidFieldError(f"{' and '.join(given)} exclude each other; give one", given[1])
-    if json_schema is not None:
-        return json_schema_file(json_schema, "--json-schema")
-    if regex is not None:
-        return regex_option(regex, "--regex")
-    return None if grammar is None else grammar_file(grammar, "--grammar")
 
 
 def generate_command(

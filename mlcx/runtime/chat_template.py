@@ -149,8 +149,8 @@ def _compile(source: str) -> tuple[jinja2.Template, bool]:
     environment.globals["raise_exception"] = _raise_exception
     environment.globals["strftime_now"] = _strftime_now
     try:
-        knows_tools = "tools" in meta.find_undeclared_variables(environment.parse(source))
-        return environment.from_string(source), knows_tools
+        tree = environment.parse(source)
+        return environment.from_string(tree), "tools" in meta.find_undeclared_variables(tree)
     except jinja2.TemplateSyntaxError as error:
         raise ValueError(
             f"the model's chat template is not valid Jinja (line {error.lineno}: {error.message}); "

@@ -57,3 +57,18 @@ def grammar_file(path: Path, param: str) -> Constraint:
 
 def regex_option(regex: str, param: str) -> Constraint:
     return _named(param, lambda: Constraint("regex", regex, param))
+
+
+def output_constraint(
+    json_schema: Path | None, regex: str | None, grammar: Path | None
+) -> Constraint | None:
+    """The constraint of a command line's --json-schema, --regex or --grammar (at most one)."""
+    options = {"--json-schema": json_schema, "--regex": regex, "--grammar": grammar}
+    given = [name for name, value in options.items() if value is not None]
+    if len(given) > 1:
+        raise InvalidFieldError(f"{' and '.join(given)} exclude each other; give one", given[1])
+    if json_schema is not None:
+        return json_schema_file(json_schema, "--json-schema")
+    if regex is not None:
+        return regex_option(regex, "--regex")
+    return None if grammar is None else grammar_file(grammar, "--grammar")

@@ -164,7 +164,7 @@ class Engine:
     def _report(self, seqs: list[Sequence], results: list[SampleResult]) -> list[Delta]:
         deltas = self.outputs.process(seqs, results)
         for seq, delta in zip(seqs, deltas, strict=True):
-            if delta.finished and not seq.finished:  # a stop string
+            if delta.finished and not seq.finished:  # a stop string, or a constraint completed
                 self.scheduler.finish(seq, SequenceStatus.FINISHED_STOPPED)
         return deltas
 

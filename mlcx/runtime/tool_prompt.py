@@ -33,9 +33,7 @@ INSTRUCTIONS = (
 
 
 def call_block(name: str, arguments: Any) -> str:
-    """One call in the generic format; `arguments` is a dict (or its JSON text)."""
-    if isinstance(arguments, str):
-        arguments = _loads_or_text(arguments)
+    """One call in the generic format; `arguments` as validate_messages leaves them (a dict)."""
     body = json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
     return f"{CALL_OPEN}\n{body}\n{CALL_CLOSE}"
 
@@ -62,10 +60,3 @@ def _plain(message: dict[str, Any]) -> dict[str, Any]:
     blocks = [call_block(c["function"]["name"], c["function"]["arguments"]) for c in calls]
     text = "\n".join([message["content"], *blocks] if message["content"] else blocks)
     return {"role": message["role"], "content": text}
-
-
-def _loads_or_text(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text

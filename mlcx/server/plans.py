@@ -54,7 +54,7 @@ def plan_completion(body: CompletionRequest, defaults: Mapping[str, Any]) -> Gen
     if body.echo:
         raise bad_request("echo is not supported", param="echo")
     logprobs = {} if body.logprobs is None else {"logprobs": True, "top_logprobs": body.logprobs}
-    logprobs["constraint"] = only_one([*extension_constraints(body)])
+    logprobs["constraint"] = only_one(extension_constraints(body))
     try:
         params = sampling_params(body, defaults, body.max_tokens, logprobs)
     except APIError as err:  # completions call top_logprobs "logprobs"

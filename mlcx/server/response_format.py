@@ -8,7 +8,7 @@ which `generation.start` turns into a 400 like these).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mlcx.errors import InvalidFieldError
@@ -77,7 +77,7 @@ def extension_constraints(body: SamplingFields) -> list[Constraint]:
     return found
 
 
-def only_one(constraints: list[Constraint | None]) -> Constraint | None:
+def only_one(constraints: Sequence[Constraint | None]) -> Constraint | None:
     """The request's one constraint; a 400 naming the second when there are more."""
     given = [c for c in constraints if c is not None]
     if len(given) > 1:

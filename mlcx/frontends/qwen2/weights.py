@@ -1,15 +1,11 @@
-"""Where Qwen2's weights live in a Hugging Face checkpoint and in a llama.cpp GGUF file."""
+"""Where Qwen2's weights live in a llama.cpp GGUF file (in a Hugging Face
+checkpoint: llama_family.hf_weights)."""
 
 from __future__ import annotations
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.weights import decoder_weights
-from mlcx.frontends.llama_family import hf_weights as _hf_weights
 from mlcx.frontends.weight_spec import WeightSpec
-
-
-def hf_weights(cfg: DecoderConfig) -> list[WeightSpec]:
-    return _hf_weights(cfg)
 
 
 def gguf_weights(cfg: DecoderConfig) -> list[WeightSpec]:
