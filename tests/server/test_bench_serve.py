@@ -68,3 +68,16 @@ def test_a_response_format_that_is_not_one_is_refused(served, tmp_path):
     result = CliRunner().invoke(_bench_app(), args)
     assert result.exit_code == 2
     assert "--response-format" in result.output and "response_format object" in result.output
+
+
+def test_the_response_format_is_sent_with_each_constrained_request(served, tmp_path):
+    """A schema the server refuses fails exactly the constrained rows: the format reached it."""
+    fmt = {"type": "json_schema", "json_schema": {"name": "bad", "schema": {"type": "strin"}}}
+    path = tmp_path / "format.json"
+    path.write_text(json.dumps(fmt))
+    args = ["serve", "--url", served.url, "-c", "2", "--max-tokens", "2", "--no-warmup"]
+    result = CliRunner().invoke(_bench_app(), [*args, "--response-format", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    plain, constrained = (json.loads(line) for line in result.output.splitlines())
+    assert plain["failed"] == 0 and constrained["failed"] == 2
+    assert all("HTTP 400" in error and "strin" in error for error in constrained["errors"])
