@@ -5,6 +5,9 @@ what an app needs:
     dist/bundle/mlcx-app-config.json
     dist/bundle/<id>/               mlcx-config.json, tokenizer files, params/ (index always,
                                     shards when bundle_weights)
+
+and with apps (`--app`): dist/www (the WebGPU runtime and plans, see www.py) and one app
+project per shell kind (dist/ios, dist/android; see app_shells.py).
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from mlcx.artifact.weight_shards import INDEX
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.frontends.tokenizer_assets import MLCX_TOKENIZER_JSON, TOKENIZER_JSON
 from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig, AppModel, AppWeights
+from mlcx.package.app_shells import APP_SHELLS
 from mlcx.package.config import PackageConfig, PackageModel
 from mlcx.package.libraries import LAYOUTS, ModelLibraries
+from mlcx.package.www import build_www
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.mobile import MobileTarget
 from mlcx.targets.registry import get_target
@@ -30,9 +35,11 @@ Report = Callable[[str], None]
 WORK_DIR = ".build"
 
 
-def build_package(config: PackageConfig, out_dir: Path, report: Report | None = None) -> Path:
-    """Writes the package into out_dir (replacing its lib/ and bundle/); returns the app
-    config's path."""
+def build_package(
+    config: PackageConfig, out_dir: Path, report: Report | None = None, apps: tuple[str, ...] = ()
+) -> Path:
+    """Writes the package into out_dir (replacing its lib/ and bundle/, and with apps its www/
+    and app projects); returns the app config's path."""
     say = report or (lambda message: None)
     target = get_target(config.device)
     if not isinstance(target, MobileTarget):
@@ -44,7 +51,10 @@ def build_package(config: PackageConfig, out_dir: Path, report: Report | None = 
     artifacts = {}
     for index, model in enumerate(config.models, 1):
         say(f"[{index}/{len(config.models)}] compiling {model.id} for {config.device}")
-        artifacts[model.id] = _compile(model, config.device, work / model.id)
+        options = BuildOptions(system_lib_prefix=model.system_lib_prefix)
+        artifacts[model.id] = _compile(
+            model, config.device, work / model.id, model.quantization, options
+        )
     say(f"linking libraries ({config.library})")
     archives = {mid: art.library_path for mid, art in artifacts.items()}
     libraries = LAYOUTS[config.library](target, archives, lib_dir)
@@ -55,18 +65,36 @@ def build_package(config: PackageConfig, out_dir: Path, report: Report | None = 
     app = AppConfig(config.device, config.library, _library_list(libraries, out_dir), tuple(models))
     path = bundle_dir / APP_CONFIG_FILE
     path.write_text(app.to_json())
+    if apps:
+        _build_apps(config, models, apps, out_dir, say)
     shutil.rmtree(work)
     return path
 
 
-def _compile(model: PackageModel, device: str, out: Path) -> Artifact:
+def _build_apps(config, models: list[AppModel], apps: tuple[str, ...], out_dir: Path, say):
+    work = out_dir / WORK_DIR
+
+    def compile_webgpu(model: PackageModel, quantization: str) -> Artifact:
+        say(f"compiling {model.id} for webgpu ({quantization})")
+        out = work / f"{model.id}-webgpu-{quantization}"
+        return _compile(model, "webgpu", out, quantization, BuildOptions())
+
+    www_config = build_www(list(zip(config.models, models, strict=True)), compile_webgpu, out_dir)
+    for kind in apps:
+        say(f"writing the {kind} app project")
+        APP_SHELLS[kind].write(out_dir / kind, config.app, www_config)
+
+
+def _compile(
+    model: PackageModel, device: str, out: Path, quantization: str | None, options: BuildOptions
+) -> Artifact:
     request = CompileRequest(
         model=model.source,
         target=device,
-        quantization=model.quantization,
+        quantization=quantization,
         output=out,
         context_window=model.context_window,
-        options=BuildOptions(system_lib_prefix=model.system_lib_prefix),
+        options=options,
     )
     return Artifact(compile_model(request))
 

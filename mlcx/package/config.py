@@ -3,6 +3,8 @@
 {
   "device": "iphone",                 # a mobile target: iphone | android
   "library": "combined",              # combined (one archive) | per-model
+  "app": {"name": "mlcx Chat", "id": "org.mlcx.chat"},   # optional: the --app projects' name
+                                      # and application / bundle id
   "models": [
     {
       "id": "smollm2",                # unique; names the bundle folder and the library
@@ -11,7 +13,9 @@
       "bundle_weights": true,         # false: the app downloads params/ (see weights_url)
       "estimated_memory_bytes": 4e8,  # optional: computed from weights + full KV cache
       "context_window": 2048,         # optional: cap the model's context window
-      "weights_url": "https://..."    # optional, for apps that download weights
+      "weights_url": "https://...",   # optional, for apps that download weights
+      "fallback_quantization": "q4f32"  # optional (--app): an f32 WebGPU variant for GPUs
+                                        # without shader-f16
     }
   ]
 }
@@ -30,6 +34,8 @@ from mlcx.targets.registry import TARGETS
 
 LIBRARY_LAYOUTS = ("combined", "per-model")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_APP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}")
+_APP_ID = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
 _MODEL_KEYS = {
     "id",
     "source",
@@ -38,6 +44,7 @@ _MODEL_KEYS = {
     "estimated_memory_bytes",
     "context_window",
     "weights_url",
+    "fallback_quantization",
 }
 
 
@@ -55,15 +62,18 @@ class PackageModel:
     estimated_memory_bytes: int | None = None
     context_window: int | None = None
     weights_url: str | None = None
+    fallback_quantization: str | None = None
 
     def __post_init__(self) -> None:
         if not _ID.fullmatch(self.id):
             raise ValueError(f"model id {self.id!r}: use letters, digits, '.', '_' or '-'")
-        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
-            raise ValueError(
-                f"model {self.id}: unknown quantization {self.quantization!r} "
-                f"(choose one of: {', '.join(QUANTIZATIONS)})"
-            )
+        for key in ("quantization", "fallback_quantization"):
+            value = getattr(self, key)
+            if value is not None and value not in QUANTIZATIONS:
+                raise ValueError(
+                    f"model {self.id}: unknown {key} {value!r} "
+                    f"(choose one of: {', '.join(QUANTIZATIONS)})"
+                )
         for key in ("estimated_memory_bytes", "context_window"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value <= 0):
@@ -79,10 +89,29 @@ class PackageModel:
 
 
 @dataclass(frozen=True)
+class AppIdentity:
+    """The app projects' display name and application (Android) / bundle (iOS) id."""
+
+    name: str = "mlcx Chat"
+    id: str = "org.mlcx.chat"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _APP_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"app name {self.name!r}: up to 40 letters, digits, spaces, '.', '_' or '-'"
+            )
+        if not isinstance(self.id, str) or not _APP_ID.fullmatch(self.id):
+            raise ValueError(
+                f"app id {self.id!r}: lowercase dot-separated words like org.example.chat"
+            )
+
+
+@dataclass(frozen=True)
 class PackageConfig:
     device: str
     models: tuple[PackageModel, ...]
     library: str = "combined"
+    app: AppIdentity = AppIdentity()
 
     def __post_init__(self) -> None:
         if self.device not in package_devices():
@@ -104,7 +133,11 @@ class PackageConfig:
         if not isinstance(data, dict) or not isinstance(data.get("models"), list):
             raise ValueError("a package config is a JSON object with a 'models' list")
         models = tuple(_model(entry, base_dir) for entry in data["models"])
-        return cls(str(data.get("device", "")), models, str(data.get("library", "combined")))
+        app = data.get("app", {})
+        if not isinstance(app, dict) or set(app) - {"name", "id"}:
+            raise ValueError(f"'app' is an object with 'name' and 'id', not {app!r}")
+        device, library = str(data.get("device", "")), str(data.get("library", "combined"))
+        return cls(device, models, library, AppIdentity(**app))
 
     @classmethod
     def read(cls, path: Path) -> PackageConfig:

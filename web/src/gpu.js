@@ -14,14 +14,12 @@ const RAISED_LIMITS = [
 
 export class WebGPUUnavailable extends Error {}
 
+const NO_WEBGPU =
+  "This browser has no WebGPU (navigator.gpu is missing). It needs Chrome or Edge 113+, " +
+  "Safari 26 (iOS 26) or Android System WebView 121+.";
+
 export async function openDevice(features) {
-  if (!navigator.gpu) {
-    throw new WebGPUUnavailable(
-      "This browser has no WebGPU (navigator.gpu is missing). Use a recent Chrome or Edge, " +
-        "or enable WebGPU (chrome://flags/#enable-unsafe-webgpu).");
-  }
-  const adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
-  if (!adapter) throw new WebGPUUnavailable("WebGPU is present but no GPU adapter is available.");
+  const adapter = await requestAdapter();
   const missing = features.filter((f) => !adapter.features.has(f));
   if (missing.length) {
     throw new WebGPUUnavailable(
@@ -33,6 +31,13 @@ export async function openDevice(features) {
   for (const name of RAISED_LIMITS) requiredLimits[name] = adapter.limits[name];
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits });
   return { device, name: adapterName(adapter) };
+}
+
+export async function requestAdapter() {
+  if (!navigator.gpu) throw new WebGPUUnavailable(NO_WEBGPU);
+  const adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
+  if (!adapter) throw new WebGPUUnavailable("WebGPU is present but no GPU adapter is available.");
+  return adapter;
 }
 
 function adapterName(adapter) {

@@ -1,8 +1,12 @@
-// The chat page: loads the artifact served next to it (./artifact/, or ?artifact=URL),
-// streams replies into the chat box and shows tok/s. `window.mlcx` is the automation hook the
-// end-to-end test and `mlcx bench web` use: {ready, chat(text, options),
-// bench(promptIds, decodeTokens), lastReply}.
+// The chat page: loads the artifact served next to it (./artifact/, or ?artifact=URL), or in
+// an app one model of its app config (?app=mlcx-app.json&model=ID, see app.js), streams
+// replies into the chat box and shows tok/s. `window.mlcx` is the hook the end-to-end tests,
+// `mlcx bench web` and the native app shells use: {ready, chat(text, options),
+// bench(promptIds, decodeTokens), reset(), info, lastReply}; the shells also get events
+// (bridge.js). ?composer=native hides the page's input row when the app draws its own.
 
+import { appModel } from "./app.js";
+import { notify } from "./bridge.js";
 import { Engine } from "./engine.js";
 import { Runner } from "./runner.js";
 import { TextCodec } from "./tokenizer.js";
@@ -12,6 +16,7 @@ const params = new URLSearchParams(location.search);
 const base = new URL(params.get("artifact") ?? "artifact/", location.href);
 const KV_BLOCKS = Number(params.get("kv_blocks") ?? 128);
 const history = [];
+if (params.get("composer") === "native") $("composer").hidden = true;
 let engine = null;
 
 function setState(state) {
@@ -25,9 +30,11 @@ function showError(err) {
   $("error").textContent = err.message ?? String(err);
   $("error").hidden = false;
   setState("error");
+  notify({ type: "error", message: $("error").textContent });
 }
 
 function onStatus(s) {
+  notify({ type: "status", ...s });
   if (s.adapter) $("model").dataset.adapter = s.adapter;
   if (s.stage === "kernels" && s.total) $("progress").textContent = `compiling kernels ${s.done}/${s.total}`;
   if (s.stage === "weights") {
@@ -59,6 +66,7 @@ async function chat(text, options) {
     reply += step.text;
     stats = step.stats;
     out.textContent = reply;
+    notify({ type: "token", token: step.token, text: step.text });
     $("speed").textContent = `${stats.tokPerS.toFixed(2)} tok/s`;
   }
   history.push({ role: "assistant", content: reply });
@@ -69,6 +77,7 @@ async function chat(text, options) {
   out.append(note);
   window.mlcx.lastReply = { promptIds, tokenIds, text: reply, stats };
   setState("ready");
+  notify({ type: "done", text: reply, stats });
   return window.mlcx.lastReply;
 }
 
@@ -90,13 +99,27 @@ function currentOptions() {
            topP: Number($("top-p").value) };
 }
 
+function reset() {
+  history.length = 0;
+  $("chat").replaceChildren();
+}
+
 async function start() {
-  const [runner, codec] = await Promise.all([Runner.load(base, KV_BLOCKS, onStatus), TextCodec.load(base)]);
+  const app = params.has("app") ? await appModel(new URL(params.get("app"), location.href), params.get("model")) : null;
+  const source = app ?? { base, blocks: KV_BLOCKS };
+  const [runner, codec] = await Promise.all([
+    Runner.load(source.base, source.blocks, onStatus, source.shardsUrl),
+    TextCodec.load(source.base),
+  ]);
   engine = new Engine(runner, codec);
   const c = runner.config;
   $("model").textContent = `${c.model_name} · ${c.quantization} · ${runner.adapter}`;
-  $("progress").textContent = runner.weightsCached ? "weights loaded from the browser cache" : "ready";
+  const loaded = runner.weightsCached ? "weights loaded from the browser cache" : "ready";
+  $("progress").textContent = app?.note ? `${loaded}; ${app.note}` : loaded;
+  Object.assign(window.mlcx.info, { model: app?.model.id ?? c.model_name, quantization: c.quantization,
+                                    kvBlocks: runner.numBlocks, adapter: runner.adapter, note: app?.note ?? null });
   setState("ready");
+  notify({ type: "ready", ...window.mlcx.info });
 }
 
 $("composer").addEventListener("submit", (event) => {
@@ -110,8 +133,8 @@ $("prompt").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) $("composer").requestSubmit();
 });
 
-const ready = start().catch((err) => {
+window.mlcx = { chat: (text, options) => chat(text, { ...currentOptions(), ...options }), bench, reset, info: {} };
+window.mlcx.ready = start().catch((err) => {
   showError(err);
   throw err;
 });
-window.mlcx = { ready, chat: (text, options) => chat(text, { ...currentOptions(), ...options }), bench };

@@ -8,15 +8,18 @@ import { KV_PAGES, PARAMS, kvPagesTensors, stepCall } from "./step.js";
 import { loadWeights } from "./weights.js";
 
 export class Runner {
-  static async load(baseUrl, numBlocks, onStatus) {
+  // numBlocks: KV pages, or a function (plan, config) -> pages; shardsUrl: where the weight
+  // shards are when not next to the plan (an app's bundle).
+  static async load(baseUrl, numBlocks, onStatus, shardsUrl = undefined) {
     const config = await (await fetch(new URL("mlcx-config.json", baseUrl))).json();
     const plan = await (await fetch(new URL(config.library, baseUrl))).json();
+    if (typeof numBlocks === "function") numBlocks = numBlocks(plan, config);
     const { device, name } = await openDevice(plan.features);
     onStatus?.({ stage: "kernels", adapter: name });
     const kernels = await KernelSet.load(device, plan, baseUrl, (i, n) =>
       onStatus?.({ stage: "kernels", done: i, total: n }));
     const { tensors, cached } = await loadWeights(device, baseUrl, (done, total, hit) =>
-      onStatus?.({ stage: "weights", done, total, cached: hit }));
+      onStatus?.({ stage: "weights", done, total, cached: hit }), shardsUrl);
     return new Runner({ config, plan, device, kernels, params: tensors, numBlocks, adapter: name, cached });
   }
 

@@ -1,50 +1,67 @@
 // Weight shards (params/index.json + raw little-endian shard files, see
-// mlcx/artifact/weight_shards.py) fetched once, kept in the browser's Cache API, checked
-// against their sha256 and uploaded tensor by tensor.
+// mlcx/artifact/weight_shards.py) downloaded once with progress and resume (download.js),
+// kept in the browser's Cache API, checked against their sha256 and uploaded tensor by tensor.
+// The index sits with the plan; the shards may live elsewhere (an app's bundle/ folder or a
+// download URL), given as shardsUrl.
 
+import { download } from "./download.js";
 import { createBuffer } from "./gpu.js";
 
 const CACHE = "mlcx-weights-v1";
 
+async function sha256Hex(data) {
+  const digest = await crypto.subtle.digest("SHA-256", data);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// An interrupted download's bytes are cached under their own key until the next attempt.
+async function fetchShard(cache, url, key, onBytes) {
+  const partialKey = `${key}&partial`;
+  const stored = await cache?.match(partialKey);
+  const partial = stored ? new Uint8Array(await stored.arrayBuffer()) : null;
+  if (partial) onBytes(partial.byteLength);
+  try {
+    const data = await download(url, { partial, onBytes });
+    await cache?.delete(partialKey);
+    return data;
+  } catch (err) {
+    if (err.partial?.byteLength) await cache?.put(partialKey, new Response(err.partial));
+    throw err;
+  }
+}
+
 async function cachedShard(url, shard, onBytes) {
   const key = `${url}?sha256=${shard.sha256}`;
   const cache = "caches" in self ? await caches.open(CACHE) : null;
-  let response = await cache?.match(key);
-  const fromCache = Boolean(response);
-  if (!response) {
-    response = await fetch(url);
-    if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
-  }
-  const data = await response.arrayBuffer();
-  onBytes(data.byteLength, fromCache);
-  const digest = await crypto.subtle.digest("SHA-256", data);
-  const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-  if (hex !== shard.sha256) {
+  const hit = await cache?.match(key);
+  const data = hit ? new Uint8Array(await hit.arrayBuffer()) : await fetchShard(cache, url, key, onBytes);
+  if (hit) onBytes(data.byteLength, true);
+  if ((await sha256Hex(data)) !== shard.sha256) {
     await cache?.delete(key);
-    throw new Error(`${shard.file} does not match its sha256; recompile or re-serve the model`);
+    throw new Error(`${shard.file} does not match its sha256 (a damaged download or stale ` +
+      "files); it was dropped from the cache, reload to fetch it again");
   }
-  if (!fromCache) await cache?.put(key, new Response(data));
-  return data;
+  if (!hit) await cache?.put(key, new Response(data));
+  return { data, hit: Boolean(hit) };
 }
 
 // Returns the tensors in index order as {buffer, shape, dtype}; onProgress(done, total, cached).
-export async function loadWeights(device, baseUrl, onProgress) {
+export async function loadWeights(device, baseUrl, onProgress, shardsUrl = new URL("params/", baseUrl)) {
   const index = await (await fetch(new URL("params/index.json", baseUrl))).json();
   const total = index.shards.reduce((s, shard) => s + shard.nbytes, 0);
   let done = 0;
   let cached = true;
   const tensors = [];
   for (const [i, shard] of index.shards.entries()) {
-    const data = await cachedShard(new URL(`params/${shard.file}`, baseUrl).href, shard, (n, hit) => {
+    const { data, hit } = await cachedShard(new URL(shard.file, shardsUrl).href, shard, (n, fromCache = false) => {
       done += n;
-      cached &&= hit;
-      onProgress?.(done, total, cached);
+      onProgress?.(done, total, cached && fromCache);
     });
+    cached &&= hit;
     for (const t of index.tensors.filter((t) => t.shard === i)) {
       const buffer = createBuffer(device, t.nbytes);
-      const padded = Math.ceil(t.nbytes / 4) * 4;
-      const bytes = new Uint8Array(padded);
-      bytes.set(new Uint8Array(data, t.offset, t.nbytes));
+      const bytes = new Uint8Array(Math.ceil(t.nbytes / 4) * 4);
+      bytes.set(data.subarray(t.offset, t.offset + t.nbytes));
       device.queue.writeBuffer(buffer, 0, bytes);
       tensors.push({ buffer, shape: t.shape, dtype: t.dtype, name: t.name });
     }

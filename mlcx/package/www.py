@@ -1,0 +1,155 @@
+"""`dist/www`: the browser runtime of web/, each model's WebGPU plan and the list of models an
+app shell shows, served by the shells from one origin next to `dist/bundle`:
+
+    www/index.html, style.css, src/*.js   copied from web/ (the same runtime, never a fork)
+    www/vendor/@huggingface/<lib>/dist/   the tokenizer and Jinja libraries (web/node_modules)
+    www/mlcx-app.json                     models, variants, memory budgets, where weights are
+    www/models/<id>/<quantization>/       mlcx-config.json, webgpu-plan.json, shaders/,
+                                          tokenizer files, params/index.json
+
+Weights are stored once: a WebGPU plan's shards are byte-identical to the phone artifact's of
+the same quantization, so that variant reads `bundle/<id>/params/`; a variant of another
+quantization (the f32 fallback) has other bytes, kept once in `bundle/<id>/<quantization>/params/`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import INDEX
+from mlcx.errors import ToolchainError
+from mlcx.package.app_config import AppModel
+from mlcx.package.config import PackageModel
+from mlcx.web.server import web_root
+
+WWW_CONFIG_FILE = "mlcx-app.json"
+RUNTIME_FILES = ("index.html", "style.css")
+VENDOR_LIBS = ("@huggingface/tokenizers", "@huggingface/jinja")
+ARTIFACT_FILES = ("mlcx-config.json", "tokenizer.json", "mlcx-tokenizer.json")
+
+CompileWebGPU = Callable[[PackageModel, str], Artifact]  # (model, quantization) -> artifact
+
+
+@dataclass(frozen=True)
+class WwwVariant:
+    quantization: str
+    features: tuple[str, ...]  # WebGPU features the plan needs, e.g. ("shader-f16",)
+    artifact: str  # www-relative folder of the plan, config, tokenizer and weight index
+    weights: str  # where the shards are: www-relative ("../bundle/...") or a download URL
+    weights_bundled: bool
+    weights_bytes: int
+
+
+@dataclass(frozen=True)
+class WwwModel:
+    id: str
+    name: str
+    estimated_memory_bytes: int  # the runtime's budget: KV pages are what is left of it
+    context_window: int
+    variants: tuple[WwwVariant, ...]  # preferred first; the runtime takes the first it can run
+
+
+def build_www(
+    models: list[tuple[PackageModel, AppModel]], compile_webgpu: CompileWebGPU, out_dir: Path
+) -> Path:
+    """Writes out_dir/www (replacing it) and returns its app config's path."""
+    www = out_dir / "www"
+    shutil.rmtree(www, ignore_errors=True)
+    copy_runtime(www)
+    entries = [_model(package, app, compile_webgpu, out_dir) for package, app in models]
+    path = www / WWW_CONFIG_FILE
+    path.write_text(
+        json.dumps({"format_version": 1, "models": [asdict(m) for m in entries]}, indent=2)
+    )
+    return path
+
+
+def copy_runtime(www: Path) -> None:
+    """web/'s page, modules and the two npm libraries they import."""
+    root = web_root()
+    www.mkdir(parents=True)
+    for name in RUNTIME_FILES:
+        shutil.copyfile(root / name, www / name)
+    shutil.copytree(root / "src", www / "src")
+    for lib in VENDOR_LIBS:
+        source = root / "node_modules" / lib / "dist"
+        if not source.is_dir():
+            raise ToolchainError(f"{source} is missing; run `npm ci --prefix {root}`")
+        shutil.copytree(source, www / "vendor" / lib / "dist", ignore=_types_and_maps)
+
+
+def _types_and_maps(_folder: str, names: list[str]) -> list[str]:
+    return [n for n in names if n.endswith((".d.ts", ".map", ".cjs"))]
+
+
+def _model(
+    package: PackageModel, app: AppModel, compile_webgpu: CompileWebGPU, dist: Path
+) -> WwwModel:
+    quantizations = [app.quantization]
+    if package.fallback_quantization not in (None, app.quantization):
+        quantizations.append(package.fallback_quantization)
+    variants = []
+    for quantization in quantizations:
+        artifact = compile_webgpu(package, quantization)
+        variants.append(_variant(package, artifact, quantization, dist))
+    return WwwModel(
+        id=package.id,
+        name=artifact.config.model_name,
+        estimated_memory_bytes=app.estimated_memory_bytes,
+        context_window=app.context_window,
+        variants=tuple(variants),
+    )
+
+
+def _variant(package: PackageModel, artifact: Artifact, quantization: str, dist: Path):
+    rel = f"models/{package.id}/{quantization}"
+    folder = dist / "www" / rel
+    (folder / "params").mkdir(parents=True)
+    for name in (*ARTIFACT_FILES, artifact.config.library):
+        shutil.copyfile(artifact.path / name, folder / name)
+    shutil.copytree(artifact.path / "shaders", folder / "shaders")
+    index_text = (artifact.params_dir / INDEX).read_text()
+    (folder / "params" / INDEX).write_text(index_text)
+    plan = json.loads((artifact.path / artifact.config.library).read_text())
+    shards = json.loads(index_text)["shards"]
+    bundle_params = f"bundle/{package.id}/params"
+    if (dist / bundle_params / INDEX).read_text() != index_text:
+        bundle_params = f"bundle/{package.id}/{quantization}/params"
+        _store_shards(package, artifact, shards, dist / bundle_params, index_text)
+    if package.bundle_weights:
+        weights = f"../{bundle_params}/"
+    else:
+        weights = _download_url(
+            package, bundle_params != f"bundle/{package.id}/params", quantization
+        )
+    return WwwVariant(
+        quantization=quantization,
+        features=tuple(plan.get("features", ())),
+        artifact=f"{rel}/",
+        weights=weights,
+        weights_bundled=package.bundle_weights,
+        weights_bytes=sum(int(s["nbytes"]) for s in shards),
+    )
+
+
+def _store_shards(package, artifact: Artifact, shards: list[dict], folder: Path, index: str):
+    folder.mkdir(parents=True)
+    (folder / INDEX).write_text(index)
+    if package.bundle_weights:
+        for shard in shards:
+            shutil.copyfile(artifact.params_dir / shard["file"], folder / shard["file"])
+
+
+def _download_url(package: PackageModel, own_folder: bool, quantization: str) -> str:
+    if not package.weights_url:
+        raise ValueError(
+            f"model {package.id}: bundle_weights is false, so the app downloads its weights; "
+            "give a weights_url"
+        )
+    base = package.weights_url.rstrip("/") + "/"
+    return f"{base}{quantization}/" if own_folder else base

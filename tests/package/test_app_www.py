@@ -1,0 +1,143 @@
+"""`mlcx package --app`: dist/www holds web/'s runtime unchanged and each model's WebGPU plans,
+reads the weights from bundle/ (stored once), and runs in headless Chromium on an iPhone-sized
+touch screen, served the way the app shells serve it: one custom https origin over the dist
+folder. The replies are the CPU artifact's greedy tokens. SwiftShader has no shader-f16, so
+the page must fall back from the q4f16 plan to the packaged q4f32 one by itself."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from pathlib import Path
+
+import pytest
+
+from mlcx.runtime.backends.registry import kv_block_bytes
+from tests.support.cli import run_mlcx
+from tests.support.tiny_models import TinySpec
+from tests.webgpu.conftest import _setup
+
+ROOT = Path(__file__).resolve().parents[2]
+ORIGIN = "https://mlcx.app"
+PROMPT = "The capital of France is"
+MAX_TOKENS = 12
+IPHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3,
+          "is_mobile": True, "has_touch": True}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def app_dist(tiny_model, tmp_path_factory):
+    if error := _setup("setup-web.sh"):
+        pytest.skip(f"dist/www copies web/node_modules; scripts/setup-web.sh failed: {error}")
+    folder = tmp_path_factory.mktemp("app")
+    package = {
+        "device": "iphone",
+        "app": {"name": "Tiny Chat", "id": "org.example.tinychat"},
+        "models": [{"id": "tiny", "source": str(tiny_model(TinySpec())), "quantization": "q4f16",
+                    "fallback_quantization": "q4f32"}],
+    }  # fmt: skip
+    (folder / "package.json").write_text(json.dumps(package))
+    out = folder / "dist"
+    result = run_mlcx("package", str(folder / "package.json"), "--app", "both", "-o", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+def _www_config(dist: Path) -> dict:
+    return json.loads((dist / "www" / "mlcx-app.json").read_text())
+
+
+def test_www_is_the_web_runtime_unchanged(app_dist):
+    www = app_dist / "www"
+    for path in (ROOT / "web" / "src").glob("*.js"):
+        assert (www / "src" / path.name).read_bytes() == path.read_bytes(), path.name
+    assert (www / "index.html").read_bytes() == (ROOT / "web" / "index.html").read_bytes()
+    for lib in ("tokenizers/dist/tokenizers.mjs", "jinja/dist/index.js"):
+        assert (www / "vendor" / "@huggingface" / lib).is_file()
+
+
+def test_weights_are_stored_once(app_dist):
+    [model] = _www_config(app_dist)["models"]
+    f16, f32 = model["variants"]
+    assert (f16["quantization"], f32["quantization"]) == ("q4f16", "q4f32")
+    assert "shader-f16" in f16["features"] and "shader-f16" not in f32["features"]
+    assert (
+        f16["weights"] == "../bundle/tiny/params/"
+        and f32["weights"] == "../bundle/tiny/q4f32/params/"
+    )
+    assert not list((app_dist / "www").rglob("*.bin"))
+    for variant in (f16, f32):
+        index = app_dist / "www" / variant["artifact"] / "params" / "index.json"
+        shards_dir = (app_dist / "www" / variant["weights"]).resolve()
+        shards = json.loads(index.read_text())["shards"]
+        assert variant["weights_bytes"] == sum(s["nbytes"] for s in shards)
+        assert all((shards_dir / s["file"]).stat().st_size == s["nbytes"] for s in shards)
+    bundle = app_dist / "bundle" / "tiny" / "params" / "index.json"
+    assert (
+        bundle.read_text() == (app_dist / "www" / f16["artifact"] / "params/index.json").read_text()
+    )
+
+
+def _serve_dist(dist: Path, requested: list[str]):
+    """A Playwright route handler: the app shells' scheme handler, files from the dist folder."""
+
+    def handle(route):
+        path = route.request.url.removeprefix(ORIGIN + "/").split("?")[0]
+        requested.append(path)
+        file = (dist / path).resolve()
+        if not file.is_file() or not file.is_relative_to(dist.resolve()):
+            return route.fulfill(status=404, body="not found")
+        kind = (
+            "text/javascript" if file.suffix in (".js", ".mjs") else mimetypes.guess_type(file)[0]
+        )
+        route.fulfill(
+            status=200, body=file.read_bytes(), content_type=kind or "application/octet-stream"
+        )
+
+    return handle
+
+
+@pytest.mark.browser
+def test_phone_webview_answers_like_the_cpu_artifact(app_dist, browser_ready, compiled):
+    from playwright.sync_api import sync_playwright
+
+    from mlcx.artifact.config import Artifact
+    from mlcx.runtime.llm import LLM
+    from mlcx.runtime.sampling_params import SamplingParams
+    from mlcx.web.browser import FLAGS, chromium_path, wait_ready
+
+    requested: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=list(FLAGS)
+        )
+        context = browser.new_context(**IPHONE)
+        context.route(f"{ORIGIN}/**", _serve_dist(app_dist, requested))
+        page = context.new_page()
+        page.set_default_timeout(600_000)
+        page.goto(f"{ORIGIN}/www/index.html?app=mlcx-app.json&model=tiny")
+        wait_ready(page)
+        info = page.evaluate("window.mlcx.info")
+        page.fill("#max-tokens", str(MAX_TOKENS))
+        page.fill("#prompt", PROMPT)
+        page.tap("#send")
+        page.wait_for_function(
+            "document.body.dataset.state !== 'generating' && window.mlcx.lastReply"
+        )
+        reply = page.evaluate("window.mlcx.lastReply")
+        shown = page.inner_text(".msg.assistant")
+        browser.close()
+    reference = Artifact(compiled(TinySpec(), "q4f32"))
+    llm = LLM(str(reference.path))
+    prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
+    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    assert reply["promptIds"] == prompt_ids
+    assert reply["tokenIds"] == want.token_ids and want.text in shown
+    assert info["quantization"] == "q4f32" and "shader-f16" in info["note"]
+    # the KV cache is what the model's memory budget leaves after the f32 weights
+    [model] = _www_config(app_dist)["models"]
+    spare = model["estimated_memory_bytes"] - model["variants"][1]["weights_bytes"]
+    full = -(-reference.config.context_window // reference.config.page_size)
+    assert info["kvBlocks"] == min(full, spare // kv_block_bytes(reference)) < full
+    assert "bundle/tiny/q4f32/params/shard-00000.bin" in requested
+    assert not any(r.startswith("bundle/tiny/params/shard") for r in requested)

@@ -1,0 +1,32 @@
+// App mode (?app=mlcx-app.json&model=ID), what the iOS and Android shells load: picks the
+// model's variant this GPU can run, sizes the KV cache from the model's memory budget and
+// says where the weights are (the app's bundle/ folder, or a download URL). The app config is
+// dist/www/mlcx-app.json, written by `mlcx package --app` (mlcx/package/www.py).
+
+import { chooseVariant, kvBlockBytes, kvBlocksForBudget } from "./device_fit.js";
+import { requestAdapter } from "./gpu.js";
+import { itemSize } from "./plan.js";
+import { kvPagesTensors } from "./step.js";
+
+export async function appModel(appUrl, modelId) {
+  const app = await (await fetch(appUrl)).json();
+  const model = modelId ? app.models.find((m) => m.id === modelId) : app.models[0];
+  if (!model) {
+    throw new Error(`this app has no model ${modelId}; it has ${app.models.map((m) => m.id).join(", ")}`);
+  }
+  const adapter = await requestAdapter();
+  const { variant, fallbackFrom } = chooseVariant(model.variants, adapter.features);
+  const blocks = (plan, config) => kvBlocksForBudget({
+    budget: model.estimated_memory_bytes,
+    weightBytes: variant.weights_bytes,
+    blockBytes: kvBlockBytes(kvPagesTensors(plan, 1), itemSize),
+    contextWindow: config.context_window,
+    pageSize: config.page_size,
+    deviceMemoryBytes: navigator.deviceMemory ? navigator.deviceMemory * 2 ** 30 : null,
+  });
+  const note = fallbackFrom
+    ? `this GPU lacks ${fallbackFrom.features.join(", ")}: running the ${variant.quantization} variant`
+    : null;
+  return { model, variant, note, blocks, base: new URL(variant.artifact, appUrl),
+           shardsUrl: new URL(variant.weights, appUrl) };
+}
