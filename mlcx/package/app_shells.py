@@ -9,10 +9,12 @@ holds every file once. docs/packaging.md says why the WebView path and how to ru
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mlcx.package.config import AppIdentity
+from mlcx.package.xcodeproj import write_xcodeproj
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 BOTH = "both"
@@ -23,6 +25,8 @@ class AppShell:
     kind: str
     template: str  # folder under TEMPLATES
     description: str
+    # what is generated rather than templated (the Xcode project's object graph)
+    finish: Callable[[Path, AppIdentity], object] | None = None
 
     def write(self, out: Path, app: AppIdentity, www_config: Path) -> None:
         """Renders the template into `out` (replacing it); www_config only has to exist."""
@@ -36,6 +40,8 @@ class AppShell:
                 target = out / path.relative_to(source)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(_fill(path.read_text(), values))
+        if self.finish is not None:
+            self.finish(out, app)
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -47,7 +53,7 @@ def _fill(text: str, values: dict[str, str]) -> str:
 APP_SHELLS: dict[str, AppShell] = {
     shell.kind: shell
     for shell in (
-        AppShell("ios", "ios", "Swift package + Xcode project, WKWebView host (iOS 26+)"),
+        AppShell("ios", "ios", "Xcode project in Swift, WKWebView host (iOS 26+)", write_xcodeproj),
         AppShell("android", "android", "Gradle project in Kotlin, WebView host (Chrome 121+)"),
     )
 }

@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 
 from mlcx.runtime.backends.registry import kv_block_bytes
-from tests.support.cli import run_mlcx
 from tests.support.tiny_models import TinySpec
-from tests.webgpu.conftest import _setup
 
 ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = "https://mlcx.app"
@@ -23,24 +21,6 @@ PROMPT = "The capital of France is"
 MAX_TOKENS = 12
 IPHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3,
           "is_mobile": True, "has_touch": True}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def app_dist(tiny_model, tmp_path_factory):
-    if error := _setup("setup-web.sh"):
-        pytest.skip(f"dist/www copies web/node_modules; scripts/setup-web.sh failed: {error}")
-    folder = tmp_path_factory.mktemp("app")
-    package = {
-        "device": "iphone",
-        "app": {"name": "Tiny Chat", "id": "org.example.tinychat"},
-        "models": [{"id": "tiny", "source": str(tiny_model(TinySpec())), "quantization": "q4f16",
-                    "fallback_quantization": "q4f32"}],
-    }  # fmt: skip
-    (folder / "package.json").write_text(json.dumps(package))
-    out = folder / "dist"
-    result = run_mlcx("package", str(folder / "package.json"), "--app", "both", "-o", str(out))
-    assert result.returncode == 0, result.stderr[-3000:]
-    return out
 
 
 def _www_config(dist: Path) -> dict:

@@ -1,0 +1,10 @@
+import SwiftUI
+
+@main
+struct MlcxChatApp: App {
+    var body: some Scene {
+        WindowGroup {
+            ChatScreen()
+        }
+    }
+}
