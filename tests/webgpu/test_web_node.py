@@ -1,0 +1,47 @@
+"""The browser runtime's phone decisions and downloader, as node's test runner checks them
+(web/test/device_fit.test.mjs, download.test.mjs): variant choice by adapter features, KV
+pages from a memory budget, and resumed downloads against a fake server whose connection
+drops. Each node test is one pytest case, so a failure names it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+WEB_TEST = Path(__file__).resolve().parents[2] / "web" / "test"
+FILES = ("device_fit.test.mjs", "download.test.mjs")
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, bool]:
+    if shutil.which("node") is None:
+        pytest.skip("Node.js is missing: run scripts/setup-web.sh")
+    out = subprocess.run(
+        ["node", "--test", "--test-reporter=tap", *(str(WEB_TEST / f) for f in FILES)],
+        capture_output=True,
+        text=True,
+    )
+    found = re.findall(r"^(not ok|ok) \d+ - (.+)$", out.stdout, re.MULTILINE)
+    return {name: status == "ok" for status, name in found}
+
+
+def test_every_node_test_passes(results):
+    assert len(results) >= 14
+    assert [name for name, ok in results.items() if not ok] == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "the f32 variant on an adapter without shader-f16, naming what it fell back from",
+        "fewer pages when the budget is short",
+        "a dropped connection resumes from the bytes received",
+        "bytes from an earlier session are continued, not fetched again",
+    ],
+)
+def test_phone_behaviour(results, name):
+    assert results.get(name) is True, name
