@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -77,36 +78,59 @@ def _serve_dist(dist: Path, requested: list[str]):
     return handle
 
 
-@pytest.mark.browser
-def test_phone_webview_answers_like_the_cpu_artifact(app_dist, browser_ready, compiled):
+# The Android bridge object as the page sees it (ChatBridge.kt): events arrive as JSON strings.
+ANDROID_BRIDGE = """window.mlcxEvents = [];
+window.mlcxAndroid = { postMessage: (json) => window.mlcxEvents.push(JSON.parse(json)) };"""
+PAGE = f"{ORIGIN}/www/index.html?app=mlcx-app.json&model=tiny"
+
+
+@contextmanager
+def _phone(dist: Path, requested: list[str], flags: tuple[str, ...], script: str = ""):
+    """A page on an iPhone-sized touch screen whose origin serves the dist folder."""
     from playwright.sync_api import sync_playwright
 
+    from mlcx.web.browser import chromium_path
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), headless=True, args=flags)
+        try:
+            context = browser.new_context(**IPHONE)
+            context.route(f"{ORIGIN}/**", _serve_dist(dist, requested))
+            context.add_init_script(ANDROID_BRIDGE + script)
+            page = context.new_page()
+            page.set_default_timeout(600_000)
+            page.goto(PAGE)
+            yield page
+        finally:
+            browser.close()
+
+
+def _tap_send(page, text: str) -> dict:
+    page.fill("#max-tokens", str(MAX_TOKENS))
+    page.fill("#prompt", text)
+    page.tap("#send")
+    page.wait_for_function("document.body.dataset.state !== 'generating' && window.mlcx.lastReply")
+    return page.evaluate("window.mlcx.lastReply")
+
+
+@pytest.mark.browser
+def test_phone_webview_answers_like_the_cpu_artifact(app_dist, browser_ready, compiled):
     from mlcx.artifact.config import Artifact
     from mlcx.runtime.llm import LLM
     from mlcx.runtime.sampling_params import SamplingParams
-    from mlcx.web.browser import FLAGS, chromium_path, wait_ready
+    from mlcx.web.browser import FLAGS, wait_ready
 
     requested: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium_path(), headless=True, args=list(FLAGS)
-        )
-        context = browser.new_context(**IPHONE)
-        context.route(f"{ORIGIN}/**", _serve_dist(app_dist, requested))
-        page = context.new_page()
-        page.set_default_timeout(600_000)
-        page.goto(f"{ORIGIN}/www/index.html?app=mlcx-app.json&model=tiny")
+    with _phone(app_dist, requested, FLAGS) as page:
         wait_ready(page)
         info = page.evaluate("window.mlcx.info")
-        page.fill("#max-tokens", str(MAX_TOKENS))
-        page.fill("#prompt", PROMPT)
-        page.tap("#send")
-        page.wait_for_function(
-            "document.body.dataset.state !== 'generating' && window.mlcx.lastReply"
-        )
-        reply = page.evaluate("window.mlcx.lastReply")
+        reply = _tap_send(page, PROMPT)
         shown = page.inner_text(".msg.assistant")
-        browser.close()
+        events = page.evaluate("window.mlcxEvents")
+        first_load = list(requested)
+        page.reload()
+        wait_ready(page)
+        progress = page.inner_text("#progress")
     reference = Artifact(compiled(TinySpec(), "q4f32"))
     llm = LLM(str(reference.path))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
@@ -119,5 +143,36 @@ def test_phone_webview_answers_like_the_cpu_artifact(app_dist, browser_ready, co
     spare = model["estimated_memory_bytes"] - model["variants"][1]["weights_bytes"]
     full = -(-reference.config.context_window // reference.config.page_size)
     assert info["kvBlocks"] == min(full, spare // kv_block_bytes(reference)) < full
-    assert "bundle/tiny/q4f32/params/shard-00000.bin" in requested
-    assert not any(r.startswith("bundle/tiny/params/shard") for r in requested)
+    # the native bridge saw the model become ready, then the reply token by token
+    kinds = [e["type"] for e in events]
+    assert kinds.index("ready") < kinds.index("token") and kinds[-1] == "done"
+    tokens = [e for e in events if e["type"] == "token"]
+    assert [e["token"] for e in tokens] == want.token_ids
+    assert "".join(e["text"] for e in tokens) == want.text == events[-1]["text"]
+    # weights from the bundle once, then from the Cache API
+    shard = "bundle/tiny/q4f32/params/shard-00000.bin"
+    assert shard in first_load and not any(r.startswith("bundle/tiny/params/") for r in first_load)
+    assert shard not in requested[len(first_load) :] and "browser cache" in progress
+
+
+# (flags without WebGPU, or a WebView without navigator.gpu) -> what the page must say
+NO_WEBGPU = {
+    "no adapter": (False, "", "no GPU adapter is available"),
+    "no navigator.gpu": (True, "Object.defineProperty(Navigator.prototype, 'gpu', {get() {}});",
+                         "has no WebGPU"),
+}  # fmt: skip
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("case", sorted(NO_WEBGPU))
+def test_no_webgpu_is_a_clear_message(app_dist, browser_ready, case):
+    from mlcx.web.browser import FLAGS
+
+    webgpu, script, says = NO_WEBGPU[case]
+    flags = FLAGS if webgpu else tuple(f for f in FLAGS if "webgpu" not in f)
+    with _phone(app_dist, [], flags, script) as page:
+        page.wait_for_function("document.body.dataset.state === 'error'")
+        message = page.inner_text("#error")
+        events = page.evaluate("window.mlcxEvents")
+    assert says in message and "iOS 26" in message
+    assert events[-1] == {"type": "error", "message": message}

@@ -36,7 +36,11 @@ export async function openDevice(features) {
 export async function requestAdapter() {
   if (!navigator.gpu) throw new WebGPUUnavailable(NO_WEBGPU);
   const adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
-  if (!adapter) throw new WebGPUUnavailable("WebGPU is present but no GPU adapter is available.");
+  if (!adapter) {
+    throw new WebGPUUnavailable(
+      "WebGPU is present but no GPU adapter is available: this GPU or its driver is not " +
+        "supported by the browser (on phones: iOS 26+, or Android WebView 121+ on a Vulkan GPU).");
+  }
   return adapter;
 }
 
