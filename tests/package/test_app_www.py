@@ -59,9 +59,22 @@ def test_weights_are_stored_once(app_dist):
     )
 
 
+def _answering(handle):
+    """A route handler that answers 500 when it fails, so that the page fails (never waits)."""
+
+    def guarded(route):
+        try:
+            handle(route)
+        except Exception as err:  # noqa: BLE001 (any failure must reach the page)
+            route.fulfill(status=500, body=f"test server: {err!r}")
+
+    return guarded
+
+
 def _serve_dist(dist: Path, requested: list[str]):
     """A Playwright route handler: the app shells' scheme handler, files from the dist folder."""
 
+    @_answering
     def handle(route):
         path = route.request.url.removeprefix(ORIGIN + "/").split("?")[0]
         requested.append(path)
@@ -78,6 +91,17 @@ def _serve_dist(dist: Path, requested: list[str]):
     return handle
 
 
+def _cpu_greedy(compiled, prompt: str):
+    """The CPU artifact's greedy reply (same q4f32 weights) to the chat prompt."""
+    from mlcx.runtime.llm import LLM
+    from mlcx.runtime.sampling_params import SamplingParams
+
+    llm = LLM(str(compiled(TinySpec(), "q4f32")))
+    prompt_ids = llm.chat_prompt([{"role": "user", "content": prompt}])
+    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    return want
+
+
 # The Android bridge object as the page sees it (ChatBridge.kt): events arrive as JSON strings.
 ANDROID_BRIDGE = """window.mlcxEvents = [];
 window.mlcxAndroid = { postMessage: (json) => window.mlcxEvents.push(JSON.parse(json)) };"""
@@ -85,7 +109,7 @@ PAGE = f"{ORIGIN}/www/index.html?app=mlcx-app.json&model=tiny"
 
 
 @contextmanager
-def _phone(dist: Path, requested: list[str], flags: tuple[str, ...], script: str = ""):
+def _phone(dist: Path, requested: list[str], flags: tuple[str, ...], script: str = "", routes=None):
     """A page on an iPhone-sized touch screen whose origin serves the dist folder."""
     from playwright.sync_api import sync_playwright
 
@@ -96,6 +120,8 @@ def _phone(dist: Path, requested: list[str], flags: tuple[str, ...], script: str
         try:
             context = browser.new_context(**IPHONE)
             context.route(f"{ORIGIN}/**", _serve_dist(dist, requested))
+            for pattern, handler in (routes or {}).items():
+                context.route(pattern, handler)
             context.add_init_script(ANDROID_BRIDGE + script)
             page = context.new_page()
             page.set_default_timeout(600_000)
@@ -116,8 +142,6 @@ def _tap_send(page, text: str) -> dict:
 @pytest.mark.browser
 def test_phone_webview_answers_like_the_cpu_artifact(app_dist, browser_ready, compiled):
     from mlcx.artifact.config import Artifact
-    from mlcx.runtime.llm import LLM
-    from mlcx.runtime.sampling_params import SamplingParams
     from mlcx.web.browser import FLAGS, wait_ready
 
     requested: list[str] = []
@@ -132,12 +156,10 @@ def test_phone_webview_answers_like_the_cpu_artifact(app_dist, browser_ready, co
         wait_ready(page)
         progress = page.inner_text("#progress")
     reference = Artifact(compiled(TinySpec(), "q4f32"))
-    llm = LLM(str(reference.path))
-    prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
-    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
-    assert reply["promptIds"] == prompt_ids
+    want = _cpu_greedy(compiled, PROMPT)
+    assert reply["promptIds"] == list(want.prompt_token_ids)
     assert reply["tokenIds"] == want.token_ids and want.text in shown
-    assert info["quantization"] == "q4f32" and "shader-f16" in info["note"]
+    assert info["quantization"] == "q4f32" and info["note"].startswith("this GPU lacks shader-f16:")
     # the KV cache is what the model's memory budget leaves after the f32 weights
     [model] = _www_config(app_dist)["models"]
     spare = model["estimated_memory_bytes"] - model["variants"][1]["weights_bytes"]
@@ -176,3 +198,56 @@ def test_no_webgpu_is_a_clear_message(app_dist, browser_ready, case):
         events = page.evaluate("window.mlcxEvents")
     assert says in message and "iOS 26" in message
     assert events[-1] == {"type": "error", "message": message}
+
+
+WEIGHTS = "https://weights.example.com/tiny/"
+
+
+def _weights_server(shards: Path, ranges: list[str | None]):
+    """A download server whose first answer ends halfway (the network went away) and which
+    honours Range afterwards; CORS allows the app's origin."""
+
+    @_answering
+    def handle(route):
+        cors = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "Range"}
+        if route.request.method == "OPTIONS":
+            return route.fulfill(status=204, headers=cors)
+        quantization, name = route.request.url.removeprefix(WEIGHTS).split("/")
+        data = (shards / quantization / "params" / name).read_bytes()
+        asked = route.request.headers.get("range")
+        ranges.append(asked)
+        if asked is None:
+            return route.fulfill(status=200, body=data[: len(data) // 2], headers=cors)
+        start = int(asked.removeprefix("bytes=").rstrip("-"))
+        content_range = f"bytes {start}-{len(data) - 1}/{len(data)}"
+        route.fulfill(
+            status=206, body=data[start:], headers={**cors, "Content-Range": content_range}
+        )
+
+    return handle
+
+
+@pytest.mark.browser
+def test_downloaded_weights_resume_after_a_dropped_connection(
+    app_dist, browser_ready, compiled, tmp_path
+):
+    """The app's weights are not bundled: the page downloads them, resumes with a Range
+    request where the first answer stopped, checks the sha256 and answers."""
+    import shutil
+
+    from mlcx.web.browser import FLAGS, wait_ready
+
+    dist = tmp_path / "dist"
+    shutil.copytree(app_dist / "www", dist / "www")
+    config = _www_config(dist)
+    for variant in config["models"][0]["variants"]:
+        variant.update(weights=f"{WEIGHTS}{variant['quantization']}/", weights_bundled=False)
+    (dist / "www" / "mlcx-app.json").write_text(json.dumps(config))
+    ranges: list[str | None] = []
+    routes = {f"{WEIGHTS}**": _weights_server(app_dist / "bundle" / "tiny", ranges)}
+    with _phone(dist, [], FLAGS, routes=routes) as page:
+        wait_ready(page)
+        reply = _tap_send(page, PROMPT)
+    size = (app_dist / "bundle/tiny/q4f32/params/shard-00000.bin").stat().st_size
+    assert ranges == [None, f"bytes={size // 2}-"]
+    assert reply["tokenIds"] == _cpu_greedy(compiled, PROMPT).token_ids

@@ -24,9 +24,8 @@ export async function appModel(appUrl, modelId) {
     pageSize: config.page_size,
     deviceMemoryBytes: navigator.deviceMemory ? navigator.deviceMemory * 2 ** 30 : null,
   });
-  const note = fallbackFrom
-    ? `this GPU lacks ${fallbackFrom.features.join(", ")}: running the ${variant.quantization} variant`
-    : null;
+  const lacks = fallbackFrom?.features.filter((f) => !adapter.features.has(f)) ?? [];
+  const note = fallbackFrom ? `this GPU lacks ${lacks.join(", ")}: running the ${variant.quantization} variant` : null;
   return { model, variant, note, blocks, base: new URL(variant.artifact, appUrl),
            shardsUrl: new URL(variant.weights, appUrl) };
 }

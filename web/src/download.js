@@ -7,14 +7,16 @@ export const RETRIES = 3;
 
 export const rangeHeaders = (have) => (have > 0 ? { Range: `bytes=${have}-` } : {});
 
-// How many already-received bytes the response continues from (0: it starts over).
+export class HttpError extends Error {}
+
+// How many already-received bytes the response continues from (0: it starts over). A
+// cross-origin server may not expose Content-Range (CORS): a 206 to "bytes=N-" is then taken
+// to start at N, as HTTP says it must.
 export function resumeOffset(status, contentRange, have) {
   if (status === 200) return 0;
-  if (status === 206 && contentRange?.startsWith(`bytes ${have}-`)) return have;
-  throw new Error(`unexpected answer to a range request: HTTP ${status} ${contentRange ?? ""}`);
+  if (status === 206 && (contentRange === null || contentRange.startsWith(`bytes ${have}-`))) return have;
+  throw new HttpError(`unexpected answer to a range request: HTTP ${status} ${contentRange ?? ""}`);
 }
-
-export class HttpError extends Error {}
 
 export function concat(chunks) {
   const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
@@ -26,9 +28,14 @@ export function concat(chunks) {
   return out;
 }
 
+// A body that ends before `expectedBytes` counts as a dropped connection (some WebViews end a
+// stream quietly when the network goes away).
+class EndedEarly extends Error {}
+
 // Returns the shard's bytes; onBytes(delta) reports progress (negative when starting over).
 // On failure the error carries `partial` (the bytes so far) for the caller to keep.
-export async function download(url, { partial = null, onBytes = () => {}, fetchFn = fetch } = {}) {
+export async function download(url, { partial = null, expectedBytes = null, onBytes = () => {},
+                                      fetchFn = fetch } = {}) {
   let chunks = partial?.byteLength ? [partial] : [];
   let have = partial?.byteLength ?? 0;
   for (let attempt = 0; ; attempt++) {
@@ -45,6 +52,10 @@ export async function download(url, { partial = null, onBytes = () => {}, fetchF
         chunks.push(r.value);
         have += r.value.byteLength;
         onBytes(r.value.byteLength);
+      }
+      if (expectedBytes !== null && have < expectedBytes) throw new EndedEarly(`${url} ended at ${have} bytes`);
+      if (expectedBytes !== null && have > expectedBytes) {
+        throw new HttpError(`${url} has ${have} bytes, its index says ${expectedBytes}`);
       }
       return concat(chunks);
     } catch (err) {

@@ -15,13 +15,13 @@ async function sha256Hex(data) {
 }
 
 // An interrupted download's bytes are cached under their own key until the next attempt.
-async function fetchShard(cache, url, key, onBytes) {
+async function fetchShard(cache, url, key, expectedBytes, onBytes) {
   const partialKey = `${key}&partial`;
   const stored = await cache?.match(partialKey);
   const partial = stored ? new Uint8Array(await stored.arrayBuffer()) : null;
   if (partial) onBytes(partial.byteLength);
   try {
-    const data = await download(url, { partial, onBytes });
+    const data = await download(url, { partial, expectedBytes, onBytes });
     await cache?.delete(partialKey);
     return data;
   } catch (err) {
@@ -34,7 +34,9 @@ async function cachedShard(url, shard, onBytes) {
   const key = `${url}?sha256=${shard.sha256}`;
   const cache = "caches" in self ? await caches.open(CACHE) : null;
   const hit = await cache?.match(key);
-  const data = hit ? new Uint8Array(await hit.arrayBuffer()) : await fetchShard(cache, url, key, onBytes);
+  const data = hit
+    ? new Uint8Array(await hit.arrayBuffer())
+    : await fetchShard(cache, url, key, shard.nbytes, onBytes);
   if (hit) onBytes(data.byteLength, true);
   if ((await sha256Hex(data)) !== shard.sha256) {
     await cache?.delete(key);

@@ -20,8 +20,9 @@ function body(bytes, failAfter = Infinity) {
   });
 }
 
-// A server honouring Range (or not), dropping the connection at the given offsets in turn.
-function server({ drops = [], honoursRange = true, status = 200 } = {}) {
+// A server honouring Range (or not), dropping the connection at the given offsets in turn
+// (quietly: the body just ends, when `quiet`).
+function server({ drops = [], honoursRange = true, status = 200, quiet = false } = {}) {
   const requests = [];
   const fetchFn = async (url, { headers }) => {
     requests.push(headers.Range ?? null);
@@ -29,7 +30,8 @@ function server({ drops = [], honoursRange = true, status = 200 } = {}) {
     const from = honoursRange && headers.Range ? Number(/bytes=(\d+)-/.exec(headers.Range)[1]) : 0;
     const failAt = drops.shift() ?? Infinity;
     const init = from ? { status: 206, headers: { "Content-Range": `bytes ${from}-999/1000` } } : { status: 200 };
-    return new Response(body(DATA.slice(from), failAt - from), init);
+    const bytes = quiet ? DATA.slice(from, failAt) : DATA.slice(from);
+    return new Response(body(bytes, quiet ? Infinity : failAt - from), init);
   };
   return { fetchFn, requests };
 }
@@ -39,6 +41,7 @@ test("range headers and resume offsets", () => {
   assert.deepEqual(rangeHeaders(300), { Range: "bytes=300-" });
   assert.equal(resumeOffset(206, "bytes 300-999/1000", 300), 300);
   assert.equal(resumeOffset(200, null, 300), 0);
+  assert.equal(resumeOffset(206, null, 300), 300); // Content-Range not exposed by CORS
   assert.throws(() => resumeOffset(206, "bytes 0-999/1000", 300), /range request/);
 });
 
@@ -78,5 +81,17 @@ test("giving up keeps the partial bytes for the next session", async () => {
 test("an HTTP error is not retried", async () => {
   const { fetchFn, requests } = server({ status: 404 });
   await assert.rejects(download("x", { fetchFn }), HttpError);
+  assert.equal(requests.length, 1);
+});
+
+test("a body that ends early resumes when the size is known", async () => {
+  const { fetchFn, requests } = server({ drops: [500], quiet: true });
+  assert.deepEqual(await download("x", { fetchFn, expectedBytes: 1000 }), DATA);
+  assert.deepEqual(requests, [null, "bytes=500-"]);
+});
+
+test("a body longer than the index says is an error, not retried", async () => {
+  const { fetchFn, requests } = server();
+  await assert.rejects(download("x", { fetchFn, expectedBytes: 900 }), /index says 900/);
   assert.equal(requests.length, 1);
 });
