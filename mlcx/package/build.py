@@ -26,7 +26,7 @@ from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig, AppModel, AppWei
 from mlcx.package.app_shells import APP_SHELLS
 from mlcx.package.config import PackageConfig, PackageModel
 from mlcx.package.libraries import LAYOUTS, ModelLibraries
-from mlcx.package.www import build_www
+from mlcx.package.www import build_www, check_downloads
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.mobile import MobileTarget
 from mlcx.targets.registry import get_target
@@ -44,6 +44,8 @@ def build_package(
     target = get_target(config.device)
     if not isinstance(target, MobileTarget):
         raise ValueError(f"{config.device} artifacts are not linked into apps")
+    if apps:
+        check_downloads(config.models)
     lib_dir, bundle_dir, work = (out_dir / n for n in ("lib", "bundle", WORK_DIR))
     for folder in (lib_dir, bundle_dir, work):
         shutil.rmtree(folder, ignore_errors=True)

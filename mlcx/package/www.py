@@ -108,33 +108,44 @@ def _model(
 
 def _variant(package: PackageModel, artifact: Artifact, quantization: str, dist: Path):
     rel = f"models/{package.id}/{quantization}"
-    folder = dist / "www" / rel
+    features = _copy_plan(artifact, dist / "www" / rel)
+    index = (artifact.params_dir / INDEX).read_text()
+    shards = json.loads(index)["shards"]
+    return WwwVariant(
+        quantization=quantization,
+        features=features,
+        artifact=f"{rel}/",
+        weights=_weights_location(package, artifact, quantization, dist, index),
+        weights_bundled=package.bundle_weights,
+        weights_bytes=sum(int(s["nbytes"]) for s in shards),
+    )
+
+
+def _copy_plan(artifact: Artifact, folder: Path) -> tuple[str, ...]:
+    """The plan, its shaders, config, tokenizer files and weight index; returns the plan's
+    WebGPU features."""
     (folder / "params").mkdir(parents=True)
     for name in (*ARTIFACT_FILES, artifact.config.library):
         shutil.copyfile(artifact.path / name, folder / name)
     shutil.copytree(artifact.path / "shaders", folder / "shaders")
-    index_text = (artifact.params_dir / INDEX).read_text()
-    (folder / "params" / INDEX).write_text(index_text)
+    shutil.copyfile(artifact.params_dir / INDEX, folder / "params" / INDEX)
     plan = json.loads((artifact.path / artifact.config.library).read_text())
-    shards = json.loads(index_text)["shards"]
-    bundle_params = f"bundle/{package.id}/params"
-    if (dist / bundle_params / INDEX).read_text() != index_text:
-        bundle_params = f"bundle/{package.id}/{quantization}/params"
-        _store_shards(package, artifact, shards, dist / bundle_params, index_text)
+    return tuple(plan.get("features", ()))
+
+
+def _weights_location(
+    package: PackageModel, artifact: Artifact, quantization: str, dist: Path, index: str
+) -> str:
+    """Where the page reads the variant's shards: the bundle's params/ when they are the same
+    bytes (equal indexes: same sha256 per shard), else their own folder, bundled once."""
+    own = (dist / "bundle" / package.id / "params" / INDEX).read_text() != index
+    folder = f"bundle/{package.id}/{quantization}/params" if own else f"bundle/{package.id}/params"
+    if own:
+        _store_shards(package, artifact, json.loads(index)["shards"], dist / folder, index)
     if package.bundle_weights:
-        weights = f"../{bundle_params}/"
-    else:
-        weights = _download_url(
-            package, bundle_params != f"bundle/{package.id}/params", quantization
-        )
-    return WwwVariant(
-        quantization=quantization,
-        features=tuple(plan.get("features", ())),
-        artifact=f"{rel}/",
-        weights=weights,
-        weights_bundled=package.bundle_weights,
-        weights_bytes=sum(int(s["nbytes"]) for s in shards),
-    )
+        return f"../{folder}/"
+    base = str(package.weights_url).rstrip("/") + "/"
+    return f"{base}{quantization}/" if own else base
 
 
 def _store_shards(package, artifact: Artifact, shards: list[dict], folder: Path, index: str):
@@ -145,11 +156,11 @@ def _store_shards(package, artifact: Artifact, shards: list[dict], folder: Path,
             shutil.copyfile(artifact.params_dir / shard["file"], folder / shard["file"])
 
 
-def _download_url(package: PackageModel, own_folder: bool, quantization: str) -> str:
-    if not package.weights_url:
-        raise ValueError(
-            f"model {package.id}: bundle_weights is false, so the app downloads its weights; "
-            "give a weights_url"
-        )
-    base = package.weights_url.rstrip("/") + "/"
-    return f"{base}{quantization}/" if own_folder else base
+def check_downloads(models: tuple[PackageModel, ...]) -> None:
+    """Before any compile: an app downloads unbundled weights, so they need a weights_url."""
+    for package in models:
+        if not package.bundle_weights and not package.weights_url:
+            raise ValueError(
+                f"model {package.id}: bundle_weights is false, so the app downloads its "
+                "weights; give a weights_url"
+            )

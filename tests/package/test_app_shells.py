@@ -118,3 +118,23 @@ def test_app_kinds():
     assert resolve_apps(None) == ()
     with pytest.raises(ValueError, match="choose one of: ios, android, both"):
         resolve_apps("windows")
+
+
+def test_unknown_app_kind_is_refused_by_the_cli(tmp_path):
+    from tests.support.cli import run_mlcx
+
+    result = run_mlcx("package", str(tmp_path / "package.json"), "--app", "windows")
+    assert result.returncode != 0
+    message = " ".join(result.stderr.replace("│", " ").split())  # unwrap the error box
+    assert "unknown app kind 'windows'; choose one of: ios, android, both" in message
+
+
+def test_downloaded_weights_need_a_url_before_anything_compiles(tmp_path):
+    from mlcx.package.build import build_package
+    from mlcx.package.config import PackageConfig
+
+    model = {"id": "m", "source": "smollm2-135m", "bundle_weights": False}
+    config = PackageConfig.from_dict({"device": "android", "models": [model]}, tmp_path)
+    with pytest.raises(ValueError, match="model m: bundle_weights is false.*weights_url"):
+        build_package(config, tmp_path / "dist", apps=("android",))
+    assert not (tmp_path / "dist").exists()
