@@ -23,7 +23,7 @@ from mlcx.artifact.weight_shards import INDEX
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.frontends.tokenizer_assets import MLCX_TOKENIZER_JSON, TOKENIZER_JSON
 from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig, AppModel, AppWeights
-from mlcx.package.app_shells import APP_SHELLS
+from mlcx.package.app_shells import APP_SHELLS, resolve_apps
 from mlcx.package.config import PackageConfig, PackageModel
 from mlcx.package.libraries import LAYOUTS, ModelLibraries
 from mlcx.package.www import build_www, check_downloads
@@ -44,6 +44,8 @@ def build_package(
     target = get_target(config.device)
     if not isinstance(target, MobileTarget):
         raise ValueError(f"{config.device} artifacts are not linked into apps")
+    for kind in apps:
+        resolve_apps(kind)  # ValueError naming the choices
     if apps:
         check_downloads(config.models)
     lib_dir, bundle_dir, work = (out_dir / n for n in ("lib", "bundle", WORK_DIR))
@@ -73,7 +75,10 @@ def build_package(
     return path
 
 
-def _build_apps(config, models: list[AppModel], apps: tuple[str, ...], out_dir: Path, say):
+def _build_apps(
+    config: PackageConfig, models: list[AppModel], apps: tuple[str, ...], out_dir: Path, say: Report
+) -> None:
+    """dist/www (compiling each model for webgpu) and one project per app kind."""
     work = out_dir / WORK_DIR
 
     def compile_webgpu(model: PackageModel, quantization: str) -> Artifact:
