@@ -35,7 +35,8 @@ from mlcx.targets.registry import TARGETS
 LIBRARY_LAYOUTS = ("combined", "per-model")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _APP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}")
-_APP_ID = re.compile(r"[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+")
+# valid for both stores: Android wants each segment to start with a letter, iOS allows no "_"
+_APP_ID = re.compile(r"[a-z][a-z0-9]*(\.[a-z][a-z0-9]*)+")
 _MODEL_KEYS = {
     "id",
     "source",
@@ -102,7 +103,8 @@ class AppIdentity:
             )
         if not isinstance(self.id, str) or not _APP_ID.fullmatch(self.id):
             raise ValueError(
-                f"app id {self.id!r}: lowercase dot-separated words like org.example.chat"
+                f"app id {self.id!r}: two or more dot-separated lowercase words of letters and "
+                "digits, like org.example.chat"
             )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import plistlib
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -138,3 +139,20 @@ def test_downloaded_weights_need_a_url_before_anything_compiles(tmp_path):
     with pytest.raises(ValueError, match="model m: bundle_weights is false.*weights_url"):
         build_package(config, tmp_path / "dist", apps=("android",))
     assert not (tmp_path / "dist").exists()
+
+
+@pytest.mark.parametrize(
+    ("app", "says"),
+    [
+        ({"id": "org.my_app"}, "app id 'org.my_app'"),  # iOS bundle ids have no "_"
+        ({"id": "chat"}, "app id 'chat'"),
+        ({"name": 'Chat"; rm'}, "app name"),  # goes into Kotlin, XML and plist text
+        ({"title": "x"}, "'app' is an object with 'name' and 'id'"),
+    ],
+)
+def test_bad_app_identity_is_refused(tmp_path, app, says):
+    from mlcx.package.config import PackageConfig
+
+    data = {"device": "android", "app": app, "models": [{"id": "m", "source": "x"}]}
+    with pytest.raises(ValueError, match=re.escape(says)):
+        PackageConfig.from_dict(data, tmp_path)
