@@ -22,6 +22,10 @@ _READY_TIMEOUT_S = 600.0
 
 
 def require_ray() -> None:
+    """Import Ray Serve, or say which extra to install. Call it before anything imports ray."""
+    # Ray's failure signal handler (absl; read when ray is first imported) re-raises SIGTERM
+    # after the server's own handler: the front would die mid-drain, leaving Ray running.
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     try:
         import ray  # noqa: F401
         from ray import serve  # noqa: F401
@@ -48,10 +52,12 @@ def start_replicas(artifact: Artifact, config: ReplicaConfig):
     handle = serve.run(_deployment(artifact, config), name=config.app_name, route_prefix=None)
 
     def stop() -> None:
+        log.info("stopping the replicas")
         serve.delete(config.app_name)
         if owns_ray:
             serve.shutdown()
             ray.shutdown()
+        log.info("replicas stopped")
 
     _wait_for_router(handle, config)
     return RayEngineClient(handle, artifact, config, on_close=stop)
