@@ -42,8 +42,8 @@ class LoadSpec:
     model: str | None = None  # default: the first model the server lists
     api_key: str | None = None
     system_prompt: str | None = None
-    # N distinct ~system_words-word system prompts, request i using prompt i % N (0: none):
-    # the workload a prefix-aware router is for.
+    # N distinct ~system_words-word system prompts, each request sending one of them (0:
+    # none): the workload a prefix-aware router is for.
     system_prompts: int = 0
     system_words: int = 750
     ignore_eos: bool = True  # an extension (mlcx, vLLM); other servers ignore it
@@ -113,11 +113,11 @@ async def run_load(spec: LoadSpec) -> LoadReport:
         model = spec.model or await first_model(client)
         todo = iter(range(spec.total_requests))
         results: list[RequestResult] = []
-        systems = distinct_system_prompts(spec)
+        systems = system_prompt_per_request(spec)
 
         async def worker() -> None:
             for i in todo:
-                system = systems[i % len(systems)] if systems else spec.system_prompt
+                system = systems[i] if systems else spec.system_prompt
                 results.append(await stream_chat(client, spec, model, QUESTIONS[i % 4], system))
 
         start = time.perf_counter()
@@ -128,6 +128,16 @@ async def run_load(spec: LoadSpec) -> LoadReport:
 def distinct_system_prompts(spec: LoadSpec) -> list[str]:
     """The workload's system prompts: the same ones on every run (fixed seeds)."""
     return [long_system_prompt(spec.system_words, seed=k) for k in range(spec.system_prompts)]
+
+
+def system_prompt_per_request(spec: LoadSpec) -> list[str]:
+    """Which of them each request sends: each equally often, in an order shuffled with a
+    fixed seed rather than in turn, so that round-robin over replicas does not keep each
+    prompt on one replica by accident."""
+    prompts = distinct_system_prompts(spec)
+    order = [prompts[i % len(prompts)] for i in range(spec.total_requests if prompts else 0)]
+    random.Random(0).shuffle(order)
+    return order
 
 
 async def warm_up(spec: LoadSpec) -> None:

@@ -34,8 +34,8 @@ def bench_serve_command(
     system_prompts: Annotated[
         int,
         typer.Option(
-            help="Give request i one of N distinct long system prompts (i mod N; 0: none), "
-            "the workload of a prefix-aware router."
+            help="Give each request one of N distinct long system prompts (a fixed random "
+            "draw; 0: none), the workload of a prefix-aware router."
         ),
     ] = 0,
     system_words: Annotated[

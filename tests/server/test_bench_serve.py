@@ -9,7 +9,13 @@ from dataclasses import replace
 import typer
 from typer.testing import CliRunner
 
-from mlcx.bench.serve_load import LoadSpec, distinct_system_prompts, prefix_ttft, run_load
+from mlcx.bench.serve_load import (
+    LoadSpec,
+    distinct_system_prompts,
+    prefix_ttft,
+    run_load,
+    system_prompt_per_request,
+)
 from mlcx.cli import bench_serve_cmd
 
 
@@ -91,5 +97,7 @@ def test_distinct_system_prompts_workload(served):
         replace(spec, system_words=30)
     )
     assert all(25 <= len(p.split()) <= 31 for p in prompts)
+    drawn = system_prompt_per_request(replace(spec, system_words=30, num_requests=40))
+    assert len(drawn) == 40 and set(drawn) == set(prompts)
     report = asyncio.run(run_load(replace(spec, system_words=30)))
     assert (report.requests, report.failed) == (4, 0)
