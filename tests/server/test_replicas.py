@@ -74,6 +74,28 @@ def test_requests_sharing_a_prefix_land_on_one_replica(replicas):
         assert hits >= 3 * 128  # each later request found the system prompt's pages cached
 
 
+def test_a_burst_sharing_a_prefix_lands_on_one_replica(replicas):
+    """Serve routes a burst concurrently; each choice must see the ones before it."""
+    system = "[burst] " + SYSTEM
+    before = replicas.stats()
+
+    async def burst() -> None:
+        async with replicas.async_client(max_retries=0) as aclient:
+            await asyncio.gather(
+                *(chat_async(aclient, replicas.model, system, f"question {i}?") for i in range(4))
+            )
+
+    asyncio.run(burst())
+    after = replicas.stats()
+    served = [r for r in after if after[r].prompt_tokens > before[r].prompt_tokens]
+    assert len(served) == 1, f"the burst went to several replicas: {served}"
+
+
+async def chat_async(aclient, model, system: str, question: str):
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+    return await aclient.chat.completions.create(model=model, messages=messages, **GREEDY)
+
+
 def test_front_metrics_show_every_replica(replicas):
     replicas.client().completions.create(model=replicas.model, prompt="hello", **GREEDY)
     stats = replicas.stats()
