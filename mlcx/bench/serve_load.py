@@ -42,6 +42,10 @@ class LoadSpec:
     model: str | None = None  # default: the first model the server lists
     api_key: str | None = None
     system_prompt: str | None = None
+    # N distinct ~system_words-word system prompts, each request sending one of them (0:
+    # none): the workload a prefix-aware router is for.
+    system_prompts: int = 0
+    system_words: int = 750
     ignore_eos: bool = True  # an extension (mlcx, vLLM); other servers ignore it
     response_format: dict | None = None  # OpenAI's, sent as is (e.g. a json_schema)
     timeout_s: float = 3600.0
@@ -55,6 +59,11 @@ class LoadSpec:
             raise ValueError(f"num_requests must be >= 1, got {self.num_requests}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.system_prompts < 0 or self.system_words < 1:
+            raise ValueError(
+                f"system_prompts must be >= 0 and system_words >= 1, got "
+                f"{self.system_prompts} and {self.system_words}"
+            )
 
     @property
     def total_requests(self) -> int:
@@ -104,19 +113,38 @@ async def run_load(spec: LoadSpec) -> LoadReport:
         model = spec.model or await first_model(client)
         todo = iter(range(spec.total_requests))
         results: list[RequestResult] = []
+        systems = system_prompt_per_request(spec)
 
         async def worker() -> None:
             for i in todo:
-                results.append(await stream_chat(client, spec, model, QUESTIONS[i % 4]))
+                system = systems[i] if systems else spec.system_prompt
+                results.append(await stream_chat(client, spec, model, QUESTIONS[i % 4], system))
 
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(spec.concurrency)))
         return summarize(spec, results, time.perf_counter() - start)
 
 
+def distinct_system_prompts(spec: LoadSpec) -> list[str]:
+    """The workload's system prompts: the same ones on every run (fixed seeds)."""
+    return [long_system_prompt(spec.system_words, seed=k) for k in range(spec.system_prompts)]
+
+
+def system_prompt_per_request(spec: LoadSpec) -> list[str]:
+    """Which of them each request sends: each equally often, in an order shuffled with a
+    fixed seed rather than in turn, so that round-robin over replicas does not keep each
+    prompt on one replica by accident."""
+    prompts = distinct_system_prompts(spec)
+    order = [prompts[i % len(prompts)] for i in range(spec.total_requests if prompts else 0)]
+    random.Random(0).shuffle(order)
+    return order
+
+
 async def warm_up(spec: LoadSpec) -> None:
     """One short request, so first-call costs (kernel loading, caches) stay out of the numbers."""
-    short = LoadSpec(**{**asdict(spec), "max_tokens": 2, "system_prompt": None})
+    short = LoadSpec(
+        **{**asdict(spec), "max_tokens": 2, "system_prompt": None, "system_prompts": 0}
+    )
     async with _client(short) as client:
         result = await stream_chat(client, short, spec.model or await first_model(client), "Hi")
     if result.error:
@@ -149,11 +177,17 @@ async def first_model(client: httpx.AsyncClient) -> str:
 
 
 async def stream_chat(
-    client: httpx.AsyncClient, spec: LoadSpec, model: str, question: str
+    client: httpx.AsyncClient,
+    spec: LoadSpec,
+    model: str,
+    question: str,
+    system: str | None = None,
 ) -> RequestResult:
+    """One streamed chat request; `system` (default: the spec's system prompt) goes first."""
     messages = [{"role": "user", "content": question}]
-    if spec.system_prompt:
-        messages.insert(0, {"role": "system", "content": spec.system_prompt})
+    system = system or spec.system_prompt
+    if system:
+        messages.insert(0, {"role": "system", "content": system})
     body = {
         "model": model,
         "messages": messages,

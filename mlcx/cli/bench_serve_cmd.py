@@ -31,6 +31,16 @@ def bench_serve_command(
         int,
         typer.Option(help="Also time a ~N-word shared system prompt, cold then warm (0: skip)."),
     ] = 0,
+    system_prompts: Annotated[
+        int,
+        typer.Option(
+            help="Give each request one of N distinct long system prompts (a fixed random "
+            "draw; 0: none), the workload of a prefix-aware router."
+        ),
+    ] = 0,
+    system_words: Annotated[
+        int, typer.Option(help="Words in each of those system prompts (~1.3 tokens each).")
+    ] = 750,
     warmup: Annotated[bool, typer.Option(help="Send one short request first.")] = True,
     response_format: Annotated[
         Path | None,
@@ -43,7 +53,14 @@ def bench_serve_command(
 ) -> None:
     """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
     formats = [None] if response_format is None else [None, _read_format(response_format)]
-    base = LoadSpec(url=url, max_tokens=max_tokens, model=model, api_key=api_key)
+    base = LoadSpec(
+        url=url,
+        max_tokens=max_tokens,
+        model=model,
+        api_key=api_key,
+        system_prompts=system_prompts,
+        system_words=system_words,
+    )
     if warmup:
         for fmt in formats:
             asyncio.run(warm_up(replace(base, response_format=fmt)))

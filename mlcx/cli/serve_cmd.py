@@ -36,12 +36,37 @@ def serve_command(
         float, typer.Option(help="Seconds in-flight requests get to finish on SIGTERM.")
     ] = 30.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    replicas: Annotated[
+        int | None,
+        typer.Option(help="Serve N engine replicas on Ray Serve (needs mlcx[replicas])."),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Join this Ray cluster ('auto': this node's); default: start one."),
+    ] = None,
+    threads_per_replica: Annotated[int, typer.Option(help="CPU threads of each replica.")] = 1,
+    routing: Annotated[
+        str, typer.Option(help="Replica choice: prefix (KV prefix affinity) or round-robin.")
+    ] = "prefix",
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)."""
     from mlcx.server import ServerConfig, serve  # fastapi & co. are the optional "serve" extra
 
-    artifact = resolve_artifact(model)
     engine_config = EngineConfig(max_running=max_batch, max_waiting=max_waiting)
+    replica_config = None
+    if replicas is not None:
+        from mlcx.server.replicas import ReplicaConfig
+        from mlcx.server.replicas.launch import require_ray
+
+        replica_config = ReplicaConfig(
+            replicas=replicas,
+            threads_per_replica=threads_per_replica,
+            ray_address=ray_address,
+            routing=routing,
+            engine=engine_config,
+        )
+        require_ray()
+    artifact = resolve_artifact(model)  # compiled once, here: replicas load this directory
     config = ServerConfig(
         host=host,
         port=port,
@@ -50,7 +75,12 @@ def serve_command(
         model_name=model_name,
         grace_period_s=grace_period,
     )
-    serve(lambda: Engine(artifact, engine_config), config, log_level=log_level)
+    if replica_config is None:
+        serve(lambda: Engine(artifact, engine_config), config, log_level=log_level)
+    else:
+        from mlcx.server.replicas.launch import start_replicas
+
+        serve(lambda: start_replicas(artifact, replica_config), config, log_level=log_level)
 
 
 def register(app: typer.Typer) -> None:

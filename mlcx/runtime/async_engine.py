@@ -125,19 +125,15 @@ class AsyncEngine:
         return self.engine.artifact.config.sampling
 
     async def prepare(self, prompts: Sequence[Prompt]) -> list[list[int]]:
-        """Token ids of each prompt: text encoded, ids checked against the vocabulary.
-
-        In a worker thread: encoding a long prompt on the loop would stall every stream.
-        """
-        return await asyncio.to_thread(lambda: [self.engine.tokenize_prompt(p) for p in prompts])
+        """Token ids of each prompt: text encoded, ids checked against the vocabulary."""
+        return await self.engine.prompts.prepare(prompts)
 
     async def prepare_chat(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> list[int]:
         """Token ids of a conversation (and the tools it may call) in the model's chat
-        template, ready for the reply (rendered and encoded in a worker thread, as `prepare`)."""
-        template, tokenizer = self.engine.chat_template, self.engine.tokenizer
-        return await asyncio.to_thread(template.prompt_ids, messages, tokenizer, tools)
+        template, ready for the reply."""
+        return await self.engine.prompts.prepare_chat(messages, tools)
 
     async def prepare_constraint(self, params: SamplingParams) -> None:
         """Compile `params.constraint` in a worker thread (a large schema takes a while), so
@@ -145,14 +141,27 @@ class AsyncEngine:
         if params.constraint is not None:
             await asyncio.to_thread(self.engine.constraints.compile, params.constraint)
 
-    def submit(self, prompts: Sequence[Prompt], params: SamplingParams) -> RequestStream:
+    async def open(
+        self, prompts: Sequence[Prompt], params: SamplingParams, request_id: str | None = None
+    ) -> RequestStream:
+        """`submit`, as the server's engine client (`mlcx.server.engine_client`) calls it."""
+        return self.submit(prompts, params, request_id)
+
+    async def replica_stats(self) -> dict[str, EngineStats]:
+        """The stats of each engine behind this client: one, unlabelled."""
+        return {"": self.stats}
+
+    def submit(
+        self, prompts: Sequence[Prompt], params: SamplingParams, request_id: str | None = None
+    ) -> RequestStream:
         """Validate and queue one engine request per prompt (all or none are queued).
 
         Pass token ids from `prepare`, after `prepare_constraint`: text is encoded, and a
-        constraint not yet compiled is compiled, on the calling thread.
+        constraint not yet compiled is compiled, on the calling thread. `request_id` names
+        the request (a front that retries on another engine keeps its ids); default: a fresh id.
         """
         self._ensure_started()
-        base = f"req-{next(self._ids)}"
+        base = request_id or f"req-{next(self._ids)}"
         ids = [f"{base}-{i}" for i in range(len(prompts))] if len(prompts) > 1 else [base]
         stream = RequestStream(self, ids, params.n)
         try:

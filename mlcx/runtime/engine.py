@@ -25,6 +25,7 @@ from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager
 from mlcx.runtime.output_processor import OutputProcessor
 from mlcx.runtime.outputs import Delta
+from mlcx.runtime.prompt_encoder import PromptEncoder
 from mlcx.runtime.sampler import SampleResult
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.runtime.scheduler import Scheduler, SchedulerOutput
@@ -55,6 +56,7 @@ class Engine:
         self.context_window = art.context_window
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)
         self.chat_template = self.tokenizer.chat_template()
+        self.prompts = PromptEncoder(self.tokenizer, self.chat_template)
         self.num_blocks = self._num_blocks()
         self.runner = runner or create_runner(self.artifact, self.num_blocks, config.device)
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
@@ -80,17 +82,7 @@ class Engine:
 
     # -- requests (any thread) ------------------------------------------------------------
     def tokenize_prompt(self, prompt: str | list[int]) -> list[int]:
-        if isinstance(prompt, str):
-            return self.tokenizer.encode(prompt, add_special_tokens=True)
-        if not prompt:
-            raise PromptError("the prompt is empty; give at least one token")
-        bad = [t for t in prompt if not 0 <= int(t) < self.tokenizer.vocab_size]
-        if bad:
-            raise PromptError(
-                f"token ids {bad[:5]} are outside the vocabulary "
-                f"(0..{self.tokenizer.vocab_size - 1})"
-            )
-        return [int(t) for t in prompt]
+        return self.prompts.tokenize(prompt)
 
     def check_fits(self, prompt_len: int, max_tokens: int | None) -> int:
         """The number of tokens the request may generate; raises if it cannot fit."""

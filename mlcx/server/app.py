@@ -20,7 +20,7 @@ def create_app(source: EngineSource, config: ServerConfig = ServerConfig()) -> F
     """`source`: an Engine or AsyncEngine, or a function that loads an Engine (it then runs
     in a thread while the server already answers /health with 503)."""
     host = ModelHost(source, config.model_name)
-    metrics = ServerMetrics(host.stats)
+    metrics = ServerMetrics()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -12,9 +12,10 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
 from mlcx.errors import ContextWindowError, InvalidFieldError, QueueFullError
-from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError, RequestStream
+from mlcx.runtime.async_engine import EngineFailedError
 from mlcx.runtime.outputs import Completion, Delta
 from mlcx.server.disconnect import run_until_disconnect
+from mlcx.server.engine_client import EngineClient, EngineStream
 from mlcx.server.errors import SERVER_ERROR, APIError, bad_request
 from mlcx.server.formats import ResponseFormat, usage
 from mlcx.server.metrics import RequestTimer
@@ -24,7 +25,7 @@ from mlcx.server.streaming import DONE, EventStream, sse
 CLIENT_CLOSED = 499  # nginx's code: nobody reads it, the client is gone
 
 
-async def start(engine: AsyncEngine, plan: GenerationPlan) -> RequestStream:
+async def start(engine: EngineClient, plan: GenerationPlan) -> EngineStream:
     """Encode the plan's prompts in a worker thread (never on the event loop) and queue them:
     400 naming the field for a prompt that cannot run, 503 when the engine's queue is full."""
     try:
@@ -32,7 +33,7 @@ async def start(engine: AsyncEngine, plan: GenerationPlan) -> RequestStream:
             prompt_ids = await engine.prepare(plan.prompts)
         else:
             prompt_ids = [await engine.prepare_chat(plan.messages, plan.tools)]
-        return engine.submit(prompt_ids, plan.params)
+        return await engine.open(prompt_ids, plan.params)
     except QueueFullError as err:
         raise APIError(503, str(err), SERVER_ERROR, code="queue_full") from None
     except ValueError as err:
@@ -48,7 +49,7 @@ def _param(err: ValueError, prompt_field: str) -> str:
 
 async def respond(
     request: Request,
-    stream: RequestStream,
+    stream: EngineStream,
     plan: GenerationPlan,
     fmt: ResponseFormat,
     timer: RequestTimer,
@@ -59,17 +60,17 @@ async def respond(
     return Response(status_code=CLIENT_CLOSED) if body is None else JSONResponse(body)
 
 
-def _choice(stream: RequestStream, plan: GenerationPlan, delta: Delta) -> int:
+def _choice(stream: EngineStream, plan: GenerationPlan, delta: Delta) -> int:
     """Choices are numbered prompt by prompt: prompt p, choice i -> p * n + i."""
     return stream.prompt_index(delta) * plan.params.n + delta.index
 
 
-def _prompt_tokens(stream: RequestStream) -> int:
+def _prompt_tokens(stream: EngineStream) -> int:
     return sum(len(ids) for ids in stream.prompt_ids)
 
 
 async def _collect(
-    stream: RequestStream, plan: GenerationPlan, fmt: ResponseFormat, timer: RequestTimer
+    stream: EngineStream, plan: GenerationPlan, fmt: ResponseFormat, timer: RequestTimer
 ) -> dict:
     choices = [
         Completion(request_id, index, prompt_ids)
@@ -89,7 +90,7 @@ async def _collect(
 
 
 async def _events(
-    stream: RequestStream, plan: GenerationPlan, fmt: ResponseFormat, timer: RequestTimer
+    stream: EngineStream, plan: GenerationPlan, fmt: ResponseFormat, timer: RequestTimer
 ) -> AsyncIterator[str]:
     generated = 0
     async with stream:

@@ -1,8 +1,9 @@
 """Prometheus metrics, in a registry of their own per app (several apps may share a process).
 
-Engine gauges and counters are read from the snapshot the engine worker takes after each
-step, at scrape time; latency histograms are observed as deltas reach the request handlers,
-so they include the time a client really waits (queueing and event-loop hand-off).
+Engine gauges and counters are read at scrape time from the snapshot each engine's worker
+takes after each step (one engine, or every replica); latency histograms are observed as
+deltas reach the request handlers, so they include the time a client really waits (queueing
+and event-loop hand-off).
 """
 
 from __future__ import annotations
@@ -22,50 +23,65 @@ _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 
 
 class EngineCollector(Collector):
-    def __init__(self, stats: Callable[[], EngineStats | None]):
-        self._stats = stats
+    """Engine gauges and counters from `latest`: one sample per engine, labelled with its
+    replica when there are several (`mlcx serve --replicas`), unlabelled otherwise."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, EngineStats] = {}
 
     def collect(self) -> Iterator[Metric]:
-        stats = self._stats()
-        if stats is None:  # still loading
-            return
-        hit_ratio = stats.prefix_hit_tokens / max(stats.prefix_query_tokens, 1)
-        gauges = {
-            "requests_running": ("Sequences in the running batch.", stats.running),
-            "requests_waiting": ("Sequences queued or preempted.", stats.waiting),
-            "kv_cache_usage_ratio": (
-                "KV blocks held by live sequences over all blocks (unreferenced cached "
-                "blocks count as free).",
-                stats.kv_usage,
-            ),
-            "prefix_cache_hit_ratio": (
-                "Prompt tokens found in the prefix cache over prompt tokens looked up.",
-                hit_ratio,
-            ),
-        }
-        for name, (doc, value) in gauges.items():
-            yield GaugeMetricFamily(f"mlcx_{name}", doc, value=value)
-        counters = {
-            "prompt_tokens": ("Prompt tokens of requests that started.", stats.prompt_tokens),
-            "generation_tokens": ("Generated tokens.", stats.generated_tokens),
-            "prefix_cache_hit_tokens": (
-                "Prompt tokens served from the prefix cache.",
-                stats.prefix_hit_tokens,
-            ),
-            "prefix_cache_query_tokens": (
-                "Prompt tokens looked up in the prefix cache.",
-                stats.prefix_query_tokens,
-            ),
-            "preemptions": ("Sequences preempted for lack of KV blocks.", stats.preemptions),
-        }
-        for name, (doc, value) in counters.items():
-            yield CounterMetricFamily(f"mlcx_{name}", doc, value=value)
+        latest = self.latest
+        labels = ["replica"] if any(latest) else []
+        for name, (kind, doc, value_of) in _ENGINE_METRICS.items():
+            family = kind(f"mlcx_{name}", doc, labels=labels)
+            for replica, stats in sorted(latest.items()):
+                family.add_metric([replica] if labels else [], value_of(stats))
+            yield family
+
+
+def _hit_ratio(stats: EngineStats) -> float:
+    return stats.prefix_hit_tokens / max(stats.prefix_query_tokens, 1)
+
+
+# The names a Gateway API Inference Extension endpoint picker reads are documented in
+# docs/replicas.md (TotalQueuedRequests = requests_waiting, TotalRunningRequests =
+# requests_running, KVCacheUtilization = kv_cache_usage_ratio).
+_G, _C = GaugeMetricFamily, CounterMetricFamily
+_ENGINE_METRICS: dict[str, tuple[type, str, Callable[[EngineStats], float]]] = {
+    "requests_running": (_G, "Sequences in the running batch.", lambda s: s.running),
+    "requests_waiting": (_G, "Sequences queued or preempted.", lambda s: s.waiting),
+    "kv_cache_usage_ratio": (
+        _G,
+        "KV blocks held by live sequences over all blocks (unreferenced cached blocks count "
+        "as free).",
+        lambda s: s.kv_usage,
+    ),
+    "prefix_cache_hit_ratio": (
+        _G,
+        "Prompt tokens found in the prefix cache over prompt tokens looked up.",
+        _hit_ratio,
+    ),
+    "prompt_tokens": (_C, "Prompt tokens of requests that started.", lambda s: s.prompt_tokens),
+    "generation_tokens": (_C, "Generated tokens.", lambda s: s.generated_tokens),
+    "prefix_cache_hit_tokens": (
+        _C,
+        "Prompt tokens served from the prefix cache.",
+        lambda s: s.prefix_hit_tokens,
+    ),
+    "prefix_cache_query_tokens": (
+        _C,
+        "Prompt tokens looked up in the prefix cache.",
+        lambda s: s.prefix_query_tokens,
+    ),
+    "preemptions": (_C, "Sequences preempted for lack of KV blocks.", lambda s: s.preemptions),
+}
 
 
 class ServerMetrics:
-    def __init__(self, stats: Callable[[], EngineStats | None]):
+    def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.registry.register(EngineCollector(stats))
+        self._engines = EngineCollector()
+        self.registry.register(self._engines)
         self.ttft = Histogram(
             "mlcx_time_to_first_token_seconds",
             "From a request's arrival to its first generated token.",
@@ -85,7 +101,9 @@ class ServerMetrics:
             registry=self.registry,
         )
 
-    def render(self) -> bytes:
+    def render(self, engines: dict[str, EngineStats]) -> bytes:
+        """The exposition, with the engine metrics of `engines` (replica label -> stats)."""
+        self._engines.latest = engines
         return generate_latest(self.registry)
 
     def timer(self) -> RequestTimer:

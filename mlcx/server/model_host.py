@@ -10,9 +10,10 @@ from pathlib import Path
 
 from mlcx.runtime.async_engine import AsyncEngine
 from mlcx.runtime.engine import Engine, EngineStats
+from mlcx.server.engine_client import EngineClient
 from mlcx.server.errors import SERVER_ERROR, APIError
 
-EngineSource = Engine | AsyncEngine | Callable[[], Engine]
+EngineSource = Engine | EngineClient | Callable[[], Engine | EngineClient]
 log = logging.getLogger(__name__)
 
 
@@ -20,7 +21,7 @@ class ModelHost:
     def __init__(self, source: EngineSource, model_name: str | None = None):
         self._loader = source if callable(source) else None
         self._model_name = model_name
-        self.engine: AsyncEngine | None = None
+        self.engine: EngineClient | None = None
         self.error: str | None = None
         self.draining = False
         self._loading: asyncio.Task | None = None
@@ -44,8 +45,9 @@ class ModelHost:
         names = (self._model_name or artifact.config.model_name, Path(artifact.path).name)
         return tuple(dict.fromkeys(names))
 
-    def stats(self) -> EngineStats | None:
-        return None if self.engine is None else self.engine.stats
+    async def replica_stats(self) -> dict[str, EngineStats]:
+        """Stats of each engine by replica label; none while loading."""
+        return {} if self.engine is None else await self.engine.replica_stats()
 
     def start(self) -> None:
         """Begin loading (in a thread) if the source is a loader."""
@@ -58,7 +60,7 @@ class ModelHost:
         if self.engine is not None:
             await self.engine.close()
 
-    def require(self, model: str) -> AsyncEngine:
+    def require(self, model: str) -> EngineClient:
         """The engine for a request naming `model`: 503 unless ready, 404 for another name."""
         if self.engine is None or self.draining:
             reason = {
@@ -77,8 +79,8 @@ class ModelHost:
             )
         return self.engine
 
-    def _adopt(self, engine: Engine | AsyncEngine) -> None:
-        self.engine = engine if isinstance(engine, AsyncEngine) else AsyncEngine(engine)
+    def _adopt(self, engine: Engine | EngineClient) -> None:
+        self.engine = AsyncEngine(engine) if isinstance(engine, Engine) else engine
 
     async def _load(self) -> None:
         try:

@@ -1,5 +1,6 @@
 """The endpoints. Each one parses, plans and hands over to `generation`; they talk to the
-served model only through its `AsyncEngine` (from `ModelHost.require`)."""
+served model only through its `EngineClient` (from `ModelHost.require`): a local engine
+or engine replicas on Ray Serve."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) 
 
     @router.get("/metrics", response_class=Response, responses=openapi.metrics(config))
     async def prometheus() -> Response:
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
+        return Response(metrics.render(await host.replica_stats()), media_type=CONTENT_TYPE)
 
     @router.get("/v1/models", responses=openapi.errors(config, "/v1/models"))
     async def models() -> JSONResponse:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import typer
 from typer.testing import CliRunner
 
-from mlcx.bench.serve_load import LoadSpec, prefix_ttft, run_load
+from mlcx.bench.serve_load import (
+    LoadSpec,
+    distinct_system_prompts,
+    prefix_ttft,
+    run_load,
+    system_prompt_per_request,
+)
 from mlcx.cli import bench_serve_cmd
 
 
@@ -81,3 +88,16 @@ def test_the_response_format_is_sent_with_each_constrained_request(served, tmp_p
     plain, constrained = (json.loads(line) for line in result.output.splitlines())
     assert plain["failed"] == 0 and constrained["failed"] == 2
     assert all("HTTP 400" in error and "strin" in error for error in constrained["errors"])
+
+
+def test_distinct_system_prompts_workload(served):
+    spec = LoadSpec(url=served.url, concurrency=2, num_requests=4, max_tokens=2, system_prompts=2)
+    prompts = distinct_system_prompts(replace(spec, system_words=30))
+    assert len(set(prompts)) == 2 and prompts == distinct_system_prompts(
+        replace(spec, system_words=30)
+    )
+    assert all(25 <= len(p.split()) <= 31 for p in prompts)
+    drawn = system_prompt_per_request(replace(spec, system_words=30, num_requests=40))
+    assert len(drawn) == 40 and set(drawn) == set(prompts)
+    report = asyncio.run(run_load(replace(spec, system_words=30)))
+    assert (report.requests, report.failed) == (4, 0)

@@ -1,0 +1,55 @@
+"""What the routes need from the served model: one interface, two implementations.
+
+`AsyncEngine` (mlcx.runtime) serves an engine in this process; `RayEngineClient`
+(mlcx.server.replicas) sends each request to one of several engine replicas on Ray Serve.
+The routes, generation and metrics see only this surface, so there is one code path for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from mlcx.artifact.config import Artifact
+from mlcx.runtime.engine import EngineStats
+from mlcx.runtime.outputs import Delta
+from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.tokenizer import Tokenizer
+
+
+class EngineStream(Protocol):
+    """The deltas of one API request (see `mlcx.runtime.async_engine.RequestStream`)."""
+
+    request_ids: list[str]
+    prompt_ids: list[list[int]]
+
+    def prompt_index(self, delta: Delta) -> int: ...
+    def abort_unfinished(self) -> None: ...
+    def __aiter__(self) -> EngineStream: ...
+    async def __anext__(self) -> Delta: ...
+    async def __aenter__(self) -> EngineStream: ...
+    async def __aexit__(self, *exc_info) -> None: ...
+
+
+class EngineClient(Protocol):
+    @property
+    def artifact(self) -> Artifact: ...
+    @property
+    def tokenizer(self) -> Tokenizer: ...
+    @property
+    def sampling_defaults(self) -> Mapping[str, Any]: ...
+
+    async def prepare(self, prompts: Sequence[str | list[int]]) -> list[list[int]]: ...
+    async def prepare_chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[int]: ...
+
+    async def open(self, prompts: Sequence[list[int]], params: SamplingParams) -> EngineStream:
+        """Validate and queue the prompts: raises ValueError (400) or QueueFullError (503)."""
+        ...
+
+    async def replica_stats(self) -> dict[str, EngineStats]:
+        """Stats of each engine, by replica label ("" for a single local engine)."""
+        ...
+
+    async def close(self) -> None: ...
