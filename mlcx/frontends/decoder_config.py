@@ -26,6 +26,10 @@ class DecoderConfig:
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
     qk_norm: bool = False  # RMSNorm over each q and k head before RoPE (Qwen3)
+    # keys each query of a windowed layer sees, itself included (0: no window); every layer is
+    # windowed except those in full_attention_layers
+    sliding_window: int = 0
+    full_attention_layers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for name in (
@@ -50,6 +54,29 @@ class DecoderConfig:
             raise ValueError(f"model config: head_dim must be even for RoPE, got {self.head_dim}")
         if not self.rms_norm_eps > 0 or not self.rope_theta > 0:
             raise ValueError("model config: rms_norm_eps and rope_theta must be positive")
+        self._check_window()
+
+    def _check_window(self) -> None:
+        # JSON gives a list back; the config stays hashable and comparable as a tuple
+        object.__setattr__(self, "full_attention_layers", tuple(self.full_attention_layers))
+        if not isinstance(self.sliding_window, int) or self.sliding_window < 0:
+            raise ValueError(
+                f"model config: sliding_window must be a non-negative integer (0: none), "
+                f"got {self.sliding_window!r}"
+            )
+        bad = [i for i in self.full_attention_layers if not 0 <= i < self.num_layers]
+        if bad:
+            raise ValueError(f"model config: full-attention layers {bad} are not layers")
+
+    def layer_window(self, layer: int) -> int:
+        """The sliding window of `layer`'s attention; 0 where it sees every earlier key."""
+        return 0 if layer in self.full_attention_layers else self.sliding_window
+
+    @property
+    def kv_window(self) -> int:
+        """The window every layer shares, so KV pages before it may be released; 0 where
+        some layer attends to every key (mixed local/global models keep all pages)."""
+        return 0 if self.full_attention_layers else self.sliding_window
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

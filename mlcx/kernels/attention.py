@@ -21,6 +21,7 @@ from tvm.relax.frontend.nn import op
 from tvm.relax.frontend.nn.llm import _page_kernels
 from tvm.target import Target
 
+from mlcx.errors import UnsupportedModelError
 from mlcx.kernels.cpu import attention as attention_cpu
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, kv_append_cpu
 from mlcx.kernels.gpu.attention import merge_attention_gpu, paged_attention_gpu
@@ -92,11 +93,13 @@ class PagedKVOps:
             lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, gpu=self.kind == "gpu"
         )
 
-    @cached_property
-    def _cpu_attend(self) -> tirx.PrimFunc:
+    @functools.cache  # noqa: B019 (one PagedKVOps per model)
+    def _cpu_attend(self, window: int) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_kv_heads, lay.num_q_heads, lay.head_dim)
-        return attention_cpu.paged_attention_cpu(*heads, lay.cache_dtype, lay.page_size, lay.dtype)
+        return attention_cpu.paged_attention_cpu(
+            *heads, lay.cache_dtype, lay.page_size, lay.dtype, window
+        )
 
     @cached_property
     def _gpu_attend(self) -> tirx.PrimFunc:
@@ -120,13 +123,21 @@ class PagedKVOps:
         out = nn.Tensor.placeholder(pages.shape, pages.dtype)
         return op.tensor_ir_inplace_op(self._copy, "copy_pages", [pages, pairs], [0], out)
 
-    def attend(self, q: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool) -> nn.Tensor:
-        """q [tokens, h_q, d] -> attention output [tokens, h_q, d]."""
+    def attend(
+        self, q: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool, window: int = 0
+    ) -> nn.Tensor:
+        """q [tokens, h_q, d] -> attention output [tokens, h_q, d]; with `window` > 0 each
+        query sees only its last `window` keys (sliding-window attention)."""
         out = nn.Tensor.placeholder(q.shape, q.dtype)
         tables = [step.page_indptr, step.page_values, step.last_page_len]
         if self.kind == "cpu":
             args = [q, step.q_indptr, pages, *tables]
-            return op.tensor_ir_op(self._cpu_attend, "attention", args, out)
+            return op.tensor_ir_op(self._cpu_attend(window), "attention", args, out)
+        if window:
+            raise UnsupportedModelError(
+                f"sliding-window attention (window {window}) runs on cpu targets only so far; "
+                "compile this model for cpu"
+            )
         args = [q, step.q_indptr, pages, *tables]
         splits = self.gpu.decode_splits if decode else self.gpu.prefill_splits
         if splits > 1:

@@ -27,10 +27,13 @@ class PagedAttention(nn.Module):
     """Fused qkv projection, per-head q/k RMSNorm where the model has it, RoPE by position,
     KV append into pages, paged attention, o_proj."""
 
-    def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps):
+    def __init__(
+        self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps, window: int = 0
+    ):
         dtype = kv.layout.dtype
         self.cfg = cfg
         self.kv = kv
+        self.window = window
         fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
         self.o = QLinear(
@@ -51,7 +54,7 @@ class PagedAttention(nn.Module):
         q = self._rope(q, step.positions)
         k = self._rope(k, step.positions)
         pages = self.kv.append(pages, k, v, step.slots)
-        out = self.kv.attend(q, pages, step, decode)
+        out = self.kv.attend(q, pages, step, decode, self.window)
         return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
@@ -80,7 +83,7 @@ class DecoderLayer(nn.Module):
         prefix = f"layers.{index}."
         dtype = kv.layout.dtype
         self.input_norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
-        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv)
+        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv, cfg.layer_window(index))
         self.post_attn_norm = nn.RMSNorm(
             cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
         )
