@@ -22,11 +22,14 @@ GREEDY = 32
 F32 = {"weight": GT.F32}
 
 
-def compile_both(folder: Path, root: Path) -> tuple[Path, Path, Path]:
-    """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact)."""
+def compile_both(folder: Path, root: Path, **request) -> tuple[Path, Path, Path]:
+    """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact);
+    `request`: further CompileRequest fields for both."""
     path = write_tiny_gguf(folder, root / "tiny.gguf", F32)
     gguf_art, hf_art = (
-        compile_model(CompileRequest(model=str(model), output=root / name, quantization=quant))
+        compile_model(
+            CompileRequest(model=str(model), output=root / name, quantization=quant, **request)
+        )
         for model, name, quant in ((path, "gguf-art", None), (folder, "hf-art", "q0f32"))
     )
     return path, gguf_art, hf_art

@@ -1,6 +1,7 @@
-"""Write a tiny HF Llama, Qwen2 or Qwen3 as a llama.cpp-style GGUF file (block-quantized
+"""Write a tiny HF Llama, Qwen2, Qwen3 or Phi-3 as a llama.cpp-style GGUF file (block-quantized
 tensors; for Llama, q/k rows permuted the way llama.cpp's converter does, which it does not for
-Qwen2/Qwen3), so the GGUF path can be checked against HF transformers."""
+the others; Phi-3's LongRoPE factors as rope_factors_{short,long} tensors), so the GGUF path can
+be checked against HF transformers."""
 
 from __future__ import annotations
 
@@ -40,9 +41,11 @@ HF_TO_GGUF = {
     "self_attn.v_proj.bias": "attn_v.bias",
     "self_attn.q_norm.weight": "attn_q_norm.weight",
     "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight",  # phi3: fused, kept as is
+    "mlp.gate_up_proj.weight": "ffn_up.weight",
 }
 # the pre-tokenizer name written for each architecture (llama.cpp's converter writes qwen2's)
-PRE_TOKENIZER = {"llama": "default", "qwen2": "qwen2", "qwen3": "qwen2"}
+PRE_TOKENIZER = {"llama": "default", "qwen2": "qwen2", "qwen3": "qwen2", "phi3": "default"}
 
 
 def _llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
@@ -96,6 +99,27 @@ def _tokenizer(writer, folder: Path, pre: str) -> None:
     )
 
 
+def _phi3_extras(writer, cfg) -> None:
+    """llama.cpp's converter: the pretraining length and cos/sin scale as metadata, the LongRoPE
+    factors as f32 tensors."""
+    if cfg.sliding_window:
+        writer.add_sliding_window(cfg.sliding_window)
+    params = cfg.rope_parameters
+    if params.get("rope_type") != "longrope":
+        return
+    original = cfg.original_max_position_embeddings
+    writer.add_rope_scaling_orig_ctx_len(original)
+    factor = cfg.max_position_embeddings / original
+    writer.add_rope_scaling_attn_factors(
+        float(params.get("attention_factor") or np.sqrt(1 + np.log(factor) / np.log(original)))
+    )
+    for kind in ("long", "short"):
+        writer.add_tensor(f"rope_factors_{kind}.weight", np.array(params[f"{kind}_factor"], "f4"))
+
+
+EXTRAS = {"phi3": _phi3_extras}
+
+
 def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Path:
     import torch
     from transformers import AutoModelForCausalLM
@@ -117,6 +141,8 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
     arch = cfg.model_type
     writer = llama_writer(shape, out, arch)
     _tokenizer(writer, folder, PRE_TOKENIZER[arch])
+    if arch in EXTRAS:
+        EXTRAS[arch](writer, cfg)
     permuted = arch == "llama"
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:

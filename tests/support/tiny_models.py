@@ -29,7 +29,7 @@ CHATML = (
 
 @dataclass(frozen=True)
 class TinySpec:
-    arch: str = "llama"  # llama | mistral | qwen2 | qwen3
+    arch: str = "llama"  # llama | mistral | qwen2 | qwen3 | phi3
     hidden: int = 64
     heads: int = 4
     kv_heads: int = 2
@@ -70,6 +70,7 @@ def _hf_config(spec: TinySpec, vocab: int):
         "mistral": "MistralConfig",
         "qwen2": "Qwen2Config",
         "qwen3": "Qwen3Config",
+        "phi3": "Phi3Config",
     }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(
@@ -85,8 +86,10 @@ def _hf_config(spec: TinySpec, vocab: int):
         eos_token_id=2,
         **spec.extra,
     )
-    if spec.arch == "mistral":
+    if spec.arch in ("mistral", "phi3"):
         kwargs.setdefault("sliding_window", None)
+    if spec.arch == "phi3":
+        kwargs.setdefault("pad_token_id", 1)  # Phi3Config's default 32000 is past the vocab
     return cls(**kwargs)
 
 

@@ -10,7 +10,7 @@ from tvm.relax.frontend.nn import op
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
-from mlcx.kernels.rope import rope_te
+from mlcx.kernels.rope import rope_for_context, rope_te
 from mlcx.quantization.formats import WeightFormat
 
 Formats = Mapping[str, WeightFormat]
@@ -58,7 +58,8 @@ class PagedAttention(nn.Module):
         return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
-        theta, scaling = self.cfg.rope_theta, dict(self.cfg.rope_scaling)
+        theta = self.cfg.rope_theta
+        scaling = rope_for_context(dict(self.cfg.rope_scaling), self.cfg.context_window)
         return op.tensor_expr_op(
             lambda xt, pt: rope_te(xt, pt, theta, scaling), "rope", [x, positions]
         )
