@@ -74,6 +74,7 @@ class HFConfigReader:
 _SCALINGS = {
     "default": lambda reader, scaling: {},
     "llama3": lambda reader, scaling: scaling,
+    "linear": lambda reader, scaling: {"rope_type": "linear", "factor": float(scaling["factor"])},
     "longrope": HFConfigReader._longrope,
 }
 

@@ -11,6 +11,9 @@ from tvm.relax.frontend import nn
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends import llama_family
 from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.gemma3 import config as gemma3_config
+from mlcx.frontends.gemma3 import model as gemma3_model
+from mlcx.frontends.gemma3 import weights as gemma3_weights
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.llama import config as llama_config
 from mlcx.frontends.llama import model as llama_model
@@ -88,6 +91,16 @@ ARCHITECTURES: dict[str, Architecture] = {
             "phi3",
             phi3_config.from_gguf,
             phi3_weights.gguf_weights,
+        ),
+        Architecture(
+            "gemma3",
+            ("Gemma3ForCausalLM", "gemma3_text", "gemma3"),
+            gemma3_config.from_hf,
+            gemma3_model.build,
+            gemma3_weights.hf_weights,
+            "gemma3",
+            gemma3_config.from_gguf,
+            gemma3_weights.gguf_weights,
         ),
     ]
 }

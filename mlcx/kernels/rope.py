@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from tvm import te, tirx
-from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
+from tvm.relax.frontend.nn.llm.position_embedding import rope_freq_default, switch_rope_freq_func
 
 
 @dataclass(frozen=True)
@@ -53,15 +53,23 @@ def _longrope_freq(s, d, d_range: int, theta: float, dtype: str, factors, attent
     return cos, sin, {freq_var: freq}
 
 
+def _linear_freq(s, d, d_range: int, theta: float, dtype: str, factor: float):
+    """Linear scaling: positions divided by `factor`."""
+    return rope_freq_default(s / tirx.const(factor, "float32"), d, d_range, theta, dtype)
+
+
 def rope_freq_func(scaling: dict[str, Any]) -> Callable:
     """(position, feature, rotary_dim, theta, dtype) -> (cos, sin, lets) for a RoPE variant:
-    default, llama3 (TVM's formulas) or longrope (resolved by `rope_for_context`)."""
-    if scaling.get("rope_type") == "longrope":
+    default, llama3 (TVM's formulas), linear, or longrope (resolved by `rope_for_context`)."""
+    kind = scaling.get("rope_type")
+    if kind == "longrope":
         return partial(
             _longrope_freq,
             factors=tuple(scaling["ext_factors"]),
             attention_factor=float(scaling["attention_factor"]),
         )
+    if kind == "linear":
+        return partial(_linear_freq, factor=float(scaling["factor"]))
     return switch_rope_freq_func(scaling)
 
 

@@ -29,7 +29,7 @@ CHATML = (
 
 @dataclass(frozen=True)
 class TinySpec:
-    arch: str = "llama"  # llama | mistral | qwen2 | qwen3 | phi3
+    arch: str = "llama"  # llama | mistral | qwen2 | qwen3 | phi3 | gemma3
     hidden: int = 64
     heads: int = 4
     kv_heads: int = 2
@@ -71,6 +71,7 @@ def _hf_config(spec: TinySpec, vocab: int):
         "qwen2": "Qwen2Config",
         "qwen3": "Qwen3Config",
         "phi3": "Phi3Config",
+        "gemma3": "Gemma3TextConfig",
     }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(
@@ -152,4 +153,9 @@ def _qwen3_norms(attn, gen) -> None:
 
 
 def sharpen_qwen3(src: Path, dst: Path, seed: int) -> Path:
+    return sharpened(src, dst, seed, _qwen3_norms)
+
+
+def sharpen_gemma3(src: Path, dst: Path, seed: int) -> Path:
+    """Gemma's q/k norms scale by 1 + w: the same draws make them peaked and uneven."""
     return sharpened(src, dst, seed, _qwen3_norms)
