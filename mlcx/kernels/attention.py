@@ -21,7 +21,6 @@ from tvm.relax.frontend.nn import op
 from tvm.relax.frontend.nn.llm import _page_kernels
 from tvm.target import Target
 
-from mlcx.errors import UnsupportedModelError
 from mlcx.kernels.cpu import attention as attention_cpu
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, kv_append_cpu
 from mlcx.kernels.gpu.attention import merge_attention_gpu, paged_attention_gpu
@@ -101,17 +100,19 @@ class PagedKVOps:
             *heads, lay.cache_dtype, lay.page_size, lay.dtype, window
         )
 
-    @cached_property
-    def _gpu_attend(self) -> tirx.PrimFunc:
+    @functools.cache  # noqa: B019 (one PagedKVOps per model)
+    def _gpu_attend(self, window: int) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        return _private(paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu))
+        return _private(
+            paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, window=window)
+        )
 
     @functools.cache  # noqa: B019 (one PagedKVOps per model)
-    def _gpu_split(self, splits: int) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
+    def _gpu_split(self, splits: int, window: int) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
         lay = self.layout
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        split = paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, splits)
+        split = paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, splits, window)
         merge = merge_attention_gpu(lay.num_q_heads, lay.head_dim, lay.dtype, splits)
         return _private(split), _private(merge)
 
@@ -133,20 +134,17 @@ class PagedKVOps:
         if self.kind == "cpu":
             args = [q, step.q_indptr, pages, *tables]
             return op.tensor_ir_op(self._cpu_attend(window), "attention", args, out)
-        if window:
-            raise UnsupportedModelError(
-                f"sliding-window attention (window {window}) runs on cpu targets only so far; "
-                "compile this model for cpu"
-            )
         args = [q, step.q_indptr, pages, *tables]
         splits = self.gpu.decode_splits if decode else self.gpu.prefill_splits
         if splits > 1:
-            return self._split_attend(q, args, out, splits)
-        return op.tensor_ir_op(self._gpu_attend, "attention", args, out)
+            return self._split_attend(q, args, out, splits, window)
+        return op.tensor_ir_op(self._gpu_attend(window), "attention", args, out)
 
-    def _split_attend(self, q: nn.Tensor, args: list, out: nn.Tensor, s: int) -> nn.Tensor:
+    def _split_attend(
+        self, q: nn.Tensor, args: list, out: nn.Tensor, s: int, window: int
+    ) -> nn.Tensor:
         """Chunks of every row's keys in parallel (split-K), then their merge."""
-        split, merge = self._gpu_split(s)
+        split, merge = self._gpu_split(s, window)
         partial = nn.Tensor.placeholder([s, *q.shape], "float32")
         stats = nn.Tensor.placeholder([s, q.shape[0], q.shape[1], 2], "float32")
         partial, stats = op.tensor_ir_op(split, "attention_split", args, [partial, stats])
