@@ -36,6 +36,7 @@ class DecoderConfig:
     embed_scale: float = 1.0  # embeddings are multiplied by it (Gemma: sqrt(hidden_size))
     attn_scale: float = 0.0  # scores = q.k * attn_scale; 0: 1 / sqrt(head_dim)
     final_logit_softcap: float = 0.0  # logits = cap * tanh(logits / cap); 0: none
+    attn_logit_softcap: float = 0.0  # attention scores, likewise (after the scale); 0: none
 
     def __post_init__(self) -> None:
         for name in (
@@ -74,7 +75,8 @@ class DecoderConfig:
             raise ValueError(
                 f"model config: hidden_act {self.hidden_act!r} is not silu or gelu_tanh"
             )
-        if self.embed_scale <= 0 or self.attn_scale < 0 or self.final_logit_softcap < 0:
+        caps = (self.final_logit_softcap, self.attn_logit_softcap)
+        if self.embed_scale <= 0 or self.attn_scale < 0 or min(caps) < 0:
             raise ValueError("model config: embed_scale, attn_scale and softcaps must be positive")
         bad = [i for i in self.full_attention_layers if not 0 <= i < self.num_layers]
         if bad:

@@ -28,7 +28,7 @@ def _run(func, *arrays):
     return [t.numpy() for t in tensors]
 
 
-def _reference(q, keys, values, lengths, new):
+def _reference(q, keys, values, lengths, new, softcap=0.0):
     out, row, group = np.zeros(q.shape), 0, H_Q // H_KV
     for k, v, n, m in zip(keys, values, lengths, new, strict=True):
         for i in range(m):
@@ -36,15 +36,19 @@ def _reference(q, keys, values, lengths, new):
             start = max(0, limit - WINDOW)
             for h in range(H_Q):
                 s = k[start:limit, h // group] @ q[row, h] / np.sqrt(D)
+                s = softcap * np.tanh(s / softcap) if softcap else s
                 p = np.exp(s - s.max())
                 out[row, h] = p @ v[start:limit, h // group] / p.sum()
             row += 1
     return out
 
 
-@pytest.mark.parametrize("placeholder", ["nan-pages", "released-ids"])
+@pytest.mark.parametrize(
+    "placeholder, softcap", [("nan-pages", 0.0), ("released-ids", 0.0), ("nan-pages", 1.5)]
+)
 @pytest.mark.parametrize("case", CASES)
-def test_windowed_attention_matches_numpy(case, placeholder):
+def test_windowed_attention_matches_numpy(case, placeholder, softcap):
+    """With `softcap`, scores are also capped by softcap * tanh(score / softcap)."""
     lengths, new = CASES[case]
     rng = np.random.default_rng(3)
     order = rng.permutation(PAGES)
@@ -69,13 +73,15 @@ def test_windowed_attention_matches_numpy(case, placeholder):
         pages[table[:gone]] = np.nan
         if placeholder == "released-ids":
             table[:gone] = [RELEASED] * gone
-    q = rng.standard_normal((sum(new), H_Q, D)).astype(np.float32)
+    q = 3 * rng.standard_normal((sum(new), H_Q, D)).astype(np.float32)  # scores past the cap
     q_indptr = np.concatenate([[0], np.cumsum(new)]).astype("i4")
     page_indptr = np.concatenate([[0], np.cumsum([len(t) for t in tables])]).astype("i4")
     page_values = np.array([p for t in tables for p in t], "i4")
     last = np.array([n - (len(t) - 1) * PAGE for t, n in zip(tables, lengths, strict=True)], "i4")
-    attend = paged_attention_cpu(H_KV, H_Q, D, "float32", PAGE, "float32", WINDOW)
+    attend = paged_attention_cpu(H_KV, H_Q, D, "float32", PAGE, "float32", WINDOW, softcap)
     out = np.full_like(q, np.nan)
     got = _run(attend, q, q_indptr, pages, page_indptr, page_values, last, out)[-1]
-    want = _reference(q, keys, values, lengths, new)
+    want = _reference(q, keys, values, lengths, new, softcap)
     np.testing.assert_allclose(got, want, atol=2e-5)
+    if softcap:
+        assert np.abs(want - _reference(q, keys, values, lengths, new)).max() > 0.1

@@ -9,7 +9,8 @@ converter does (norm weights stored as 1 + w, post_attention_norm / ffn_norm / p
 the layer pattern as attention.sliding_window_pattern). Both are compiled for cpu and must
 match transformers to 1e-4 in fp32 over prompts longer than the window, with the same 32
 greedy tokens. A second, untied model scales scores by query_pre_attn_scalar 24 (not head_dim),
-softcaps its logits at 3 and scales its global RoPE linearly.
+softcaps its logits at 3 and scales its global RoPE linearly; its attn_logit_softcapping is
+ignored, as transformers' Gemma 3 ignores it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ SCALED = TinySpec(
         **COMMON,
         "query_pre_attn_scalar": 24,
         "final_logit_softcapping": 3.0,
+        "attn_logit_softcapping": 2.0,
         "rope_parameters": {
             **ROPE,
             "full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
@@ -103,18 +105,22 @@ def test_a_long_prompt_matches_transformers(case):
     assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
 
 
-def test_attention_scale_softcap_and_linear_rope_match_transformers(tiny_model, tmp_path):
+def test_attention_scale_softcaps_and_linear_rope_match_transformers(tiny_model, tmp_path):
     folder = sharpen_gemma3(tiny_model(SCALED), tmp_path / "hf", SCALED.seed)
     request = CompileRequest(model=str(folder), output=tmp_path / "art", quantization="q0f32")
     artifact = compile_model(request)
     config = load_source(str(folder)).config
     assert config.final_logit_softcap == 3.0 and config.attn_scale == 24**-0.5
+    assert config.attn_logit_softcap == 0.0
     assert config.layer_rope(1)[1] == {"rope_type": "linear", "factor": 2.0}
     assert_matches_transformers(folder, artifact)
 
 
-def test_attention_logit_softcapping_is_refused():
+def test_unsupported_layer_kinds_are_refused(case):
+    import json
+
     from mlcx.frontends.gemma3.config import from_hf
 
-    with pytest.raises(UnsupportedModelError, match="attn_logit_softcapping"):
-        from_hf({"attn_logit_softcapping": 50.0})
+    config = json.loads((case[0] / "config.json").read_text())
+    with pytest.raises(UnsupportedModelError, match="layer_types"):
+        from_hf({**config, "layer_types": ["sliding_attention", "chunked_attention"]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from typing import Any
 
@@ -12,17 +13,10 @@ from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.gguf.config import decoder_config_from_gguf
 from mlcx.frontends.llama_family import decoder_config_from_hf
 
+log = logging.getLogger(__name__)
 _ACTIVATIONS = {"gelu_pytorch_tanh": "gelu_tanh", "gelu_tanh": "gelu_tanh"}
 DEFAULT_PATTERN = 6  # every 6th layer global, the others local (Gemma 3's layout)
 LOCAL_THETA = 10000.0
-
-
-def _refuse_attention_softcap(value: Any) -> None:
-    if value:
-        raise UnsupportedModelError(
-            "gemma3: attn_logit_softcapping is not supported (the released Gemma 3 models "
-            "do not set it)"
-        )
 
 
 def _global_layers(layer_types: list[str]) -> tuple[int, ...]:
@@ -38,7 +32,11 @@ def _pattern_layers(num_layers: int, pattern: int) -> list[str]:
     ]
 
 
-def _gemma(cfg: DecoderConfig, window: Any, global_layers, local_theta, attn_scale, cap):
+def _gemma(cfg: DecoderConfig, window: Any, global_layers, local_theta, attn_scale, caps):
+    if caps[1]:
+        # Gemma 3 dropped Gemma 2's score softcapping for q/k norms: transformers and llama.cpp
+        # ignore the key, and so does mlcx (the attention kernels could apply it)
+        log.info("gemma3: attn_logit_softcapping %s ignored, as transformers does", caps[1])
     window = window if isinstance(window, int) and 0 < window < cfg.context_window else 0
     return dataclasses.replace(
         cfg,
@@ -48,12 +46,11 @@ def _gemma(cfg: DecoderConfig, window: Any, global_layers, local_theta, attn_sca
         hidden_act="gelu_tanh",
         embed_scale=math.sqrt(cfg.hidden_size),
         attn_scale=float(attn_scale),
-        final_logit_softcap=float(cap or 0.0),
+        final_logit_softcap=float(caps[0] or 0.0),
     )
 
 
 def from_hf(config: dict[str, Any]) -> DecoderConfig:
-    _refuse_attention_softcap(config.get("attn_logit_softcapping"))
     act = config.get("hidden_activation") or config.get("hidden_act") or "gelu_pytorch_tanh"
     if act not in _ACTIVATIONS:
         raise UnsupportedModelError(f"gemma3: hidden_activation {act!r} is not supported")
@@ -73,7 +70,7 @@ def from_hf(config: dict[str, Any]) -> DecoderConfig:
         _global_layers(list(layers)),
         local_theta,
         scalar**-0.5,
-        config.get("final_logit_softcapping"),
+        (config.get("final_logit_softcapping"), config.get("attn_logit_softcapping")),
     )
 
 
@@ -90,7 +87,6 @@ def _gguf_attn_scale(ckpt: GGUFCheckpoint, cfg: DecoderConfig) -> float:
 def from_gguf(ckpt: GGUFCheckpoint) -> DecoderConfig:
     """From llama.cpp's `gemma3.*` metadata; the local/global pattern from
     `attention.sliding_window_pattern` (true: local) where written, else every 6th global."""
-    _refuse_attention_softcap(ckpt.arch_meta("attn_logit_softcapping"))
     cfg = decoder_config_from_gguf(ckpt, qkv_bias=False, default_rms_eps=1e-6, qk_norm=True)
     pattern = ckpt.arch_meta("attention.sliding_window_pattern")
     if isinstance(pattern, list):
@@ -103,5 +99,5 @@ def from_gguf(ckpt: GGUFCheckpoint) -> DecoderConfig:
         _global_layers(layers),
         ckpt.arch_meta("rope.freq_base_swa", LOCAL_THETA),
         _gguf_attn_scale(ckpt, cfg),
-        ckpt.arch_meta("final_logit_softcapping"),
+        (ckpt.arch_meta("final_logit_softcapping"), ckpt.arch_meta("attn_logit_softcapping")),
     )

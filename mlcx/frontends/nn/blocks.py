@@ -68,7 +68,7 @@ class PagedAttention(nn.Module):
         if self.q_scale != 1.0:
             q = q * self.q_scale
         pages = self.kv.append(pages, k, v, step.slots)
-        out = self.kv.attend(q, pages, step, decode, self.window)
+        out = self.kv.attend(q, pages, step, decode, self.window, self.cfg.attn_logit_softcap)
         return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:

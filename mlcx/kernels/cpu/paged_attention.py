@@ -39,6 +39,7 @@ class _Shape:
     geo: PageGeometry
     rows: int  # query rows sharing each key load (page_size * rows accumulator lanes)
     window: int = 0  # keys each query sees (sliding window); 0: all earlier keys
+    softcap: float = 0.0  # scores become softcap * tanh(score / softcap); 0: none
 
     @property
     def group(self) -> int:
@@ -78,7 +79,10 @@ def _scores(sh: _Shape, bufs, seq, head, row0, n, pages, scores) -> None:
             total = acc[r * chains, vec.ramp(0, ps)]
             for part in range(1, chains):
                 total = total + acc[r * chains + part, vec.ramp(0, ps)]
-            T.buffer_store(scores, total * scale, [r, vec.ramp(p * ps, ps)])
+            score = total * scale
+            if sh.softcap:
+                score = vec.softcap(score, sh.softcap, ps)
+            T.buffer_store(scores, score, [r, vec.ramp(p * ps, ps)])
 
 
 def _softmax(sh: _Shape, scores, r, visible, pages):
@@ -175,22 +179,33 @@ def _sequence(sh: _Shape, bufs, seq, head, part, scores) -> None:
 
 
 def paged_attention_cpu(
-    h_kv: int, h_q: int, d: int, dtype: str, page_size: int, act_dtype: str = "", window: int = 0
+    h_kv: int,
+    h_q: int,
+    d: int,
+    dtype: str,
+    page_size: int,
+    act_dtype: str = "",
+    window: int = 0,
+    softcap: float = 0.0,
 ) -> tirx.PrimFunc:
     """The kernel for one attention geometry; `window` > 0 makes it sliding-window attention
-    (each query sees its last `window` keys, itself included)."""
-    if window < 0:
-        raise ValueError(f"sliding window must be >= 0 (0: none), got {window}")
+    (each query sees its last `window` keys, itself included), `softcap` > 0 caps the scores
+    at +-softcap with tanh (Gemma 2's attention logit softcapping)."""
+    if window < 0 or softcap < 0:
+        raise ValueError(f"window and softcap must be >= 0 (0: none), got {window}, {softcap}")
     geo = PageGeometry(h_kv, d, page_size, dtype, act_dtype)
-    single = _Shape(h_q, geo, rows=1, window=window)  # one query row per sequence
-    blocked = _Shape(h_q, geo, rows=max(1, min(4, 64 // page_size)), window=window)
+    single = _Shape(h_q, geo, rows=1, window=window, softcap=softcap)  # one row per sequence
+    blocked = _Shape(h_q, geo, max(1, min(4, 64 // page_size)), window, softcap)
     with IRBuilder() as ib, T.prim_func():
-        T.func_name(f"paged_attention_cpu_w{window}" if window else "paged_attention_cpu")
+        # one exported symbol per variant a model uses (local and global layers)
+        variant = f"_w{window}" if window else ""
+        variant += f"_cap{softcap:g}".replace(".", "p") if softcap else ""
+        T.func_name("paged_attention_cpu" + variant)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         bufs = _params(blocked)
         with T.If(uses_decode(bufs["tokens"], bufs["batch"])):
             with T.Then():
-                decode_attention(DecodeShape(h_q, geo, window), bufs)
+                decode_attention(DecodeShape(h_q, geo, window, softcap), bufs)
             with T.Else():
                 _prefill(bufs, single, blocked)
     return ib.get()

@@ -30,6 +30,7 @@ class DecodeShape:
     h_q: int
     geo: PageGeometry
     window: int = 0  # keys the query sees (sliding window); 0: all
+    softcap: float = 0.0  # scores become softcap * tanh(score / softcap); 0: none
 
     @property
     def group(self) -> int:
@@ -77,7 +78,10 @@ def _page_scores(sh: DecodeShape, bufs, seq, kv_head, page, following, scores) -
         total = acc[h * chains, vec.ramp(0, ps)]
         for part in range(1, chains):
             total = total + acc[h * chains + part, vec.ramp(0, ps)]
-        T.buffer_store(scores, total * scale, [h, vec.ramp(0, ps)])
+        score = total * scale
+        if sh.softcap:
+            score = vec.softcap(score, sh.softcap, ps)
+        T.buffer_store(scores, score, [h, vec.ramp(0, ps)])
 
 
 def _page_update(sh: DecodeShape, bufs, kv_head, page, valid, scores, state, out) -> None:

@@ -105,8 +105,10 @@ def paged_attention_gpu(
     cfg: GpuConfig,
     splits: int = 1,
     window: int = 0,
+    softcap: float = 0.0,
 ) -> tirx.PrimFunc:
-    """The kernel for one geometry; `window` > 0: each row sees only its last `window` keys."""
+    """The kernel for one geometry; `window` > 0: each row sees only its last `window` keys;
+    `softcap` > 0: scores become softcap * tanh(score / softcap)."""
     share = cfg.share if cfg.subgroups else 1
     if d % share:
         raise ValueError(f"head dim {d} is not a multiple of the {share} lanes of a unit")
@@ -131,7 +133,7 @@ def paged_attention_gpu(
             row = _Row(bufs, batch, page_size, r, window)
             span = (z, _chunk(row.count, splits))
             o, m, denom = _attend(
-                bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span
+                bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span, softcap
             )
             with T.If(unclamped < count), T.Then():
                 if splits == 1:
@@ -141,7 +143,7 @@ def paged_attention_gpu(
     return ib.get()
 
 
-def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span):
+def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span, softcap):
     scale = tirx.const(1.0 / math.sqrt(d), "float32")
     q = T.alloc_buffer((group * per,), "float32", scope="local")
     o = T.alloc_buffer((group * per,), "float32", scope="local")
@@ -178,6 +180,9 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span)
         for h in range(group):
             dot = sum((q[h * per + e] * k[e] for e in range(1, per)), q[h * per] * k[0])
             score = allreduce(T.bind(dot), lane, share) if share > 1 else dot
+            if softcap:
+                cap = tirx.const(softcap, "float32")
+                score = T.tanh(score / cap) * cap
             score = T.bind(T.Select(valid, score, tirx.const(NEG, "float32")))
             new_m = T.bind(T.max(m[h], score))
             corr, p = T.bind(T.exp(m[h] - new_m)), T.bind(T.exp(score - new_m))
