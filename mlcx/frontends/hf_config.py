@@ -76,6 +76,7 @@ _SCALINGS = {
     "llama3": lambda reader, scaling: scaling,
     "linear": lambda reader, scaling: {"rope_type": "linear", "factor": float(scaling["factor"])},
     "longrope": HFConfigReader._longrope,
+    "su": HFConfigReader._longrope,  # Phi-3-128k's original configs name LongRoPE so
 }
 
 

@@ -113,3 +113,25 @@ def test_partial_rotary_factor_is_refused():
 
     with pytest.raises(UnsupportedModelError, match="partial_rotary_factor"):
         from_hf({"partial_rotary_factor": 0.75})
+
+
+def test_a_phi3_128k_style_config_parses():
+    """As Phi-3-mini-128k-instruct's config.json spells it: rope_scaling type "su"."""
+    from mlcx.frontends.phi3.config import from_hf
+
+    config = {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_hidden_layers": 2,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+        "max_position_embeddings": 131072,
+        "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0,
+        "sliding_window": 262144,
+        "rope_scaling": {"type": "su", "short_factor": [1.0] * 8, "long_factor": [2.0] * 8},
+    }
+    cfg = from_hf(config)
+    assert cfg.rope_scaling["rope_type"] == "longrope" and cfg.sliding_window == 0
+    expected = (1 + np.log(131072 / 4096) / np.log(4096)) ** 0.5
+    assert cfg.rope_scaling["attention_factor"] == pytest.approx(expected)
