@@ -61,9 +61,9 @@ class DecoderConfig:
             raise ValueError(f"model config: head_dim must be even for RoPE, got {self.head_dim}")
         if not self.rms_norm_eps > 0 or not self.rope_theta > 0:
             raise ValueError("model config: rms_norm_eps and rope_theta must be positive")
-        self._check_window()
+        self._check_layer_options()
 
-    def _check_window(self) -> None:
+    def _check_layer_options(self) -> None:
         # JSON gives a list back; the config stays hashable and comparable as a tuple
         object.__setattr__(self, "full_attention_layers", tuple(self.full_attention_layers))
         if not isinstance(self.sliding_window, int) or self.sliding_window < 0:

@@ -67,3 +67,19 @@ def test_window_must_be_positive():
     m.add_sequence("a", [1, 2])
     with pytest.raises(ValueError, match="window"):
         m.release_outside_window("a", 0)
+
+
+def test_the_scheduler_releases_pages_behind_every_layers_window():
+    """A long generation in 3 blocks: without release it would need 5 and be preempted."""
+    from mlcx.runtime.scheduler import Scheduler
+
+    kv = KVCacheManager(3, PAGE, enable_prefix_caching=True)
+    sched = Scheduler(kv, max_running=1, token_budget=32, kv_window=WINDOW)
+    seq = sched.add_request("a", list(range(10)), max_new_tokens=8)
+    while sched.running or sched.waiting:
+        out = sched.schedule()
+        assert not out.preempted
+        sched.update_from_output(out, [7] * len(out.samples))
+        if seq.seq_id in kv:
+            assert RELEASED in kv.page_table(seq.seq_id)
+    assert seq.output_ids == [7] * 8 and kv.pool.num_used == 0
