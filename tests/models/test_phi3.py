@@ -24,6 +24,7 @@ from mlcx.frontends.source import load_source
 from tests.support.gguf_vs_hf import (
     TOL,
     assert_matches_transformers,
+    assert_quantized_file_matches,
     assert_same_config_and_weights,
     compile_both,
 )
@@ -135,3 +136,12 @@ def test_a_phi3_128k_style_config_parses():
     assert cfg.rope_scaling["rope_type"] == "longrope" and cfg.sliding_window == 0
     expected = (1 + np.log(131072 / 4096) / np.log(4096)) ** 0.5
     assert cfg.rope_scaling["attention_factor"] == pytest.approx(expected)
+
+
+def test_block_quantized_file_matches_transformers_gguf_loader(case, tmp_path):
+    """The fused ffn_up (gate and up rows) as Q4_1 blocks and the rest block-quantized, kept
+    by mlcx, dequantized by transformers; compiled for the pretraining context (short factors).
+    transformers' GGUF config mapping reads no LongRoPE or window: they are given, with a pad
+    id inside the tiny vocabulary."""
+    options = {"context_window": ORIGINAL}
+    assert_quantized_file_matches(case[0], tmp_path, options, pad_token_id=1, **SPEC.extra)
