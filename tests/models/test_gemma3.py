@@ -24,6 +24,7 @@ from mlcx.frontends.source import load_source
 from tests.support.gguf_vs_hf import (
     TOL,
     assert_matches_transformers,
+    assert_quantized_file_matches,
     assert_same_config_and_weights,
     compile_both,
 )
@@ -124,3 +125,16 @@ def test_unsupported_layer_kinds_are_refused(case):
     config = json.loads((case[0] / "config.json").read_text())
     with pytest.raises(UnsupportedModelError, match="layer_types"):
         from_hf({**config, "layer_types": ["sliding_attention", "chunked_attention"]})
+
+
+def test_block_quantized_file_matches_transformers_gguf_loader(case, tmp_path):
+    """Q4_0/Q4_1/Q8_0 blocks kept by mlcx, dequantized by transformers (which takes the 1 off
+    the stored norm weights again). transformers' GGUF config mapping drops the layer layout,
+    RoPE bases and score scale: they are given. The float linear kernels, as the default int16
+    ones round activations by about 1e-4 of these larger Gemma logits."""
+    from mlcx.kernels.cpu.kernel_config import LinearKernels
+    from mlcx.targets.base import BuildOptions
+
+    options = {"options": BuildOptions(linear_kernels=LinearKernels.FLOAT)}
+    extra = {**SPEC.extra, "rope_parameters": ROPE}
+    assert_quantized_file_matches(case[0], tmp_path, options, **extra)
