@@ -111,7 +111,8 @@ def export_model(req: CompileRequest) -> ExportedModel:
     layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype)
     gpu = gpu_config(tvm_target, options.subgroups)
     kv_ops = PagedKVOps(layout, target.kernel_kind, tvm_target, gpu)
-    model = source.arch.build(cfg, formats, kv_ops)
+    # the model is built for the compiled context (LongRoPE picks its factors by it)
+    model = source.arch.build(replace(cfg, context_window=context_window), formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())
     return ExportedModel(
         source, target, quant, formats, tvm_target, mod, params, kv_dtype, context_window, options

@@ -26,6 +26,17 @@ class DecoderConfig:
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
     qk_norm: bool = False  # RMSNorm over each q and k head before RoPE (Qwen3)
+    # keys each query of a windowed layer sees, itself included (0: no window); every layer is
+    # windowed except those in full_attention_layers
+    sliding_window: int = 0
+    full_attention_layers: tuple[int, ...] = ()
+    # RoPE base of the windowed layers of a mixed local/global model (Gemma 3); 0: rope_theta
+    local_rope_theta: float = 0.0
+    hidden_act: str = "silu"  # of the gated MLP: silu (SwiGLU) or gelu_tanh (GeGLU)
+    embed_scale: float = 1.0  # embeddings are multiplied by it (Gemma: sqrt(hidden_size))
+    attn_scale: float = 0.0  # scores = q.k * attn_scale; 0: 1 / sqrt(head_dim)
+    final_logit_softcap: float = 0.0  # logits = cap * tanh(logits / cap); 0: none
+    attn_logit_softcap: float = 0.0  # attention scores, likewise (after the scale); 0: none
 
     def __post_init__(self) -> None:
         for name in (
@@ -50,6 +61,43 @@ class DecoderConfig:
             raise ValueError(f"model config: head_dim must be even for RoPE, got {self.head_dim}")
         if not self.rms_norm_eps > 0 or not self.rope_theta > 0:
             raise ValueError("model config: rms_norm_eps and rope_theta must be positive")
+        self._check_layer_options()
+
+    def _check_layer_options(self) -> None:
+        # JSON gives a list back; the config stays hashable and comparable as a tuple
+        object.__setattr__(self, "full_attention_layers", tuple(self.full_attention_layers))
+        if not isinstance(self.sliding_window, int) or self.sliding_window < 0:
+            raise ValueError(
+                f"model config: sliding_window must be a non-negative integer (0: none), "
+                f"got {self.sliding_window!r}"
+            )
+        if self.hidden_act not in ("silu", "gelu_tanh"):
+            raise ValueError(
+                f"model config: hidden_act {self.hidden_act!r} is not silu or gelu_tanh"
+            )
+        caps = (self.final_logit_softcap, self.attn_logit_softcap)
+        if self.embed_scale <= 0 or self.attn_scale < 0 or min(caps) < 0:
+            raise ValueError("model config: embed_scale, attn_scale and softcaps must be positive")
+        bad = [i for i in self.full_attention_layers if not 0 <= i < self.num_layers]
+        if bad:
+            raise ValueError(f"model config: full-attention layers {bad} are not layers")
+
+    def layer_rope(self, layer: int) -> tuple[float, dict[str, Any]]:
+        """(theta, scaling) of `layer`'s RoPE: local layers of a mixed model have their own
+        base and no scaling."""
+        if self.local_rope_theta and layer not in self.full_attention_layers:
+            return self.local_rope_theta, {}
+        return self.rope_theta, self.rope_scaling
+
+    def layer_window(self, layer: int) -> int:
+        """The sliding window of `layer`'s attention; 0 where it sees every earlier key."""
+        return 0 if layer in self.full_attention_layers else self.sliding_window
+
+    @property
+    def kv_window(self) -> int:
+        """The window every layer shares, so KV pages before it may be released; 0 where
+        some layer attends to every key (mixed local/global models keep all pages)."""
+        return 0 if self.full_attention_layers else self.sliding_window
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from mlcx.errors import UnsupportedModelError
+from mlcx.kernels.rope import longrope_attention_factor
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +41,43 @@ class HFConfigReader:
             scaling["rope_type"] = scaling.pop("type")
         scaling.pop("rope_theta", None)
         kind = scaling.get("rope_type", "default")
-        if kind == "default":
-            return float(theta), {}
-        if kind != "llama3":
+        if kind not in _SCALINGS:
             raise UnsupportedModelError(
-                f"{self.arch}: RoPE scaling {kind!r} is not supported (supported: default, llama3)"
+                f"{self.arch}: RoPE scaling {kind!r} is not supported "
+                f"(supported: {', '.join(_SCALINGS)})"
             )
-        return float(theta), scaling
+        return float(theta), _SCALINGS[kind](self, scaling)
+
+    def _longrope(self, scaling: dict[str, Any]) -> dict[str, Any]:
+        """Both factor lists and the cos/sin scale; rope_for_context picks the factors."""
+        original = scaling.get("original_max_position_embeddings") or self.get(
+            "original_max_position_embeddings", required=True
+        )
+        for name in ("short_factor", "long_factor"):
+            if not isinstance(scaling.get(name), list):
+                raise UnsupportedModelError(f"{self.arch}: longrope scaling lacks {name!r}")
+        factor = scaling.get("factor") or self.get("max_position_embeddings", required=True) / int(
+            original
+        )
+        attention = scaling.get("attention_factor")
+        return {
+            "rope_type": "longrope",
+            "short_factor": [float(f) for f in scaling["short_factor"]],
+            "long_factor": [float(f) for f in scaling["long_factor"]],
+            "original_max_position_embeddings": int(original),
+            "attention_factor": float(
+                attention or longrope_attention_factor(float(factor), int(original))
+            ),
+        }
+
+
+_SCALINGS = {
+    "default": lambda reader, scaling: {},
+    "llama3": lambda reader, scaling: scaling,
+    "linear": lambda reader, scaling: {"rope_type": "linear", "factor": float(scaling["factor"])},
+    "longrope": HFConfigReader._longrope,
+    "su": HFConfigReader._longrope,  # Phi-3-128k's original configs name LongRoPE so
+}
 
 
 def hf_architecture(config: dict[str, Any]) -> str:

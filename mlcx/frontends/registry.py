@@ -11,12 +11,17 @@ from tvm.relax.frontend import nn
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends import llama_family
 from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.gemma3 import config as gemma3_config
+from mlcx.frontends.gemma3 import model as gemma3_model
+from mlcx.frontends.gemma3 import weights as gemma3_weights
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.llama import config as llama_config
 from mlcx.frontends.llama import model as llama_model
 from mlcx.frontends.llama import weights as llama_weights
 from mlcx.frontends.mistral import config as mistral_config
 from mlcx.frontends.nn.blocks import Formats
+from mlcx.frontends.phi3 import config as phi3_config
+from mlcx.frontends.phi3 import weights as phi3_weights
 from mlcx.frontends.qwen2 import config as qwen2_config
 from mlcx.frontends.qwen2 import weights as qwen2_weights
 from mlcx.frontends.qwen3 import config as qwen3_config
@@ -76,6 +81,26 @@ ARCHITECTURES: dict[str, Architecture] = {
             "qwen3",
             qwen3_config.from_gguf,
             qwen3_weights.gguf_weights,
+        ),
+        Architecture(
+            "phi3",
+            ("Phi3ForCausalLM", "phi3"),
+            phi3_config.from_hf,
+            llama_model.build,
+            phi3_weights.hf_weights,
+            "phi3",
+            phi3_config.from_gguf,
+            phi3_weights.gguf_weights,
+        ),
+        Architecture(
+            "gemma3",
+            ("Gemma3ForCausalLM", "gemma3_text", "gemma3"),
+            gemma3_config.from_hf,
+            gemma3_model.build,
+            gemma3_weights.hf_weights,
+            "gemma3",
+            gemma3_config.from_gguf,
+            gemma3_weights.gguf_weights,
         ),
     ]
 }

@@ -92,23 +92,29 @@ class PagedKVOps:
             lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, gpu=self.kind == "gpu"
         )
 
-    @cached_property
-    def _cpu_attend(self) -> tirx.PrimFunc:
+    @functools.cache  # noqa: B019 (one PagedKVOps per model)
+    def _cpu_attend(self, window: int, softcap: float) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_kv_heads, lay.num_q_heads, lay.head_dim)
-        return attention_cpu.paged_attention_cpu(*heads, lay.cache_dtype, lay.page_size, lay.dtype)
-
-    @cached_property
-    def _gpu_attend(self) -> tirx.PrimFunc:
-        lay = self.layout
-        heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        return _private(paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu))
+        return attention_cpu.paged_attention_cpu(
+            *heads, lay.cache_dtype, lay.page_size, lay.dtype, window, softcap
+        )
 
     @functools.cache  # noqa: B019 (one PagedKVOps per model)
-    def _gpu_split(self, splits: int) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
+    def _gpu_attend(self, window: int, softcap: float) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        split = paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, splits)
+        func = paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, 1, window, softcap)
+        return _private(func)
+
+    @functools.cache  # noqa: B019 (one PagedKVOps per model)
+    def _gpu_split(
+        self, splits: int, window: int, softcap: float
+    ) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
+        lay = self.layout
+        heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
+        geometry = (lay.page_size, lay.dtype, self.gpu, splits, window, softcap)
+        split = paged_attention_gpu(*heads, *geometry)
         merge = merge_attention_gpu(lay.num_q_heads, lay.head_dim, lay.dtype, splits)
         return _private(split), _private(merge)
 
@@ -120,22 +126,34 @@ class PagedKVOps:
         out = nn.Tensor.placeholder(pages.shape, pages.dtype)
         return op.tensor_ir_inplace_op(self._copy, "copy_pages", [pages, pairs], [0], out)
 
-    def attend(self, q: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool) -> nn.Tensor:
-        """q [tokens, h_q, d] -> attention output [tokens, h_q, d]."""
+    def attend(
+        self,
+        q: nn.Tensor,
+        pages: nn.Tensor,
+        step: StepTensors,
+        decode: bool,
+        window: int = 0,
+        softcap: float = 0.0,
+    ) -> nn.Tensor:
+        """q [tokens, h_q, d] -> attention output [tokens, h_q, d]; with `window` > 0 each
+        query sees only its last `window` keys (sliding-window attention); with `softcap` > 0
+        scores are capped by softcap * tanh(score / softcap)."""
         out = nn.Tensor.placeholder(q.shape, q.dtype)
         tables = [step.page_indptr, step.page_values, step.last_page_len]
         if self.kind == "cpu":
             args = [q, step.q_indptr, pages, *tables]
-            return op.tensor_ir_op(self._cpu_attend, "attention", args, out)
+            return op.tensor_ir_op(self._cpu_attend(window, softcap), "attention", args, out)
         args = [q, step.q_indptr, pages, *tables]
         splits = self.gpu.decode_splits if decode else self.gpu.prefill_splits
         if splits > 1:
-            return self._split_attend(q, args, out, splits)
-        return op.tensor_ir_op(self._gpu_attend, "attention", args, out)
+            return self._split_attend(q, args, out, splits, (window, softcap))
+        return op.tensor_ir_op(self._gpu_attend(window, softcap), "attention", args, out)
 
-    def _split_attend(self, q: nn.Tensor, args: list, out: nn.Tensor, s: int) -> nn.Tensor:
+    def _split_attend(
+        self, q: nn.Tensor, args: list, out: nn.Tensor, s: int, options: tuple[int, float]
+    ) -> nn.Tensor:
         """Chunks of every row's keys in parallel (split-K), then their merge."""
-        split, merge = self._gpu_split(s)
+        split, merge = self._gpu_split(s, *options)
         partial = nn.Tensor.placeholder([s, *q.shape], "float32")
         stats = nn.Tensor.placeholder([s, q.shape[0], q.shape[1], 2], "float32")
         partial, stats = op.tensor_ir_op(split, "attention_split", args, [partial, stats])

@@ -61,7 +61,8 @@ class Engine:
         self.runner = runner or create_runner(self.artifact, self.num_blocks, config.device)
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
         chunk = config.prefill_chunk or art.prefill_chunk
-        self.scheduler = Scheduler(self.kv, config.max_running, max(chunk, config.max_running))
+        budget = max(chunk, config.max_running)
+        self.scheduler = Scheduler(self.kv, config.max_running, budget, art.model.kv_window)
         self.outputs = OutputProcessor(self.tokenizer)
         self.constraints = ConstraintCompiler(self.tokenizer)
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()

@@ -72,10 +72,11 @@ class SchedulerStats:
 
 
 class Scheduler:
-    def __init__(self, kv: KVCacheManager, max_running: int, token_budget: int):
+    def __init__(self, kv: KVCacheManager, max_running: int, token_budget: int, kv_window: int = 0):
         if max_running < 1 or token_budget < 1:
             raise ValueError("max_running and token_budget must be positive")
         self.kv = kv
+        self.kv_window = kv_window  # every layer's sliding window: older pages are released
         self.max_running = max_running
         self.token_budget = token_budget
         self.requests: dict[str, Request] = {}  # unfinished requests
@@ -162,6 +163,8 @@ class Scheduler:
             raise ValueError(f"{len(sampled)} sampled tokens for {len(out.samples)} samples")
         for item in out.scheduled:
             self.kv.commit(item.seq.seq_id, item.seq.token_ids)
+            if self.kv_window:
+                self.kv.release_outside_window(item.seq.seq_id, self.kv_window)
             item.seq.num_computed += item.num_new
             self.stats.computed_tokens += item.num_new
         seqs = [seq for item in out.scheduled for seq in self._sampling(item)]

@@ -41,7 +41,7 @@ def _tables(lengths: list[int], new: list[int], rng):
     )
 
 
-def _reference(q, pages, lengths, new, page_values, page_indptr):
+def _reference(q, pages, lengths, new, page_values, page_indptr, window=0, softcap=0.0):
     out, row = np.zeros_like(q, dtype=np.float64), 0
     group = H_Q // H_KV
     for b, (n, m) in enumerate(zip(lengths, new, strict=True)):
@@ -50,10 +50,12 @@ def _reference(q, pages, lengths, new, page_values, page_indptr):
         v = pages[ids, 1].transpose(1, 0, 2, 3).reshape(H_KV, -1, D)[:, :n].astype(np.float64)
         for i in range(m):
             limit = n - m + i + 1
+            start = max(0, limit - window) if window else 0
             for h in range(H_Q):
-                s = k[h // group, :limit] @ q[row, h] / np.sqrt(D)
+                s = k[h // group, start:limit] @ q[row, h] / np.sqrt(D)
+                s = softcap * np.tanh(s / softcap) if softcap else s
                 p = np.exp(s - s.max())
-                out[row, h] = p @ v[h // group, :limit] / p.sum()
+                out[row, h] = p @ v[h // group, start:limit] / p.sum()
             row += 1
     return out
 
@@ -109,3 +111,37 @@ def test_the_key_loop_has_no_short_circuit_branches(splits):
     func = paged_attention_gpu(9, 3, 64, 16, "float32", GpuConfig(), splits)
     for name, wgsl in wgsl_sources(func).items():
         assert "&&" not in wgsl, name
+
+
+WINDOW = 6
+
+
+@pytest.mark.parametrize("splits, softcap", [(1, 0.0), (3, 0.0), (1, 1.5), (3, 1.5)])
+@pytest.mark.parametrize("case", ["chunked-ragged", "decode"])
+def test_sliding_window_matches_numpy(adapter, case, splits, softcap):
+    """Each row sees its last WINDOW keys; pages wholly before every row's window hold NaN (as
+    released pages may hold anything), so reading one would show. With `softcap`, scores are
+    also capped by softcap * tanh(score / softcap)."""
+    lengths, new = CASES[case]
+    rng = np.random.default_rng(11)
+    q_indptr, page_indptr, page_values, last = _tables(lengths, new, rng)
+    tokens = sum(new)
+    q = rng.standard_normal((tokens, H_Q, D)).astype(np.float32)
+    pages = rng.standard_normal((PAGES, 2, H_KV, PAGE, D)).astype(np.float32)
+    for b, (n, m) in enumerate(zip(lengths, new, strict=True)):
+        first_needed = max(0, n - m + 1 - WINDOW)
+        pages[page_values[page_indptr[b] : page_indptr[b] + first_needed // PAGE]] = np.nan
+    func = paged_attention_gpu(H_Q, H_KV, D, PAGE, "float32", GpuConfig(), splits, WINDOW, softcap)
+    if splits == 1:
+        got = run_prim_func(func, [q, q_indptr, pages, page_indptr, page_values, last, q * 0])
+        got = got[-1]
+    else:
+        partial = np.zeros((splits, tokens, H_Q, D), np.float32)
+        stats = np.zeros((splits, tokens, H_Q, 2), np.float32)
+        arrays = [q, q_indptr, pages, page_indptr, page_values, last, partial, stats]
+        *_, partial, stats = run_prim_func(func, arrays)
+        merge = merge_attention_gpu(H_Q, D, "float32", splits)
+        got = run_prim_func(merge, [partial, stats, q * 0])[-1]
+    want = _reference(q, pages, lengths, new, page_values, page_indptr, WINDOW, softcap)
+    assert np.isfinite(want).all()
+    np.testing.assert_allclose(got, want, atol=2e-5)

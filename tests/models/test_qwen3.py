@@ -62,9 +62,9 @@ def test_logits_and_greedy_tokens_match_transformers(case, source):
 
 def test_unsupported_architectures_list_qwen3():
     with pytest.raises(UnsupportedModelError, match=r"Qwen3ForCausalLM"):
-        registry.for_hf("Gemma3ForCausalLM")
+        registry.for_hf("FalconForCausalLM")
     with pytest.raises(UnsupportedModelError, match=r"llama, qwen2, qwen3"):
-        registry.for_gguf("gemma3")
+        registry.for_gguf("falcon")
 
 
 def test_attention_bias_is_refused():

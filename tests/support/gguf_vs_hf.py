@@ -22,11 +22,14 @@ GREEDY = 32
 F32 = {"weight": GT.F32}
 
 
-def compile_both(folder: Path, root: Path) -> tuple[Path, Path, Path]:
-    """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact)."""
+def compile_both(folder: Path, root: Path, **request) -> tuple[Path, Path, Path]:
+    """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact);
+    `request`: further CompileRequest fields for both."""
     path = write_tiny_gguf(folder, root / "tiny.gguf", F32)
     gguf_art, hf_art = (
-        compile_model(CompileRequest(model=str(model), output=root / name, quantization=quant))
+        compile_model(
+            CompileRequest(model=str(model), output=root / name, quantization=quant, **request)
+        )
         for model, name, quant in ((path, "gguf-art", None), (folder, "hf-art", "q0f32"))
     )
     return path, gguf_art, hf_art
@@ -75,14 +78,19 @@ def assert_matches_transformers(folder: Path, artifact: Path) -> None:
     assert tokens == want_tokens
 
 
-def assert_quantized_file_matches(folder: Path, tmp_path: Path, **hf_kwargs) -> None:
+def assert_quantized_file_matches(
+    folder: Path, tmp_path: Path, compile_options: dict | None = None, **hf_kwargs
+) -> None:
     """Q4_0/Q4_1/Q8_0 tensors as in a downloaded file: mlcx keeps the blocks, transformers
-    dequantizes the same file with the `gguf` package; both then compute in fp32."""
+    dequantizes the same file with the `gguf` package; both then compute in fp32.
+    `compile_options`: further CompileRequest fields; `hf_kwargs`: config values transformers'
+    GGUF loader does not read."""
     import torch
     from transformers import AutoModelForCausalLM
 
     path = write_tiny_gguf(folder, tmp_path / "q.gguf")
-    artifact = compile_model(CompileRequest(model=str(path), output=tmp_path / "art"))
+    request = CompileRequest(model=str(path), output=tmp_path / "art", **(compile_options or {}))
+    artifact = compile_model(request)
     reference = AutoModelForCausalLM.from_pretrained(
         tmp_path, gguf_file=path.name, dtype=torch.float32, **hf_kwargs
     ).eval()

@@ -12,9 +12,11 @@ from mlcx.runtime.kv import KVCacheManager
 
 
 class Harness:
-    def __init__(self, artifact_dir, num_blocks: int = 64, runner=None):
+    def __init__(self, artifact_dir, num_blocks: int = 64, runner=None, release: bool = False):
         self.artifact = Artifact(artifact_dir)
         page = self.artifact.config.page_size
+        # release pages outside the model's sliding window after each step, as the engine does
+        self.window = self.artifact.config.model.kv_window if release else 0
         self.runner = runner or create_runner(self.artifact, num_blocks)
         self.kv = KVCacheManager(num_blocks, page, enable_prefix_caching=False)
         self.tokens: dict[int, list[int]] = {}  # each sequence's tokens, as the scheduler keeps
@@ -38,8 +40,7 @@ class Harness:
             np.array(ids, np.int32), tables, copies, logit_rows=np.array(rows, np.int32)
         )
         logits = self.runner.forward(batch)
-        for seq in feeds:
-            self.kv.commit(seq, self.tokens[seq])
+        self._commit(feeds)
         out, pos = {}, 0
         for seq, tokens in feeds.items():
             n = len(tokens) if all_rows else 1
@@ -56,9 +57,14 @@ class Harness:
             ids.append(token)
         tables = self.kv.build_arrays([(seq, 1) for seq in feeds])
         logits = self.runner.forward(ForwardBatch(np.array(ids, np.int32), tables, copies))
+        self._commit(feeds)
+        return {seq: logits[i] for i, seq in enumerate(feeds)}
+
+    def _commit(self, feeds) -> None:
         for seq in feeds:
             self.kv.commit(seq, self.tokens[seq])
-        return {seq: logits[i] for i, seq in enumerate(feeds)}
+            if self.window:
+                self.kv.release_outside_window(seq, self.window)
 
     def fork(self, parent: int, child: int) -> None:
         self.kv.fork(parent, child)

@@ -1,6 +1,7 @@
-"""Write a tiny HF Llama, Qwen2 or Qwen3 as a llama.cpp-style GGUF file (block-quantized
+"""Write a tiny HF Llama, Qwen2, Qwen3 or Phi-3 as a llama.cpp-style GGUF file (block-quantized
 tensors; for Llama, q/k rows permuted the way llama.cpp's converter does, which it does not for
-Qwen2/Qwen3), so the GGUF path can be checked against HF transformers."""
+the others; Phi-3's LongRoPE factors as rope_factors_{short,long} tensors), so the GGUF path can
+be checked against HF transformers."""
 
 from __future__ import annotations
 
@@ -40,9 +41,26 @@ HF_TO_GGUF = {
     "self_attn.v_proj.bias": "attn_v.bias",
     "self_attn.q_norm.weight": "attn_q_norm.weight",
     "self_attn.k_norm.weight": "attn_k_norm.weight",
+    "self_attn.qkv_proj.weight": "attn_qkv.weight",  # phi3: fused, kept as is
+    "mlp.gate_up_proj.weight": "ffn_up.weight",
 }
 # the pre-tokenizer name written for each architecture (llama.cpp's converter writes qwen2's)
-PRE_TOKENIZER = {"llama": "default", "qwen2": "qwen2", "qwen3": "qwen2"}
+PRE_TOKENIZER = {
+    "llama": "default",
+    "qwen2": "qwen2",
+    "qwen3": "qwen2",
+    "phi3": "default",
+    "gemma3_text": "default",
+}
+# llama.cpp's names where an architecture's differ from Llama's
+ARCH_NAMES = {
+    "gemma3_text": {
+        "post_attention_layernorm.weight": "post_attention_norm.weight",
+        "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+        "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+    }
+}
+GGUF_ARCH = {"gemma3_text": "gemma3"}
 
 
 def _llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
@@ -56,7 +74,7 @@ def _explicit_head_dim(cfg) -> int | None:
     return head_dim if head_dim != cfg.hidden_size // cfg.num_attention_heads else None
 
 
-def _gguf_name(hf_name: str) -> str:
+def _gguf_name(hf_name: str, arch: str) -> str:
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
     if hf_name == "model.norm.weight":
@@ -64,7 +82,7 @@ def _gguf_name(hf_name: str) -> str:
     if hf_name == "lm_head.weight":
         return "output.weight"
     _, _, layer, rest = hf_name.split(".", 3)
-    return f"blk.{layer}.{HF_TO_GGUF[rest]}"
+    return f"blk.{layer}.{ARCH_NAMES.get(arch, {}).get(rest) or HF_TO_GGUF[rest]}"
 
 
 def _add_tensor(writer, name: str, data: np.ndarray, types: dict) -> None:
@@ -96,6 +114,45 @@ def _tokenizer(writer, folder: Path, pre: str) -> None:
     )
 
 
+def _phi3_extras(writer, cfg) -> None:
+    """llama.cpp's converter: the pretraining length and cos/sin scale as metadata, the LongRoPE
+    factors as f32 tensors."""
+    if cfg.sliding_window:
+        writer.add_sliding_window(cfg.sliding_window)
+    params = cfg.rope_parameters
+    if params.get("rope_type") != "longrope":
+        return
+    original = cfg.original_max_position_embeddings
+    writer.add_rope_scaling_orig_ctx_len(original)
+    factor = cfg.max_position_embeddings / original
+    writer.add_rope_scaling_attn_factors(
+        float(params.get("attention_factor") or np.sqrt(1 + np.log(factor) / np.log(original)))
+    )
+    for kind in ("long", "short"):
+        writer.add_tensor(f"rope_factors_{kind}.weight", np.array(params[f"{kind}_factor"], "f4"))
+
+
+def _gemma3_extras(writer, cfg) -> None:
+    writer.add_sliding_window(cfg.sliding_window)
+    writer.add_sliding_window_pattern([kind == "sliding_attention" for kind in cfg.layer_types])
+    writer.add_rope_freq_base_swa(float(cfg.rope_parameters["sliding_attention"]["rope_theta"]))
+    if cfg.final_logit_softcapping:
+        writer.add_final_logit_softcapping(cfg.final_logit_softcapping)
+
+
+def _rope_theta(cfg) -> float:
+    params = cfg.rope_parameters
+    return float(params.get("full_attention", params)["rope_theta"])
+
+
+def _converted(arch: str, name: str, data: np.ndarray) -> np.ndarray:
+    """llama.cpp's converter stores Gemma's RMSNorm weights as 1 + w."""
+    return data + 1 if arch == "gemma3_text" and name.endswith("norm.weight") else data
+
+
+EXTRAS = {"phi3": _phi3_extras, "gemma3_text": _gemma3_extras}
+
+
 def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Path:
     import torch
     from transformers import AutoModelForCausalLM
@@ -109,14 +166,16 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
         heads=cfg.num_attention_heads,
         kv_heads=cfg.num_key_value_heads,
         vocab=cfg.vocab_size,
-        rope_theta=float(cfg.rope_parameters["rope_theta"]),
+        rope_theta=_rope_theta(cfg),
         context=cfg.max_position_embeddings,
         rms_eps=cfg.rms_norm_eps,
         key_length=_explicit_head_dim(cfg),
     )
     arch = cfg.model_type
-    writer = llama_writer(shape, out, arch)
+    writer = llama_writer(shape, out, GGUF_ARCH.get(arch, arch))
     _tokenizer(writer, folder, PRE_TOKENIZER[arch])
+    if arch in EXTRAS:
+        EXTRAS[arch](writer, cfg)
     permuted = arch == "llama"
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
@@ -126,7 +185,7 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
             data = _llama_cpp_permute(data, cfg.num_attention_heads)
         elif permuted and name.endswith("k_proj.weight"):
             data = _llama_cpp_permute(data, cfg.num_key_value_heads)
-        _add_tensor(writer, _gguf_name(name), data, types)
+        _add_tensor(writer, _gguf_name(name, arch), _converted(arch, name, data), types)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -29,7 +29,7 @@ CHATML = (
 
 @dataclass(frozen=True)
 class TinySpec:
-    arch: str = "llama"  # llama | mistral | qwen2 | qwen3
+    arch: str = "llama"  # llama | mistral | qwen2 | qwen3 | phi3 | gemma3
     hidden: int = 64
     heads: int = 4
     kv_heads: int = 2
@@ -70,6 +70,8 @@ def _hf_config(spec: TinySpec, vocab: int):
         "mistral": "MistralConfig",
         "qwen2": "Qwen2Config",
         "qwen3": "Qwen3Config",
+        "phi3": "Phi3Config",
+        "gemma3": "Gemma3TextConfig",
     }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(
@@ -85,8 +87,10 @@ def _hf_config(spec: TinySpec, vocab: int):
         eos_token_id=2,
         **spec.extra,
     )
-    if spec.arch == "mistral":
+    if spec.arch in ("mistral", "phi3"):
         kwargs.setdefault("sliding_window", None)
+    if spec.arch == "phi3":
+        kwargs.setdefault("pad_token_id", 1)  # Phi3Config's default 32000 is past the vocab
     return cls(**kwargs)
 
 
@@ -149,4 +153,9 @@ def _qwen3_norms(attn, gen) -> None:
 
 
 def sharpen_qwen3(src: Path, dst: Path, seed: int) -> Path:
+    return sharpened(src, dst, seed, _qwen3_norms)
+
+
+def sharpen_gemma3(src: Path, dst: Path, seed: int) -> Path:
+    """Gemma's q/k norms scale by 1 + w: the same draws make them peaked and uneven."""
     return sharpened(src, dst, seed, _qwen3_norms)

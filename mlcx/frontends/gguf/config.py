@@ -23,18 +23,21 @@ def _need(ckpt: GGUFCheckpoint, key: str) -> Any:
     return value
 
 
-def _refuse_rope_scaling(ckpt: GGUFCheckpoint) -> None:
+def _rope_scaling(ckpt: GGUFCheckpoint) -> dict[str, Any]:
     if "rope_freqs.weight" in ckpt.names():
         raise UnsupportedModelError(
             f"{ckpt.path} carries per-dimension RoPE factors (rope_freqs), which mlcx does not "
             "read from GGUF yet; compile the Hugging Face folder of this model instead"
         )
     scaling = ckpt.arch_meta("rope.scaling.type")
+    if scaling == "linear":
+        return {"rope_type": "linear", "factor": float(_need(ckpt, "rope.scaling.factor"))}
     if scaling not in (None, "none"):
         raise UnsupportedModelError(
             f"{ckpt.path} uses RoPE scaling {scaling!r}, which mlcx does not read from GGUF "
-            "(supported: none); compile the Hugging Face folder of this model instead"
+            "(supported: none, linear); compile the Hugging Face folder of this model instead"
         )
+    return {}
 
 
 def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
@@ -52,7 +55,7 @@ def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
 def decoder_config_from_gguf(
     ckpt: GGUFCheckpoint, qkv_bias: bool, default_rms_eps: float, qk_norm: bool = False
 ) -> DecoderConfig:
-    _refuse_rope_scaling(ckpt)
+    scaling = _rope_scaling(ckpt)
     hidden = int(_need(ckpt, "embedding_length"))
     heads = int(_need(ckpt, "attention.head_count"))
     tokens = ckpt.meta("tokenizer.ggml.tokens") or []
@@ -67,6 +70,7 @@ def decoder_config_from_gguf(
         context_window=int(_need(ckpt, "context_length")),
         rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),
         rope_theta=float(ckpt.arch_meta("rope.freq_base", 10000.0)),
+        rope_scaling=scaling,
         tie_word_embeddings="output.weight" not in ckpt.names(),
         qkv_bias=qkv_bias,
         qk_norm=qk_norm,

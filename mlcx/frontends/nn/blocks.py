@@ -1,8 +1,9 @@
-"""Transformer blocks shared by the Llama-family architectures (pre-norm, RoPE, SwiGLU)."""
+"""Transformer blocks shared by the decoder architectures (pre-norm, RoPE attention, gated MLP)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
@@ -10,10 +11,16 @@ from tvm.relax.frontend.nn import op
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
-from mlcx.kernels.rope import rope_te
+from mlcx.kernels.rope import rope_for_context, rope_te
 from mlcx.quantization.formats import WeightFormat
 
 Formats = Mapping[str, WeightFormat]
+
+# the gated MLP's activation on the gate half, by DecoderConfig.hidden_act
+ACTIVATIONS: dict[str, Callable[[nn.Tensor], nn.Tensor]] = {
+    "silu": op.silu,
+    "gelu_tanh": lambda x: op.gelu(x, approximate="tanh"),
+}
 
 
 def _head_norm(cfg: DecoderConfig, dtype: str) -> nn.RMSNorm | None:
@@ -24,13 +31,21 @@ def _head_norm(cfg: DecoderConfig, dtype: str) -> nn.RMSNorm | None:
 
 
 class PagedAttention(nn.Module):
-    """Fused qkv projection, per-head q/k RMSNorm where the model has it, RoPE by position,
-    KV append into pages, paged attention, o_proj."""
+    """Fused qkv projection, per-head q/k RMSNorm where the model has it, RoPE by position
+    (layer `index`'s base and scaling), KV append into pages, paged attention (layer `index`'s
+    sliding window), o_proj."""
 
-    def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps):
+    def __init__(
+        self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps, index: int
+    ):
         dtype = kv.layout.dtype
         self.cfg = cfg
         self.kv = kv
+        self.window = cfg.layer_window(index)
+        theta, scaling = cfg.layer_rope(index)
+        self.rope = (theta, rope_for_context(dict(scaling), cfg.context_window))
+        # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
+        self.q_scale = cfg.attn_scale * math.sqrt(cfg.head_dim) if cfg.attn_scale else 1.0
         fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
         self.o = QLinear(
@@ -50,19 +65,24 @@ class PagedAttention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         q = self._rope(q, step.positions)
         k = self._rope(k, step.positions)
+        if self.q_scale != 1.0:
+            q = q * self.q_scale
         pages = self.kv.append(pages, k, v, step.slots)
-        out = self.kv.attend(q, pages, step, decode)
+        out = self.kv.attend(q, pages, step, decode, self.window, self.cfg.attn_logit_softcap)
         return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
-        theta, scaling = self.cfg.rope_theta, dict(self.cfg.rope_scaling)
+        theta, scaling = self.rope
         return op.tensor_expr_op(
             lambda xt, pt: rope_te(xt, pt, theta, scaling), "rope", [x, positions]
         )
 
 
-class SwiGLU(nn.Module):
+class GatedMLP(nn.Module):
+    """down(act(gate) * up) with gate and up in one fused projection (SwiGLU, GeGLU)."""
+
     def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, dtype: str):
+        self.act = ACTIVATIONS[cfg.hidden_act]
         self.gate_up = QLinear(
             cfg.hidden_size, 2 * cfg.intermediate_size, formats[prefix + "gate_up"], dtype, False
         )
@@ -72,7 +92,7 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         gate, up = op.split(self.gate_up(x), 2, axis=-1)
-        return self.down(op.silu(gate) * up)
+        return self.down(self.act(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -80,11 +100,11 @@ class DecoderLayer(nn.Module):
         prefix = f"layers.{index}."
         dtype = kv.layout.dtype
         self.input_norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
-        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv)
+        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv, index)
         self.post_attn_norm = nn.RMSNorm(
             cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
         )
-        self.mlp = SwiGLU(cfg, formats, prefix + "mlp.", dtype)
+        self.mlp = GatedMLP(cfg, formats, prefix + "mlp.", dtype)
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool

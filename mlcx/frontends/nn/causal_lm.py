@@ -78,6 +78,8 @@ class CausalLM(nn.Module):
 
     def _body(self, input_ids, kv_pages, step: StepTensors, decode: bool):
         x = self.embed(input_ids)
+        if self.cfg.embed_scale != 1.0:
+            x = x * self.cfg.embed_scale
         new_pages = []
         for layer, pages in zip(self.layers, kv_pages, strict=True):
             x, pages = layer(x, pages, step, decode)
@@ -87,7 +89,9 @@ class CausalLM(nn.Module):
     def _logits(self, x: nn.Tensor) -> nn.Tensor:
         x = self.norm(x)
         logits = self.embed.as_head(x) if self.lm_head is None else self.lm_head(x)
-        return logits if logits.dtype == "float32" else logits.astype("float32")
+        logits = logits if logits.dtype == "float32" else logits.astype("float32")
+        cap = self.cfg.final_logit_softcap
+        return op.tanh(logits / cap) * cap if cap else logits
 
     def _step(self, function: str, args: dict[str, nn.Tensor]):
         step = StepTensors(**{name: args[name] for name in PAGE_TABLES})

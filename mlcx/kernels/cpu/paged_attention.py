@@ -11,7 +11,9 @@ takes an exact softmax over its visible scores (vectorized exp) and sums the val
 Inputs follow the layout of TVM's paged kernels: q [tokens, h_q, d], q_indptr [b + 1],
 pages [num_pages, 2, h_kv, page_size, d], page_indptr [b + 1], page_values [nnz_pages],
 last_page_len [b]. Query token i of a run of n tokens in a sequence holding kv_len tokens sits
-at position kv_len - n + i and sees keys 0 .. kv_len - n + i.
+at position q = kv_len - n + i and sees keys 0 .. q, or with a sliding window of W keys only
+q - W + 1 .. q: pages wholly before a row block's window are never read, so the KV manager may
+release them (their page-table entries are placeholders).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class _Shape:
     h_q: int
     geo: PageGeometry
     rows: int  # query rows sharing each key load (page_size * rows accumulator lanes)
+    window: int = 0  # keys each query sees (sliding window); 0: all earlier keys
+    softcap: float = 0.0  # scores become softcap * tanh(score / softcap); 0: none
 
     @property
     def group(self) -> int:
@@ -47,7 +51,7 @@ class _Shape:
         return next(w for w in (64, 32, 16, 8, d) if d % w == 0)
 
 
-def _scores(sh: _Shape, bufs, seq, head, row0, n, pages_seen, scores) -> None:
+def _scores(sh: _Shape, bufs, seq, head, row0, n, pages, scores) -> None:
     """scores[r, page * ps + s] = q[row0 + r] . key(page, s) * sm_scale for the block's rows.
 
     Features are split over `chains` partial sums per row so that enough independent FMA
@@ -56,7 +60,7 @@ def _scores(sh: _Shape, bufs, seq, head, row0, n, pages_seen, scores) -> None:
     chains = max(1, 4 // rows) if geo.head_dim % 4 == 0 else 1
     acc = T.alloc_buffer((rows * chains, ps), "float32")
     first = bufs["q_indptr"][seq]
-    with T.serial(0, pages_seen) as p:
+    with T.serial(*pages) as p:
         page = bufs["page_values"][bufs["page_indptr"][seq] + p]
         base = T.bind(geo.key_base(page, head // sh.group))
         for a in range(rows * chains):
@@ -75,11 +79,15 @@ def _scores(sh: _Shape, bufs, seq, head, row0, n, pages_seen, scores) -> None:
             total = acc[r * chains, vec.ramp(0, ps)]
             for part in range(1, chains):
                 total = total + acc[r * chains + part, vec.ramp(0, ps)]
-            T.buffer_store(scores, total * scale, [r, vec.ramp(p * ps, ps)])
+            score = total * scale
+            if sh.softcap:
+                score = vec.softcap(score, sh.softcap, ps)
+            T.buffer_store(scores, score, [r, vec.ramp(p * ps, ps)])
 
 
-def _softmax(sh: _Shape, scores, r, visible, pages_seen):
-    """Exponentiate row r's visible scores in place; return their sum."""
+def _softmax(sh: _Shape, scores, r, visible, pages):
+    """Exponentiate row r's visible scores (keys visible - window .. visible - 1 with a
+    window) in place; return their sum."""
     ps = sh.geo.page_size
     best = T.alloc_buffer((ps,), "float32")
     total = T.alloc_buffer((ps,), "float32")
@@ -88,13 +96,15 @@ def _softmax(sh: _Shape, scores, r, visible, pages_seen):
 
     def masked(p, value):
         seen = vec.ramp(p * ps, ps) < vec.splat(visible, ps)
+        if sh.window:
+            seen = T.And(seen, vec.ramp(p * ps, ps) >= vec.splat(visible - sh.window, ps))
         return T.Select(seen, value, vec.splat(vec.f32(NEG_INF), ps))
 
-    with T.serial(0, pages_seen) as p:
+    with T.serial(*pages) as p:
         row = masked(p, scores[r, vec.ramp(p * ps, ps)])
         T.buffer_store(best, T.max(best[vec.ramp(0, ps)], row), [vec.ramp(0, ps)])
     top = T.bind(vec.hmax(best[vec.ramp(0, ps)], ps))
-    with T.serial(0, pages_seen) as p:
+    with T.serial(*pages) as p:
         shifted = masked(p, scores[r, vec.ramp(p * ps, ps)]) - vec.splat(top, ps)
         weight = T.bind(vec.exp(shifted, ps))
         T.buffer_store(scores, weight, [r, vec.ramp(p * ps, ps)])
@@ -102,14 +112,15 @@ def _softmax(sh: _Shape, scores, r, visible, pages_seen):
     return T.bind(vec.hsum(total[vec.ramp(0, ps)], ps))
 
 
-def _values(sh: _Shape, bufs, seq, head, r, row, visible, total, scores) -> None:
-    """output[row, head] = sum_j weight_j * value_j / total."""
+def _values(sh: _Shape, bufs, seq, head, r, row, visible, first_page, total, scores) -> None:
+    """output[row, head] = sum_j weight_j * value_j / total (keys before the row's window
+    have weight 0)."""
     geo, ps, lanes = sh.geo, sh.geo.page_size, sh.value_lanes
     acc = T.alloc_buffer((lanes,), "float32")
     inv = vec.splat(vec.f32(1.0) / total, lanes)
     with T.serial(0, geo.head_dim // lanes) as part:
         T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [vec.ramp(0, lanes)])
-        with T.serial(0, (visible + ps - 1) // ps) as p:
+        with T.serial(first_page, (visible + ps - 1) // ps) as p:
             page = bufs["page_values"][bufs["page_indptr"][seq] + p]
             base = T.bind(geo.value_base(page, head // sh.group) + part * lanes)
             with T.serial(0, T.min(ps, visible - p * ps)) as s:
@@ -129,13 +140,17 @@ def _block(sh: _Shape, bufs, seq, head, block, scores) -> None:
     row0 = block * rows
     last_visible = kv_len - n + T.min(row0 + rows, n)
     pages_seen = T.bind((last_visible + ps - 1) // ps)
-    _scores(sh, bufs, seq, head, row0, n, pages_seen, scores)
+    first_page = 0
+    if sh.window:  # the block's first row has the earliest window
+        first_page = T.bind(T.max(kv_len - n + row0 + 1 - sh.window, 0) // ps)
+    pages = (first_page, pages_seen)
+    _scores(sh, bufs, seq, head, row0, n, pages, scores)
     for r in range(rows):
         with T.If(row0 + r < n), T.Then():
             visible = T.bind(kv_len - n + row0 + r + 1)
-            total = _softmax(sh, scores, r, visible, pages_seen)
+            total = _softmax(sh, scores, r, visible, pages)
             row = bufs["q_indptr"][seq] + row0 + r
-            _values(sh, bufs, seq, head, r, row, visible, total, scores)
+            _values(sh, bufs, seq, head, r, row, visible, first_page, total, scores)
 
 
 def _params(sh: _Shape) -> dict:
@@ -164,18 +179,33 @@ def _sequence(sh: _Shape, bufs, seq, head, part, scores) -> None:
 
 
 def paged_attention_cpu(
-    h_kv: int, h_q: int, d: int, dtype: str, page_size: int, act_dtype: str = ""
+    h_kv: int,
+    h_q: int,
+    d: int,
+    dtype: str,
+    page_size: int,
+    act_dtype: str = "",
+    window: int = 0,
+    softcap: float = 0.0,
 ) -> tirx.PrimFunc:
+    """The kernel for one attention geometry; `window` > 0 makes it sliding-window attention
+    (each query sees its last `window` keys, itself included), `softcap` > 0 caps the scores
+    at +-softcap with tanh (Gemma 2's attention logit softcapping)."""
+    if window < 0 or softcap < 0:
+        raise ValueError(f"window and softcap must be >= 0 (0: none), got {window}, {softcap}")
     geo = PageGeometry(h_kv, d, page_size, dtype, act_dtype)
-    single = _Shape(h_q, geo, rows=1)  # decode: one query row per sequence
-    blocked = _Shape(h_q, geo, rows=max(1, min(4, 64 // page_size)))
+    single = _Shape(h_q, geo, rows=1, window=window, softcap=softcap)  # one row per sequence
+    blocked = _Shape(h_q, geo, max(1, min(4, 64 // page_size)), window, softcap)
     with IRBuilder() as ib, T.prim_func():
-        T.func_name("paged_attention_cpu")
+        # one exported symbol per variant a model uses (local and global layers)
+        variant = f"_w{window}" if window else ""
+        variant += f"_cap{softcap:g}".replace(".", "p") if softcap else ""
+        T.func_name("paged_attention_cpu" + variant)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         bufs = _params(blocked)
         with T.If(uses_decode(bufs["tokens"], bufs["batch"])):
             with T.Then():
-                decode_attention(DecodeShape(h_q, geo), bufs)
+                decode_attention(DecodeShape(h_q, geo, window, softcap), bufs)
             with T.Else():
                 _prefill(bufs, single, blocked)
     return ib.get()

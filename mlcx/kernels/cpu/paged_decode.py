@@ -29,6 +29,8 @@ NEG_INF = -3.0e38
 class DecodeShape:
     h_q: int
     geo: PageGeometry
+    window: int = 0  # keys the query sees (sliding window); 0: all
+    softcap: float = 0.0  # scores become softcap * tanh(score / softcap); 0: none
 
     @property
     def group(self) -> int:
@@ -76,7 +78,10 @@ def _page_scores(sh: DecodeShape, bufs, seq, kv_head, page, following, scores) -
         total = acc[h * chains, vec.ramp(0, ps)]
         for part in range(1, chains):
             total = total + acc[h * chains + part, vec.ramp(0, ps)]
-        T.buffer_store(scores, total * scale, [h, vec.ramp(0, ps)])
+        score = total * scale
+        if sh.softcap:
+            score = vec.softcap(score, sh.softcap, ps)
+        T.buffer_store(scores, score, [h, vec.ramp(0, ps)])
 
 
 def _page_update(sh: DecodeShape, bufs, kv_head, page, valid, scores, state, out) -> None:
@@ -115,8 +120,13 @@ def _split_item(sh: DecodeShape, bufs, partials, seq, kv_head, split) -> None:
     ps, g, d = sh.geo.page_size, sh.group, sh.geo.head_dim
     first = bufs["page_indptr"][seq]
     num_pages = T.bind(bufs["page_indptr"][seq + 1] - first)
-    per = T.bind((num_pages + sh.splits - 1) // sh.splits)
-    begin = T.bind(T.min(split * per, num_pages))
+    low, first_page = 0, 0  # the first key in the window, and its page
+    if sh.window:  # pages before the window are never read (the KV manager may release them)
+        kv_len = (num_pages - 1) * ps + bufs["last_page_len"][seq]
+        low = T.bind(T.max(kv_len - sh.window, 0))
+        first_page = T.bind(low // ps)
+    per = T.bind((num_pages - first_page + sh.splits - 1) // sh.splits)
+    begin = T.bind(T.min(first_page + split * per, num_pages))
     end = T.bind(T.min(begin + per, num_pages))
     scores = T.alloc_buffer((g, ps), "float32")
     state = T.alloc_buffer((g, 2), "float32")  # running max, running sum
@@ -132,6 +142,9 @@ def _split_item(sh: DecodeShape, bufs, partials, seq, kv_head, split) -> None:
         _page_scores(sh, bufs, seq, kv_head, page, following, scores)
         with T.serial(valid, ps) as s, T.serial(0, g) as h:
             T.buffer_store(scores, vec.f32(NEG_INF), [h, s])
+        if sh.window:  # slots of the first page before the window
+            with T.serial(0, T.max(T.min(low - p * ps, ps), 0)) as s, T.serial(0, g) as h:
+                T.buffer_store(scores, vec.f32(NEG_INF), [h, s])
         _page_update(sh, bufs, kv_head, page, valid, scores, state, out)
     for h in range(g):
         head = kv_head * g + h

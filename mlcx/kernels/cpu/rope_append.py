@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tvm import tirx
-from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.cpu import vec
 from mlcx.kernels.cpu.kv_pages import PageGeometry, store_kv
-from mlcx.kernels.rope import RopeParams
+from mlcx.kernels.rope import RopeParams, rope_freq_func
 
 SERIAL_TOKENS = 8
 
@@ -50,7 +49,7 @@ def _rotate(x, cos, sin, head_dim: int, rotary: int):
 
 
 def _tables(rope: RopeParams, position, cos, sin, head_dim: int) -> None:
-    freq = switch_rope_freq_func(rope.scaling)
+    freq = rope_freq_func(rope.scaling)
     with T.serial(0, head_dim) as d:
         c, s, lets = freq(T.Cast("float32", position), d, rope.rotary_dim, rope.theta, "float32")
         for var, value in lets.items():

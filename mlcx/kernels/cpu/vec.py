@@ -116,6 +116,13 @@ def exp(x, lanes: int):
     return p * T.reinterpret(f"float32x{lanes}", bits)
 
 
+def softcap(x, cap: float, lanes: int):
+    """cap * tanh(x / cap), with tanh(y) = 1 - 2 / (exp(2y) + 1)."""
+    twice = x * splat(f32(2.0 / cap), lanes)
+    one = splat(f32(1.0), lanes)
+    return (one - splat(f32(2.0), lanes) / (exp(twice, lanes) + one)) * splat(f32(cap), lanes)
+
+
 def silu(x, lanes: int):
     x = T.bind(x)
     one = splat(f32(1.0), lanes)

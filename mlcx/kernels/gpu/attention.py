@@ -11,7 +11,9 @@ limit.
 Without subgroups a unit is one lane that owns whole heads.
 
 Rows are ragged runs of new tokens (q_indptr); row i of a sequence with L cached-plus-new keys
-and n new tokens attends to keys 0 .. L - n + i.
+and n new tokens attends to keys 0 .. L - n + i, or with a sliding window of W keys to the last
+W of those: keys (and pages) before a row's window are never read, so the KV manager may
+release them.
 
 Split-K (decode): with `splits` > 1, grid z cuts each row's keys into that many chunks, each
 chunk writes its unnormalized output and (max, sum) to workspaces, and `merge_attention_gpu`
@@ -60,9 +62,10 @@ def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, splits: int
 
 
 class _Row:
-    """Where query row r sits: its sequence, first page index and causal key count."""
+    """Where query row r sits: its sequence, first page index, causal key count (`limit`), and
+    the first key (`start`) and number of keys (`count`) it sees."""
 
-    def __init__(self, bufs, batch, page_size: int, r):
+    def __init__(self, bufs, batch, page_size: int, r, window: int = 0):
         qi = bufs["q_indptr"]
         b = T.alloc_buffer((1,), "int32", scope="local")
         T.buffer_store(b, tirx.const(0, "int32"), [0])
@@ -74,26 +77,38 @@ class _Row:
         keys = T.bind(T.max(pages - 1, 0) * page_size + bufs["last_page_len"][seq])
         self.first_page = T.bind(pi[seq])
         self.limit = T.bind(keys - (qi[seq + 1] - qi[seq]) + (r - qi[seq]) + 1)
+        self.start = T.bind(T.max(self.limit - window, 0)) if window else 0
+        self.count = T.bind(self.limit - self.start) if window else self.limit
 
 
 def _chunk(limit, splits: int):
     return (limit + splits - 1) // splits
 
 
-def _limits_max(bufs, batch, page_size, units, count, per_row: int, splits: int):
+def _limits_max(bufs, batch, page_size, units, count, per_row: int, splits: int, window: int):
     """The longest chunk of keys among the workgroup's `units` (in range), the same value in
     every lane."""
     most = T.alloc_buffer((1,), "int32", scope="local")
     T.buffer_store(most, tirx.const(0, "int32"), [0])
     for u in units:
-        row = _Row(bufs, batch, page_size, T.min(u, count - 1) // per_row)
-        T.buffer_store(most, T.max(most[0], _chunk(row.limit, splits)), [0])
+        row = _Row(bufs, batch, page_size, T.min(u, count - 1) // per_row, window)
+        T.buffer_store(most, T.max(most[0], _chunk(row.count, splits)), [0])
     return T.bind(most[0])
 
 
 def paged_attention_gpu(
-    h_q: int, h_kv: int, d: int, page_size: int, dtype: str, cfg: GpuConfig, splits: int = 1
+    h_q: int,
+    h_kv: int,
+    d: int,
+    page_size: int,
+    dtype: str,
+    cfg: GpuConfig,
+    splits: int = 1,
+    window: int = 0,
+    softcap: float = 0.0,
 ) -> tirx.PrimFunc:
+    """The kernel for one geometry; `window` > 0: each row sees only its last `window` keys;
+    `softcap` > 0: scores become softcap * tanh(score / softcap)."""
     share = cfg.share if cfg.subgroups else 1
     if d % share:
         raise ValueError(f"head dim {d} is not a multiple of the {share} lanes of a unit")
@@ -111,14 +126,14 @@ def paged_attention_gpu(
         with T.launch_thread(bx, (count + UNITS - 1) // UNITS), T.launch_thread(tx, UNITS * share):
             lane = tx % share
             units = [bx * UNITS + u for u in range(UNITS)]
-            keys = _limits_max(bufs, batch, page_size, units, count, per_row, splits)
+            keys = _limits_max(bufs, batch, page_size, units, count, per_row, splits, window)
             unclamped = bx * UNITS + tx // share
             unit = T.bind(T.min(unclamped, count - 1))  # spare units redo the last one, unstored
             r, kh, z = unit // per_row, unit // splits % h_kv, unit % splits
-            row = _Row(bufs, batch, page_size, r)
-            span = (z, _chunk(row.limit, splits))
+            row = _Row(bufs, batch, page_size, r, window)
+            span = (z, _chunk(row.count, splits))
             o, m, denom = _attend(
-                bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span
+                bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span, softcap
             )
             with T.If(unclamped < count), T.Then():
                 if splits == 1:
@@ -128,7 +143,7 @@ def paged_attention_gpu(
     return ib.get()
 
 
-def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span):
+def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span, softcap):
     scale = tirx.const(1.0 / math.sqrt(d), "float32")
     q = T.alloc_buffer((group * per,), "float32", scope="local")
     o = T.alloc_buffer((group * per,), "float32", scope="local")
@@ -149,9 +164,9 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span)
     # every use it made SwiftShader's shader compiler run out of memory. Kept in a local
     # buffer because the simplifier would split `i < min(a, b)` back into two.
     end = T.alloc_buffer((1,), "int32", scope="local")
-    T.buffer_store(end, T.min(chunk, row.limit - z * chunk), [0])
+    T.buffer_store(end, T.min(chunk, row.count - z * chunk), [0])
     with T.serial(0, keys) as i:
-        j = z * chunk + i
+        j = row.start + z * chunk + i
         valid = T.bind(i < end[0])
         jj = T.bind(T.min(j, T.max(row.limit - 1, 0)))
         page = T.bind(bufs["page_values"][row.first_page + jj // page_size])
@@ -165,6 +180,9 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span)
         for h in range(group):
             dot = sum((q[h * per + e] * k[e] for e in range(1, per)), q[h * per] * k[0])
             score = allreduce(T.bind(dot), lane, share) if share > 1 else dot
+            if softcap:
+                cap = tirx.const(softcap, "float32")
+                score = T.tanh(score / cap) * cap
             score = T.bind(T.Select(valid, score, tirx.const(NEG, "float32")))
             new_m = T.bind(T.max(m[h], score))
             corr, p = T.bind(T.exp(m[h] - new_m)), T.bind(T.exp(score - new_m))

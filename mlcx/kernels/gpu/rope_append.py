@@ -16,13 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tvm import tirx
-from tvm.relax.frontend.nn.llm.position_embedding import switch_rope_freq_func
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS
 from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
-from mlcx.kernels.rope import RopeParams
+from mlcx.kernels.rope import RopeParams, rope_freq_func
 
 THREADS = 128
 
@@ -80,7 +79,7 @@ def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, norm: bool)
 
 
 def _cos_sin(rope: RopeParams, position, i):
-    cos, sin, lets = switch_rope_freq_func(rope.scaling)(
+    cos, sin, lets = rope_freq_func(rope.scaling)(
         position.astype("float32"), i, rope.rotary_dim, rope.theta, "float32"
     )
     for var, value in lets.items():

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from mlcx.runtime.kv.block_pool import BlockPool, OutOfBlocks
 from mlcx.runtime.kv.page_tables import PageTableArrays, SequenceStep, build_page_table_arrays
 from mlcx.runtime.kv.prefix_hash import hash_block
-from mlcx.runtime.kv.sequence_blocks import SeqId, SequenceBlocks
+from mlcx.runtime.kv.sequence_blocks import RELEASED, SeqId, SequenceBlocks
 
 _MAX_SLOT = 2**31 - 1
 
@@ -167,7 +167,7 @@ class KVCacheManager:
         parent = self._get(parent_id)
         if child_id in self._seqs:
             raise ValueError(f"sequence {child_id!r} is already registered")
-        for block_id in parent.page_table:
+        for block_id in _held(parent.page_table):
             self._pool.touch(block_id)
         self._seqs[child_id] = parent.copy()
 
@@ -178,8 +178,29 @@ class KVCacheManager:
             raise KeyError(f"cannot free unknown (or already freed) sequence {seq_id!r}")
         # Tail blocks go first into the LRU queue so they are evicted before the prefix
         # blocks, which other prompts are more likely to share.
-        for block_id in reversed(seq.page_table):
+        for block_id in reversed(_held(seq.page_table)):
             self._pool.free(block_id)
+
+    def release_outside_window(self, seq_id: SeqId, window: int) -> int:
+        """Release the blocks no later query can see when every layer attends only to its
+        last `window` keys; returns how many were released.
+
+        Call after `commit`. The next query sits at position num_tokens, so keys before
+        num_tokens - window + 1 are never read again; their page-table entries become RELEASED
+        placeholders (the windowed attention kernels skip those pages). Only for models whose
+        every layer is windowed: a model with any full-attention layer must keep every page.
+        """
+        if window < 1:
+            raise ValueError(f"window must be positive, got {window}")
+        seq = self._get(seq_id)
+        first_needed = max(0, seq.num_tokens - window + 1)
+        released = 0
+        for i in range(first_needed // self._page_size):
+            if seq.page_table[i] != RELEASED:
+                self._pool.free(seq.page_table[i])
+                seq.page_table[i] = RELEASED
+                released += 1
+        return released
 
     # -- internals ------------------------------------------------------------------------
 
@@ -225,4 +246,9 @@ class KVCacheManager:
             seq.block_hashes.append(block_hash)
             # Returns False when another block already caches this prefix; this block then
             # stays private, and later blocks still chain on the content hash.
-            self._pool.register(seq.page_table[i], block_hash)
+            if seq.page_table[i] != RELEASED:
+                self._pool.register(seq.page_table[i], block_hash)
+
+
+def _held(page_table: list[int]) -> list[int]:
+    return [block_id for block_id in page_table if block_id != RELEASED]

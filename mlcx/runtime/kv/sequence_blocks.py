@@ -3,6 +3,9 @@
 from dataclasses import dataclass, field
 
 SeqId = int | str
+# A page-table entry whose block was released (wholly outside every layer's sliding window):
+# the attention kernels never read it, and it holds no block.
+RELEASED = -1
 
 
 @dataclass
@@ -13,7 +16,7 @@ class SequenceBlocks:
     manager is handed token ids only where it hashes them (`add_sequence`, `commit`).
 
     Invariants:
-    - `page_table` has exactly ceil(num_tokens / page_size) blocks;
+    - `page_table` has exactly ceil(num_tokens / page_size) entries, blocks or RELEASED;
     - `block_hashes[i]` is the prefix hash of the full, written block `page_table[i]`.
     """
 
