@@ -159,3 +159,14 @@ def test_config_refuses_unknown_proposers_and_a_stray_draft():
         EngineConfig(speculative="medusa")
     with pytest.raises(ValueError, match="--speculative draft --draft"):
         EngineConfig(speculative="ngram", draft="x")
+
+
+def test_sampled_speculation_is_seeded_and_leaks_nothing(artifact, prompts, plain):
+    params = SamplingParams(max_tokens=30, ignore_eos=True, temperature=0.7, top_p=0.9, seed=4)
+    runs = []
+    for _ in range(2):
+        llm = oracle_llm(artifact, EngineConfig(), prompts, plain, seed=1)
+        runs.append([c[0].token_ids for c in llm.generate(prompts, params)])
+        assert llm.engine.kv.pool.num_used == 0
+        assert llm.engine.stats().spec_accepted_tokens > 0
+    assert runs[0] == runs[1] and all(len(t) == 30 for t in runs[0])
