@@ -57,6 +57,18 @@ class EngineCollector(Collector):
                 stats.prefix_query_tokens,
             ),
             "preemptions": ("Sequences preempted for lack of KV blocks.", stats.preemptions),
+            "spec_proposed_tokens": (
+                "Drafted tokens verified by speculative decoding.",
+                stats.spec_proposed_tokens,
+            ),
+            "spec_accepted_tokens": (
+                "Drafted tokens kept by speculative decoding.",
+                stats.spec_accepted_tokens,
+            ),
+            "spec_off_steps": (
+                "Steps without drafts because more sequences ran than speculation pays for.",
+                stats.spec_off_steps,
+            ),
         }
         for name, (doc, value) in counters.items():
             yield CounterMetricFamily(f"mlcx_{name}", doc, value=value)
