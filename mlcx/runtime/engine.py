@@ -166,6 +166,8 @@ class Engine:
             logits = self.runner.forward(self._batch(plan))
             deltas += self._apply(plan, logits, drafts)
             self.snapshot = self.stats()
+        if self.speculator is not None:  # the draft model's pages of finished sequences
+            self.speculator.proposer.release({seq.seq_id for seq in self.scheduler.running})
         return deltas
 
     def _apply(self, plan: SchedulerOutput, logits: np.ndarray, drafts: dict) -> list[Delta]:
