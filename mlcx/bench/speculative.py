@@ -18,7 +18,7 @@ from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
 
-MAX_TOKENS = 400  # the echo answer ends (EOS) well before
+MAX_TOKENS = 400  # the default model's echo answer ends (EOS) well before
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,11 @@ class SpecBenchReport:
         return out
 
 
-def _decode_run(llm: LLM, prompt: list[int], streams: int) -> tuple[float, list[list[int]]]:
+def _decode_run(
+    llm: LLM, prompt: list[int], streams: int, max_tokens: int
+) -> tuple[float, list[list[int]]]:
     """(decode tok/s, each stream's tokens) of one batch of `streams` equal requests."""
-    params = SamplingParams.greedy(max_tokens=MAX_TOKENS)
+    params = SamplingParams.greedy(max_tokens=max_tokens)
     engine = llm.engine
     for i in range(streams):
         engine.add_request(f"bench-{i}", prompt, params)
@@ -88,16 +90,18 @@ def _decode_run(llm: LLM, prompt: list[int], streams: int) -> tuple[float, list[
     return decoded / (last - first), [tokens[f"bench-{i}"] for i in range(streams)]
 
 
-def _streams_run(plain: LLM, spec: LLM, prompt: list[int], streams: int, reps: int, say) -> SpecRun:
+def _streams_run(
+    plain: LLM, spec: LLM, prompt: list[int], streams: int, reps: int, max_tokens: int, say
+) -> SpecRun:
     speeds: dict[str, list[float]] = {"plain": [], "spec": []}
-    _decode_run(plain, prompt, streams)  # warm up both
-    _decode_run(spec, prompt, streams)
+    _decode_run(plain, prompt, streams, max_tokens)  # warm up both
+    _decode_run(spec, prompt, streams, max_tokens)
     before = spec.engine.stats()
     for rep in range(reps):
         say(f"{streams} stream(s): rep {rep + 1}/{reps}")
-        speed, want = _decode_run(plain, prompt, streams)
+        speed, want = _decode_run(plain, prompt, streams, max_tokens)
         speeds["plain"].append(speed)
-        speed, got = _decode_run(spec, prompt, streams)
+        speed, got = _decode_run(spec, prompt, streams, max_tokens)
         speeds["spec"].append(speed)
         if got != want:
             raise RuntimeError("speculative greedy output differs from plain decoding")
@@ -120,6 +124,7 @@ def run_spec_bench(
     num_speculative: int,
     streams: tuple[int, ...],
     reps: int,
+    max_tokens: int = MAX_TOKENS,
     say=print,
 ) -> SpecBenchReport:
     config = EngineConfig(max_running=max(streams))
@@ -131,7 +136,7 @@ def run_spec_bench(
     )
     plain, spec = LLM(artifact, config), LLM(artifact, spec_config)
     prompt = plain.chat_prompt(echo_messages())
-    runs = [_streams_run(plain, spec, prompt, n, reps, say) for n in streams]
+    runs = [_streams_run(plain, spec, prompt, n, reps, max_tokens, say) for n in streams]
     return SpecBenchReport(
         str(artifact.path), speculative, draft, num_speculative, len(prompt), runs
     )
@@ -143,39 +148,40 @@ class SpecBenchRequest:
     speculative: str
     draft: str | None = None  # artifact or model to compile
     draft_blocks: tuple[int, int] | None = None  # (first, last) blocks of MODEL's GGUF
-    num_speculative: int = 5
+    num_speculative: int = 3
     streams: tuple[int, ...] = (1, 16)
     reps: int = 3
     kv_dtype: str | None = "float16"
     threads: int | None = None
+    max_tokens: int = MAX_TOKENS
 
     def __post_init__(self) -> None:
         if self.speculative == "draft" and (self.draft is None) == (self.draft_blocks is None):
             raise ValueError("--speculative draft needs --draft MODEL or --draft-blocks N")
         if self.speculative != "draft" and (self.draft or self.draft_blocks):
             raise ValueError("--draft and --draft-blocks go with --speculative draft")
-        if not self.streams or min(self.streams) < 1 or self.reps < 1:
-            raise ValueError("--streams and --reps must be positive")
+        if not self.streams or min(self.streams) < 1 or min(self.reps, self.max_tokens) < 1:
+            raise ValueError("--streams, --reps and --decode must be positive")
 
 
 def run_spec_request(req: SpecBenchRequest, say=print) -> SpecBenchReport:
     import os
 
-    from mlcx.bench.resolve import CompileChoice, resolve
+    from mlcx.bench.resolve import CompileChoice
     from mlcx.bench.truncated_gguf import ensure_truncated_gguf
 
     threads = req.threads or os.cpu_count() or 1
     os.environ.setdefault("TVM_NUM_THREADS", str(threads))
     choice = CompileChoice("cpu", None, req.kv_dtype, threads, None)
-    target = resolve(req.model, None, choice, say)
+    target = _resolved(req.model, choice, say)
     draft = None
     if req.draft_blocks is not None:
         if target.gguf is None:
             raise ValueError("--draft-blocks cuts MODEL's GGUF file: give a GGUF model")
         cut = ensure_truncated_gguf(target.gguf, *req.draft_blocks, say=say)
-        draft = str(resolve(str(cut), None, choice, say).artifact)
+        draft = str(_resolved(str(cut), choice, say).artifact)
     elif req.draft is not None:
-        draft = str(resolve(req.draft, None, choice, say).artifact)
+        draft = str(_resolved(req.draft, choice, say).artifact)
     return run_spec_bench(
         Artifact(target.artifact),
         req.speculative,
@@ -183,5 +189,17 @@ def run_spec_request(req: SpecBenchRequest, say=print) -> SpecBenchReport:
         req.num_speculative,
         req.streams,
         req.reps,
+        req.max_tokens,
         say,
     )
+
+
+def _resolved(model: str, choice, say):
+    """`mlcx bench`'s compile of MODEL, reused when the bench cache has it already (the
+    compile time is `mlcx bench`'s to report, not this one's)."""
+    from mlcx.bench.resolve import Resolved, _source, cached_artifact, resolve
+
+    cached = cached_artifact(model, choice)
+    if cached is not None:
+        return Resolved(cached, None, _source(model, say)[1])
+    return resolve(model, None, choice, say)

@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from mlcx.bench.peers import PEERS
 from mlcx.bench.run import BenchRequest, run_bench
-from mlcx.bench.speculative import SpecBenchRequest, run_spec_request
+from mlcx.bench.speculative import MAX_TOKENS, SpecBenchRequest, run_spec_request
 from mlcx.bench.workload import DEFAULT_SIZES
 from mlcx.cli import bench_serve_cmd, web_cmd
 from mlcx.cli.options import KVDtype, QuantizationName
@@ -109,7 +109,7 @@ def bench_command(
             "last M blocks (FIRST LAST)."
         ),
     ] = None,
-    num_speculative: NumSpeculativeOption = 5,
+    num_speculative: NumSpeculativeOption = 3,
     streams: Annotated[
         list[int] | None,
         typer.Option(help="With --speculative: concurrent streams to measure (repeatable)."),
@@ -131,6 +131,7 @@ def bench_command(
             reps,
             kv_dtype.value if kv_dtype else "float16",
             threads,
+            decode or MAX_TOKENS,
         )
         typer.echo("\n".join(run_spec_request(spec, lambda m: typer.echo(m, err=True)).lines()))
         return

@@ -18,7 +18,7 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     device: str | None = None  # runner device override ("cpu", "cuda", "metal")
     speculative: str | None = None  # proposer of draft tokens: "ngram" or "draft"; None: off
-    num_speculative: int = 5  # most tokens drafted per sequence and step
+    num_speculative: int = 3  # most tokens drafted per sequence and step
     draft: str | None = None  # the draft model's artifact directory (speculative="draft")
     speculative_max_batch: int = 4  # no drafts while more sequences than this are running
 
