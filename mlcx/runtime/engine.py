@@ -81,7 +81,12 @@ class Engine:
         if config.speculative is None:
             return None
         proposer = PROPOSERS[config.speculative](self)
-        return Speculator(proposer, config.num_speculative, config.speculative_max_batch)
+        return Speculator(
+            proposer,
+            config.num_speculative,
+            config.speculative_max_batch,
+            config.speculative_token_cost,
+        )
 
     def _num_blocks(self) -> int:
         page = self.artifact.config.page_size
@@ -167,7 +172,7 @@ class Engine:
             deltas += self._apply(plan, logits, drafts)
             self.snapshot = self.stats()
         if self.speculator is not None:  # the draft model's pages of finished sequences
-            self.speculator.proposer.release({seq.seq_id for seq in self.scheduler.running})
+            self.speculator.release({seq.seq_id for seq in self.scheduler.running})
         return deltas
 
     def _apply(self, plan: SchedulerOutput, logits: np.ndarray, drafts: dict) -> list[Delta]:
@@ -177,7 +182,7 @@ class Engine:
         results = self.outputs.sample(logits, plan.samples, plan.drafts, proposals)
         tokens = [[r.token_id for r in rs] for rs in results]
         if self.speculator is not None:
-            self.speculator.record(plan.drafts, tokens)
+            self.speculator.record([i.seq.seq_id for i in items], plan.drafts, tokens)
         before = [len(item.seq.token_ids) for item in items]
         seqs = self.scheduler.update_from_output(plan, tokens)
         # a stop token or max_tokens may end a drafted sequence before its last kept token

@@ -21,6 +21,9 @@ class EngineConfig:
     num_speculative: int = 3  # most tokens drafted per sequence and step
     draft: str | None = None  # the draft model's artifact directory (speculative="draft")
     speculative_max_batch: int = 4  # no drafts while more sequences than this are running
+    # one more verified token's cost relative to a decode step (speculator.py): picks each
+    # sequence's draft length from its acceptance; 0 always drafts num_speculative tokens
+    speculative_token_cost: float = 0.45
 
     def __post_init__(self) -> None:
         for name in ("max_running", "max_waiting", "kv_cache_bytes"):
@@ -41,6 +44,10 @@ class EngineConfig:
         for name in ("num_speculative", "speculative_max_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.speculative_token_cost < 1.0:
+            raise ValueError(
+                f"speculative_token_cost must be in [0, 1), got {self.speculative_token_cost}"
+            )
         if (self.speculative == "draft") != (self.draft is not None):
             raise ValueError(
                 "a draft model goes with speculative='draft' (--speculative draft --draft "

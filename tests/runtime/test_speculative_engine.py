@@ -67,7 +67,7 @@ class OracleProposer:
 def oracle_llm(artifact, config, prompts, plain, seed=0) -> LLM:
     llm = LLM(artifact, config)
     reference = {tuple(p): [*p, *out] for p, out in zip(prompts, plain, strict=True)}
-    llm.engine.speculator = Speculator(OracleProposer(reference, seed), 6, 16)
+    llm.engine.speculator = Speculator(OracleProposer(reference, seed), 6, 16, token_cost=0.0)
     return llm
 
 
