@@ -163,9 +163,14 @@ class Scheduler:
         return seq
 
     def _fitting_draft(self, seq: Sequence, draft: Seq[int], budget: int) -> tuple[int, ...]:
-        """The part of `draft` this step can verify: never preempts, never overruns."""
+        """The part of `draft` this step can verify: within the token budget, and only with
+        blocks to spare for every running sequence's next token (a new page and a
+        copy-on-write at most), so that no draft ever causes a preemption."""
         draft = tuple(draft[: max(budget - 1, 0)]) if seq.num_pending == 1 else ()
-        if draft and not self.kv.can_append(seq.seq_id, 1 + len(draft)):
+        if not draft:
+            return ()
+        needed = self.kv.blocks_needed(seq.seq_id, 1 + len(draft))
+        if needed + 2 * len(self.running) > self.kv.pool.num_free:
             return ()
         return draft
 
