@@ -148,7 +148,7 @@ class SpecBenchRequest:
     speculative: str
     draft: str | None = None  # artifact or model to compile
     draft_blocks: tuple[int, int] | None = None  # (first, last) blocks of MODEL's GGUF
-    num_speculative: int = 3
+    num_speculative: int = 5
     streams: tuple[int, ...] = (1, 16)
     reps: int = 3
     kv_dtype: str | None = "float16"

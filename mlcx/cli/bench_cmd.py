@@ -109,7 +109,7 @@ def bench_command(
             "last M blocks (FIRST LAST)."
         ),
     ] = None,
-    num_speculative: NumSpeculativeOption = 3,
+    num_speculative: NumSpeculativeOption = 5,
     streams: Annotated[
         list[int] | None,
         typer.Option(help="With --speculative: concurrent streams to measure (repeatable)."),

@@ -38,7 +38,7 @@ def chat_command(
     seed: Annotated[int | None, typer.Option()] = None,
     speculative: SpeculativeOption = None,
     draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = 3,
+    num_speculative: NumSpeculativeOption = 5,
 ) -> None:
     """Chat with a model; the conversation is kept until /reset."""
     spec = speculation(speculative, draft, num_speculative)

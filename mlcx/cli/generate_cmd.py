@@ -48,7 +48,7 @@ def generate_command(
     ] = None,
     speculative: SpeculativeOption = None,
     draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = 3,
+    num_speculative: NumSpeculativeOption = 5,
 ) -> None:
     """Generate a completion for one prompt, streaming it to stdout."""
     constraint = output_constraint(json_schema, regex, grammar)

@@ -44,7 +44,7 @@ def serve_command(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     speculative: SpeculativeOption = None,
     draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = 3,
+    num_speculative: NumSpeculativeOption = 5,
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)."""
     from mlcx.server import ServerConfig, serve  # fastapi & co. are the optional "serve" extra

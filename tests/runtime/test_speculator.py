@@ -60,7 +60,7 @@ def test_an_always_wrong_proposer_is_only_probed():
 
 def test_no_drafts_under_load_and_finished_sequences_are_forgotten():
     proposer = Fixed()
-    spec = Speculator(proposer, 3, 4)
+    spec = Speculator(proposer, 3, 4, token_cost=0.45)
     seq = Sequence(0, "r", 0, [1, 2, 3], 3)
     state = SamplingState(SamplingParams.greedy())
     assert spec.propose([(seq, 100, state)], running=5) == {}
