@@ -62,14 +62,27 @@ def _timed_compile(compile_req) -> float:
     return time.perf_counter() - start
 
 
+def _artifact_dir(source: str, choice: CompileChoice) -> Path:
+    quant, kv = choice.quantization or "auto", choice.kv_dtype or "auto"
+    name = f"{Path(source).name}-{choice.target}-{quant}-kv-{kv}"
+    return cache_dir() / "bench" / "artifacts" / re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+
+
+def cached_artifact(model: str, choice: CompileChoice) -> Path | None:
+    """MODEL itself if it is an artifact, else its compile in the bench cache if there."""
+    if is_artifact(model):
+        return Path(model)
+    source = str(ensure_random_gguf(model, print)) if model in RANDOM_MODELS else model
+    out = _artifact_dir(source, choice)
+    return out if is_artifact(str(out)) else None
+
+
 def _compile(source: str, choice: CompileChoice, say) -> tuple[Path, float]:
     """Compile in a child process, so that this process's peak memory is the run's alone."""
     from mlcx.compile import CompileRequest
     from mlcx.targets.base import BuildOptions
 
-    quant, kv = choice.quantization or "auto", choice.kv_dtype or "auto"
-    name = f"{Path(source).name}-{choice.target}-{quant}-kv-{kv}"
-    out = cache_dir() / "bench" / "artifacts" / re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+    out = _artifact_dir(source, choice)
     say(f"compiling {source} for {choice.target} -> {out}")
     options = BuildOptions(num_threads=choice.threads, tuning_db=choice.tuning_db)
     compile_req = CompileRequest(

@@ -15,9 +15,11 @@ from typer.core import TyperGroup
 
 from mlcx.bench.peers import PEERS
 from mlcx.bench.run import BenchRequest, run_bench
+from mlcx.bench.speculative import MAX_TOKENS, SpecBenchRequest, run_spec_request
 from mlcx.bench.workload import DEFAULT_SIZES
 from mlcx.cli import bench_serve_cmd, web_cmd
 from mlcx.cli.options import KVDtype, QuantizationName
+from mlcx.cli.speculative_options import DraftOption, NumSpeculativeOption, SpeculativeOption
 from mlcx.runtime.backends.registry import RUNNERS
 from mlcx.targets.registry import TARGETS
 
@@ -98,10 +100,41 @@ def bench_command(
         ),
     ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
+    speculative: SpeculativeOption = None,
+    draft: DraftOption = None,
+    draft_blocks: Annotated[
+        tuple[int, int] | None,
+        typer.Option(
+            help="With --speculative draft: the draft is MODEL's GGUF cut to its first N and "
+            "last M blocks (FIRST LAST)."
+        ),
+    ] = None,
+    num_speculative: NumSpeculativeOption = 5,
+    streams: Annotated[
+        list[int] | None,
+        typer.Option(help="With --speculative: concurrent streams to measure (repeatable)."),
+    ] = None,
 ) -> None:
     """Measure prefill and decode tokens/s at batch 1 (and compile time, peak memory, and on cpu
     the memory-bandwidth bound on decode); with --against, the peer runs interleaved in the same
-    run; with --profile, a per-kernel table of one prefill and one decode step follows."""
+    run; with --profile, a per-kernel table of one prefill and one decode step follows. With
+    --speculative: decode tok/s with and without it on an echo task (rewrite a paragraph with
+    one word changed), and the acceptance rate, at 1 and 16 streams."""
+    if speculative is not None:
+        spec = SpecBenchRequest(
+            model,
+            speculative.value,
+            draft,
+            draft_blocks,
+            num_speculative,
+            tuple(streams or (1, 16)),
+            reps,
+            kv_dtype.value if kv_dtype else "float16",
+            threads,
+            decode or MAX_TOKENS,
+        )
+        typer.echo("\n".join(run_spec_request(spec, lambda m: typer.echo(m, err=True)).lines()))
+        return
     request = BenchRequest(
         model=model,
         target=target.value if target else None,

@@ -8,8 +8,15 @@ from typing import Annotated
 import typer
 
 from mlcx.cli.runtime_options import resolve_artifact
+from mlcx.cli.speculative_options import (
+    DraftOption,
+    NumSpeculativeOption,
+    SpeculativeOption,
+    speculation,
+)
 from mlcx.errors import ContextWindowError
 from mlcx.runtime.chat_session import ChatSession
+from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
 
 HELP = "Type a message. /reset starts over, /exit quits (or Ctrl-D)."
@@ -29,9 +36,13 @@ def chat_command(
     temperature: Annotated[float | None, typer.Option(help="0 = greedy.")] = None,
     top_p: Annotated[float | None, typer.Option()] = None,
     seed: Annotated[int | None, typer.Option()] = None,
+    speculative: SpeculativeOption = None,
+    draft: DraftOption = None,
+    num_speculative: NumSpeculativeOption = 5,
 ) -> None:
     """Chat with a model; the conversation is kept until /reset."""
-    llm = LLM(resolve_artifact(model))
+    spec = speculation(speculative, draft, num_speculative)
+    llm = LLM(resolve_artifact(model), EngineConfig(**spec))
     params = llm.default_params(
         max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
     )

@@ -10,7 +10,14 @@ from typing import Annotated
 import typer
 
 from mlcx.cli.runtime_options import resolve_artifact
+from mlcx.cli.speculative_options import (
+    DraftOption,
+    NumSpeculativeOption,
+    SpeculativeOption,
+    speculation,
+)
 from mlcx.runtime.constraint_files import output_constraint
+from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
 
 
@@ -39,10 +46,14 @@ def generate_command(
         Path | None,
         typer.Option(help="The output is in the grammar in FILE: Lark, or GBNF if FILE is .gbnf."),
     ] = None,
+    speculative: SpeculativeOption = None,
+    draft: DraftOption = None,
+    num_speculative: NumSpeculativeOption = 5,
 ) -> None:
     """Generate a completion for one prompt, streaming it to stdout."""
     constraint = output_constraint(json_schema, regex, grammar)
-    llm = LLM(resolve_artifact(model, quiet=as_json))
+    spec = speculation(speculative, draft, num_speculative, quiet=as_json)
+    llm = LLM(resolve_artifact(model, quiet=as_json), EngineConfig(**spec))
     params = llm.default_params(
         max_tokens=max_tokens,
         temperature=temperature,

@@ -7,6 +7,12 @@ from typing import Annotated
 import typer
 
 from mlcx.cli.runtime_options import resolve_artifact
+from mlcx.cli.speculative_options import (
+    DraftOption,
+    NumSpeculativeOption,
+    SpeculativeOption,
+    speculation,
+)
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.engine_config import EngineConfig
 
@@ -48,11 +54,15 @@ def serve_command(
     routing: Annotated[
         str, typer.Option(help="Replica choice: prefix (KV prefix affinity) or round-robin.")
     ] = "prefix",
+    speculative: SpeculativeOption = None,
+    draft: DraftOption = None,
+    num_speculative: NumSpeculativeOption = 5,
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)."""
     from mlcx.server import ServerConfig, serve  # fastapi & co. are the optional "serve" extra
 
-    engine_config = EngineConfig(max_running=max_batch, max_waiting=max_waiting)
+    spec = speculation(speculative, draft, num_speculative)
+    engine_config = EngineConfig(max_running=max_batch, max_waiting=max_waiting, **spec)
     replica_config = None
     if replicas is not None:
         from mlcx.server.replicas import ReplicaConfig

@@ -30,6 +30,8 @@ from mlcx.runtime.sampler import SampleResult
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.runtime.scheduler import Scheduler, SchedulerOutput
 from mlcx.runtime.sequence import Sequence, SequenceStatus
+from mlcx.runtime.speculative.proposer import PROPOSERS, Draft
+from mlcx.runtime.speculative.speculator import Speculator
 from mlcx.runtime.tokenizer import Tokenizer
 
 
@@ -44,6 +46,9 @@ class EngineStats:
     generated_tokens: int
     computed_tokens: int  # tokens run through the model (prefill chunks and decodes)
     preemptions: int
+    spec_proposed_tokens: int = 0  # drafted tokens verified (speculative decoding)
+    spec_accepted_tokens: int = 0  # of those, kept
+    spec_off_steps: int = 0  # steps without drafts because the batch was too large
 
 
 class Engine:
@@ -65,6 +70,7 @@ class Engine:
         self.scheduler = Scheduler(self.kv, config.max_running, budget, art.model.kv_window)
         self.outputs = OutputProcessor(self.tokenizer)
         self.constraints = ConstraintCompiler(self.tokenizer)
+        self.speculator = self._speculator()
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()
         self._inbox_lock = threading.Lock()
         self._queued_adds = 0  # adds in the inbox, not yet in the scheduler
@@ -72,6 +78,18 @@ class Engine:
         # Taken by `step` once scheduled and once done: other threads read this, not `stats()`,
         # and see the batch that a long model step is running.
         self.snapshot = self.stats()
+
+    def _speculator(self) -> Speculator | None:
+        config = self.config
+        if config.speculative is None:
+            return None
+        proposer = PROPOSERS[config.speculative](self)
+        return Speculator(
+            proposer,
+            config.num_speculative,
+            config.speculative_max_batch,
+            config.speculative_token_cost,
+        )
 
     def _num_blocks(self) -> int:
         page = self.artifact.config.page_size
@@ -139,22 +157,51 @@ class Engine:
 
     def step(self) -> list[Delta]:
         deltas = self._apply_inbox()
-        plan = self.scheduler.schedule()
+        drafts = self._drafts()
+        plan = self.scheduler.schedule({i: d.tokens for i, d in drafts.items()})
         self.snapshot = self.stats()
         if plan.scheduled:
             logits = self.runner.forward(self._batch(plan))
-            results = self.outputs.sample(logits, plan.samples)
-            seqs = self.scheduler.update_from_output(plan, [r.token_id for r in results])
-            deltas += self._report(seqs, results)
+            deltas += self._apply(plan, logits, drafts)
             self.snapshot = self.stats()
+        if self.speculator is not None:  # the draft model's pages of finished sequences
+            self.speculator.release({seq.seq_id for seq in self.scheduler.running})
         return deltas
+
+    def _apply(self, plan: SchedulerOutput, logits: np.ndarray, drafts: dict) -> list[Delta]:
+        """Sample (and verify drafts), update the scheduler, report the deltas."""
+        items = [item for item in plan.scheduled for _ in item.choices]
+        proposals = [drafts[i.seq.seq_id].probs if i.draft else None for i in items]
+        results = self.outputs.sample(logits, plan.samples, plan.drafts, proposals)
+        tokens = [[r.token_id for r in rs] for rs in results]
+        if self.speculator is not None:
+            self.speculator.record([i.seq.seq_id for i in items], plan.drafts, tokens)
+        before = [len(item.seq.token_ids) for item in items]
+        seqs = self.scheduler.update_from_output(plan, tokens)
+        # a stop token or max_tokens may end a drafted sequence before its last kept token
+        results = [
+            rs[: len(seq.token_ids) - n] if item.draft else rs
+            for rs, seq, n, item in zip(results, seqs, before, items, strict=True)
+        ]
+        return self._report(seqs, results)
+
+    def _drafts(self) -> dict[int, Draft]:
+        if self.speculator is None:
+            return {}
+        requests = [
+            (seq, room, self.outputs.state(seq.request_id, seq.index))
+            for seq, room in self.scheduler.draftable()
+            if self.outputs.can_draft(seq.request_id, seq.index)
+        ]
+        return self.speculator.propose(requests, len(self.scheduler.running))
 
     def _batch(self, plan: SchedulerOutput) -> ForwardBatch:
         ids = [t for item in plan.scheduled for t in item.input_ids]
         tables = self.kv.build_arrays([(s.seq.seq_id, s.num_new) for s in plan.scheduled])
-        return ForwardBatch(np.array(ids, dtype=np.int32), tables, plan.copies)
+        rows = plan.logit_rows()
+        return ForwardBatch(np.array(ids, dtype=np.int32), tables, plan.copies, rows)
 
-    def _report(self, seqs: list[Sequence], results: list[SampleResult]) -> list[Delta]:
+    def _report(self, seqs: list[Sequence], results: list[list[SampleResult]]) -> list[Delta]:
         deltas = self.outputs.process(seqs, results)
         for seq, delta in zip(seqs, deltas, strict=True):
             if delta.finished and not seq.finished:  # a stop string, or a constraint completed
@@ -201,4 +248,15 @@ class Engine:
             generated_tokens=counts.generated_tokens,
             computed_tokens=counts.computed_tokens,
             preemptions=counts.preemptions,
+            **self._spec_stats(),
         )
+
+    def _spec_stats(self) -> dict[str, int]:
+        if self.speculator is None:
+            return {}
+        spec = self.speculator.stats
+        return {
+            "spec_proposed_tokens": spec.proposed_tokens,
+            "spec_accepted_tokens": spec.accepted_tokens,
+            "spec_off_steps": spec.off_steps,
+        }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlcx.runtime.speculative.proposer import PROPOSER_NAMES
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -15,6 +17,13 @@ class EngineConfig:
     prefill_chunk: int | None = None  # tokens per step; default: the artifact's
     enable_prefix_caching: bool = True
     device: str | None = None  # runner device override ("cpu", "cuda", "metal")
+    speculative: str | None = None  # proposer of draft tokens: "ngram" or "draft"; None: off
+    num_speculative: int = 5  # most tokens drafted per sequence and step
+    draft: str | None = None  # the draft model's artifact directory (speculative="draft")
+    speculative_max_batch: int = 4  # no drafts while more sequences than this are running
+    # one more verified token's cost relative to a decode step (speculator.py; 0.35 measured on
+    # the 2-core CPU): picks each sequence's draft length from its acceptance; 0: always the most
+    speculative_token_cost: float = 0.35
 
     def __post_init__(self) -> None:
         for name in ("max_running", "max_waiting", "kv_cache_bytes"):
@@ -24,3 +33,23 @@ class EngineConfig:
             raise ValueError(f"kv_blocks must be at least 2, got {self.kv_blocks}")
         if self.prefill_chunk is not None and self.prefill_chunk < 1:
             raise ValueError(f"prefill_chunk must be positive, got {self.prefill_chunk}")
+        self._check_speculation()
+
+    def _check_speculation(self) -> None:
+        if self.speculative is not None and self.speculative not in PROPOSER_NAMES:
+            raise ValueError(
+                f"unknown speculative proposer {self.speculative!r}; "
+                f"choose from {', '.join(PROPOSER_NAMES)}"
+            )
+        for name in ("num_speculative", "speculative_max_batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.speculative_token_cost < 1.0:
+            raise ValueError(
+                f"speculative_token_cost must be in [0, 1), got {self.speculative_token_cost}"
+            )
+        if (self.speculative == "draft") != (self.draft is not None):
+            raise ValueError(
+                "a draft model goes with speculative='draft' (--speculative draft --draft "
+                "ARTIFACT), and only with it"
+            )

@@ -23,6 +23,7 @@ from mlcx.runtime.sampler import SampleResult, sample
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.runtime.sampling_state import SamplingState
 from mlcx.runtime.sequence import Sequence
+from mlcx.runtime.speculative.verify import verify_batch
 from mlcx.runtime.stop import StopStringMatcher
 from mlcx.runtime.token_masks import TokenMasks
 from mlcx.runtime.tokenizer import Tokenizer
@@ -46,6 +47,22 @@ class ChoiceOutput:
         """The delta of one sampled token. `finish_reason` is the scheduler's: "stop" for a
         stop token (which adds no text) or "length"; a stop string in the text, or a
         constraint this token completed, makes "stop"."""
+        return self.add_tokens([result], finish_reason)
+
+    def add_tokens(self, results: list[SampleResult], finish_reason: str | None) -> Delta:
+        """One delta for the tokens a step appended (several when drafts were kept);
+        `finish_reason` is the scheduler's for the last. A stop string ends the choice at
+        the token that completes it: later tokens are dropped."""
+        text, tokens = "", []
+        for i, result in enumerate(results):
+            text += self._add(result, finish_reason if i == len(results) - 1 else None)
+            tokens.append(result.token_id)
+            if self.finish_reason is not None:
+                break
+        logprobs = tuple(results[: len(tokens)]) if self.params.logprobs else None
+        return self._delta(text, tuple(tokens), logprobs)
+
+    def _add(self, result: SampleResult, finish_reason: str | None) -> str:
         token = result.token_id
         self.sampling.append(token)
         self.num_output_tokens += 1
@@ -58,8 +75,7 @@ class ChoiceOutput:
                 self.finish_reason = "stop"
         if self.finish_reason is not None and not self.stop.stopped:
             text += self._drain()
-        logprobs = (result,) if self.params.logprobs else None
-        return self._delta(text, (token,), logprobs)
+        return text
 
     def abort(self) -> Delta:
         self.finish_reason = "abort"
@@ -120,13 +136,47 @@ class OutputProcessor:
             for index in range(params.n)
         ]
 
-    def sample(self, logits: np.ndarray, samples: list[tuple[int, str, int]]) -> list[SampleResult]:
-        """One token per (logits row, request id, choice index), with the choice's state."""
-        if not samples:
-            return []
-        rows = [row for row, _, _ in samples]
-        states = self._states(samples)
-        return sample(logits[rows], states, self._masks(states))
+    def state(self, request_id: str, index: int) -> SamplingState:
+        return self._requests[request_id][index].sampling
+
+    def can_draft(self, request_id: str, index: int) -> bool:
+        """Whether a choice may be drafted for: not when it is constrained (its matcher
+        cannot take back rejected tokens; such a choice decodes plainly) or reports
+        logprobs (verification computes none)."""
+        state = self._requests[request_id][index].sampling
+        return state.matcher is None and not state.params.logprobs
+
+    def sample(
+        self,
+        logits: np.ndarray,
+        samples: list[tuple[int, str, int]],
+        drafts: list[tuple[int, ...]] | None = None,
+        proposals: list[np.ndarray | None] | None = None,
+    ) -> list[list[SampleResult]]:
+        """Tokens per (first logits row, request id, choice index), with the choice's state:
+        one, or for a drafted choice (drafts[i], proposal distribution proposals[i]) the kept
+        draft tokens and one more, verified against the rows that follow its first."""
+        drafts = drafts or [()] * len(samples)
+        out: list[list[SampleResult]] = [[] for _ in samples]
+        plain = [i for i, d in enumerate(drafts) if not d]
+        if plain:
+            states = self._states([samples[i] for i in plain])
+            rows = [samples[i][0] for i in plain]
+            results = sample(logits[rows], states, self._masks(states))
+            for i, result in zip(plain, results, strict=True):
+                out[i] = [result]
+        drafted = [i for i, d in enumerate(drafts) if d]
+        if drafted:
+            tokens = verify_batch(
+                logits,
+                [samples[i][0] for i in drafted],
+                self._states([samples[i] for i in drafted]),
+                [drafts[i] for i in drafted],
+                [(proposals or [None] * len(samples))[i] for i in drafted],
+            )
+            for i, ids in zip(drafted, tokens, strict=True):
+                out[i] = [SampleResult(t, None, None) for t in ids]
+        return out
 
     def _masks(self, states: list[SamplingState]) -> TokenMasks | None:
         """The filled token masks of the constrained states; None when there are none."""
@@ -139,12 +189,16 @@ class OutputProcessor:
     def _states(self, samples: list[tuple[int, str, int]]) -> list[SamplingState]:
         return [self._requests[rid][index].sampling for _, rid, index in samples]
 
-    def process(self, seqs: list[Sequence], results: list[SampleResult]) -> list[Delta]:
-        """Deltas of the tokens the scheduler appended to `seqs`."""
+    def process(
+        self, seqs: list[Sequence], results: list[SampleResult] | list[list[SampleResult]]
+    ) -> list[Delta]:
+        """Deltas of the tokens the scheduler appended to `seqs` (a result, or the results
+        of every token appended to that sequence this step)."""
         deltas = []
         for seq, result in zip(seqs, results, strict=True):
             choices = self._requests[seq.request_id]
-            deltas.append(choices[seq.index].add_token(result, seq.finish_reason))
+            batch = [result] if isinstance(result, SampleResult) else result
+            deltas.append(choices[seq.index].add_tokens(batch, seq.finish_reason))
             if all(choice.finish_reason for choice in choices):
                 del self._requests[seq.request_id]
         return deltas

@@ -188,6 +188,12 @@ def _draw(ids: np.ndarray | None, weights: np.ndarray, rng: np.random.Generator)
     return j if ids is None else int(ids[j])
 
 
+def draw(weights: np.ndarray, rng: np.random.Generator) -> int:
+    """One token id from non-negative relative `weights` over the whole vocabulary, drawn
+    the way `sample` draws (one uniform draw)."""
+    return _draw(None, weights, rng)
+
+
 def _logsumexp(x: np.ndarray) -> np.ndarray:
     top = x.max(axis=1)
     shifted = x - top[:, None]

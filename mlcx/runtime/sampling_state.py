@@ -72,6 +72,17 @@ class SamplingState:
         if self.matcher is not None:
             self.matcher.advance(token_id)
 
+    def drop_last(self, count: int) -> None:
+        """Forget the last `count` appended tokens (drafted tokens tried for the penalties of
+        the rows after them). Not for a constrained state: its matcher does not go back."""
+        if self.matcher is not None:
+            raise ValueError("a constrained sampling state cannot drop tokens")
+        for _ in range(count):
+            token = self.output_ids.pop()
+            self._counts[token] -= 1
+            if not self._counts[token]:
+                del self._counts[token]
+
     @property
     def constraint_done(self) -> bool:
         """The sequence's constraint is complete: it allows nothing more but EOS."""

@@ -13,62 +13,29 @@ n > 1 request at its first sample (they share its prompt blocks, copy-on-write),
 sampled tokens and finishes sequences on a stop token or max_tokens, freeing their blocks. The
 scheduler knows no tokenizer: stop strings are found by the output processor, which ends a
 sequence through `finish`.
+
+Speculative decoding: `schedule(drafts)` runs a decode sequence's drafted tokens after its
+last token (1 + k new tokens, a logit row each), where the token budget and free blocks allow
+without preempting anyone; otherwise the sequence decodes plainly. `update_from_output` then
+takes the accepted drafts plus one token, rolls the KV cache back past them (`truncate`, before
+`commit`, so rejected tokens are never hashed into the prefix cache) and appends them one by
+one, so a stop token or max_tokens among them ends the sequence there.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from collections.abc import Sequence as Seq
+
+import numpy as np
 
 from mlcx.runtime.kv import KVCacheManager
+from mlcx.runtime.scheduler_output import Scheduled, SchedulerOutput, SchedulerStats
 from mlcx.runtime.sequence import Request, Sequence, SequenceStatus
 
 RUNNING, WAITING = SequenceStatus.RUNNING, SequenceStatus.WAITING
-
-
-@dataclass(frozen=True)
-class Scheduled:
-    seq: Sequence
-    input_ids: tuple[int, ...]  # the tokens this step computes
-    # Choices sampled from this sequence's logits row after the step: none mid-prefill, all n
-    # at an n > 1 request's first sample (the others fork then), else the sequence's own.
-    choices: tuple[int, ...] = ()
-
-    @property
-    def num_new(self) -> int:
-        return len(self.input_ids)
-
-
-@dataclass
-class SchedulerOutput:
-    scheduled: list[Scheduled] = field(default_factory=list)
-    copies: list[tuple[int, int]] = field(default_factory=list)  # KV page copies, in order
-    preempted: list[Sequence] = field(default_factory=list)
-
-    @property
-    def samples(self) -> list[tuple[int, str, int]]:
-        """(logits row, request id, choice index) of each token to sample, in the order
-        `update_from_output` takes them."""
-        return [
-            (row, item.seq.request_id, index)
-            for row, item in enumerate(self.scheduled)
-            for index in item.choices
-        ]
-
-
-@dataclass
-class SchedulerStats:
-    # The one prefix-cache hit counter (/metrics reports it): tokens whose KV a sequence found
-    # in the prefix cache when it was admitted. Failed admissions (retried next step) are not
-    # counted; a preempted sequence counts again when recomputed, its own blocks being hits.
-    prefix_hit_tokens: int = 0
-    prefix_query_tokens: int = 0  # tokens (prompt, plus output when recomputed) at admissions
-    preemptions: int = 0
-    prompt_tokens: int = 0  # prompt tokens of requests that produced a first token
-    generated_tokens: int = 0
-    computed_tokens: int = 0  # tokens run through the model (prefill chunks and decodes)
 
 
 class Scheduler:
@@ -136,7 +103,19 @@ class Scheduler:
         return aborted
 
     # -- one step -------------------------------------------------------------------------
-    def schedule(self) -> SchedulerOutput:
+    def draftable(self) -> list[tuple[Sequence, int]]:
+        """(sequence, most tokens worth drafting) for the running sequences that decode next
+        step: a draft beyond max_tokens could never be kept."""
+        out = []
+        for seq in self.running:
+            request = self.requests[seq.request_id]
+            room = request.max_new_tokens - seq.num_output_tokens - 1
+            if seq.num_pending == 1 and request.forked and room > 0:
+                out.append((seq, room))
+        return out
+
+    def schedule(self, drafts: Mapping[int, Seq[int]] | None = None) -> SchedulerOutput:
+        """`drafts`: seq_id -> drafted tokens for decode sequences (see `draftable`)."""
         out = SchedulerOutput()
         budget = self.token_budget
         decodes = [s for s in self.running if s.num_pending == 1]
@@ -145,8 +124,9 @@ class Scheduler:
             if seq.status is not RUNNING:  # preempted earlier in this step
                 continue
             n = min(seq.num_pending, budget)
-            if n and self._reserve(seq, n, out):
-                budget -= n
+            draft = self._fitting_draft(seq, (drafts or {}).get(seq.seq_id, ()), budget)
+            if n and self._reserve(seq, n, out, draft):
+                budget -= n + len(draft)
         if out.preempted:
             return out
         while self.waiting and budget > 0 and len(self.running) < self.max_running:
@@ -156,20 +136,23 @@ class Scheduler:
             budget -= admitted
         return out
 
-    def update_from_output(self, out: SchedulerOutput, sampled: list[int]) -> list[Sequence]:
-        """Apply a step that ran: `sampled` holds one token per `out.samples` entry. Returns
-        the sequences that received them, in that order (some finished now)."""
+    def update_from_output(
+        self, out: SchedulerOutput, sampled: Seq[int | Seq[int]]
+    ) -> list[Sequence]:
+        """Apply a step that ran: `sampled` holds one token per `out.samples` entry, or for a
+        drafted one its accepted drafts and one more token. Returns the sequences that
+        received them, in that order (some finished now, maybe before their last token)."""
         if len(sampled) != len(out.samples):
             raise ValueError(f"{len(sampled)} sampled tokens for {len(out.samples)} samples")
-        for item in out.scheduled:
-            self.kv.commit(item.seq.seq_id, item.seq.token_ids)
-            if self.kv_window:
-                self.kv.release_outside_window(item.seq.seq_id, self.kv_window)
-            item.seq.num_computed += item.num_new
-            self.stats.computed_tokens += item.num_new
+        tokens = [[int(t)] if np.ndim(t) == 0 else [int(x) for x in t] for t in sampled]
+        for item, item_tokens in zip(out.scheduled, self._per_item(out, tokens), strict=True):
+            self._commit(item, item_tokens)
         seqs = [seq for item in out.scheduled for seq in self._sampling(item)]
-        for seq, token in zip(seqs, sampled, strict=True):
-            self._append_token(seq, int(token))
+        for seq, seq_tokens in zip(seqs, tokens, strict=True):
+            for token in seq_tokens:
+                self._append_token(seq, token)
+                if seq.finished:
+                    break
         return seqs
 
     # -- internals ------------------------------------------------------------------------
@@ -180,13 +163,53 @@ class Scheduler:
         request.seqs.append(seq)
         return seq
 
-    def _reserve(self, seq: Sequence, n: int, out: SchedulerOutput) -> bool:
-        while not self.kv.can_append(seq.seq_id, n):
+    def _fitting_draft(self, seq: Sequence, draft: Seq[int], budget: int) -> tuple[int, ...]:
+        """The part of `draft` this step can verify: within the token budget, and only with
+        blocks to spare for every running sequence's next token (a new page and a
+        copy-on-write at most), so that no draft ever causes a preemption."""
+        draft = tuple(draft[: max(budget - 1, 0)]) if seq.num_pending == 1 else ()
+        if not draft:
+            return ()
+        needed = self.kv.blocks_needed(seq.seq_id, 1 + len(draft))
+        if needed + 2 * len(self.running) > self.kv.pool.num_free:
+            return ()
+        return draft
+
+    def _per_item(self, out: SchedulerOutput, tokens: list[list[int]]) -> list[list[int]]:
+        """Each scheduled item's first sample's tokens ([] for a prefill chunk)."""
+        per_item, i = [], 0
+        for item in out.scheduled:
+            per_item.append(tokens[i] if item.choices else [])
+            i += len(item.choices)
+        return per_item
+
+    def _commit(self, item: Scheduled, tokens: list[int]) -> None:
+        seq, num_new = item.seq, item.num_new
+        if item.draft:
+            accepted = len(tokens) - 1
+            if not 0 <= accepted <= len(item.draft) or tokens[:accepted] != list(
+                item.draft[:accepted]
+            ):
+                raise ValueError(f"tokens {tokens} do not extend an accepted part of {item.draft}")
+            num_new -= len(item.draft) - accepted
+            self.kv.truncate(seq.seq_id, seq.num_computed + num_new)
+            self.kv.commit(seq.seq_id, [*seq.token_ids, *item.draft[:accepted]])
+        else:
+            self.kv.commit(seq.seq_id, seq.token_ids)
+        if self.kv_window:
+            self.kv.release_outside_window(seq.seq_id, self.kv_window)
+        seq.num_computed += num_new
+        self.stats.computed_tokens += item.num_new
+
+    def _reserve(
+        self, seq: Sequence, n: int, out: SchedulerOutput, draft: tuple[int, ...] = ()
+    ) -> bool:
+        while not self.kv.can_append(seq.seq_id, n + len(draft)):
             victim = self.running[-1]
             self._preempt(victim, out)
             if victim is seq:
                 return False
-        self._schedule(seq, n, out)
+        self._schedule(seq, n, out, draft)
         return True
 
     def _preempt(self, seq: Sequence, out: SchedulerOutput) -> None:
@@ -214,10 +237,12 @@ class Scheduler:
         self._schedule(seq, n, out)
         return n
 
-    def _schedule(self, seq: Sequence, n: int, out: SchedulerOutput) -> None:
-        out.copies += self.kv.append(seq.seq_id, n)
-        tokens = tuple(seq.token_ids[seq.num_computed : seq.num_computed + n])
-        out.scheduled.append(Scheduled(seq, tokens, self._choices(seq, n)))
+    def _schedule(
+        self, seq: Sequence, n: int, out: SchedulerOutput, draft: tuple[int, ...] = ()
+    ) -> None:
+        out.copies += self.kv.append(seq.seq_id, n + len(draft))
+        tokens = tuple(seq.token_ids[seq.num_computed : seq.num_computed + n]) + draft
+        out.scheduled.append(Scheduled(seq, tokens, self._choices(seq, n), draft))
 
     def _choices(self, seq: Sequence, n: int) -> tuple[int, ...]:
         if seq.num_computed + n < seq.num_tokens:

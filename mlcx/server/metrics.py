@@ -74,6 +74,21 @@ _ENGINE_METRICS: dict[str, tuple[type, str, Callable[[EngineStats], float]]] = {
         lambda s: s.prefix_query_tokens,
     ),
     "preemptions": (_C, "Sequences preempted for lack of KV blocks.", lambda s: s.preemptions),
+    "spec_proposed_tokens": (
+        _C,
+        "Drafted tokens verified by speculative decoding.",
+        lambda s: s.spec_proposed_tokens,
+    ),
+    "spec_accepted_tokens": (
+        _C,
+        "Drafted tokens kept by speculative decoding.",
+        lambda s: s.spec_accepted_tokens,
+    ),
+    "spec_off_steps": (
+        _C,
+        "Steps without drafts because more sequences ran than speculation pays for.",
+        lambda s: s.spec_off_steps,
+    ),
 }
 
 

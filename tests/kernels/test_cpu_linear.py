@@ -1,6 +1,6 @@
 """mlcx's hand-written CPU linear kernels against numpy on the dequantized weights.
 
-Shapes are SmolLM2's (K = 576 and 1536), so the decode (GEMV, up to 4 tokens) and prefill
+Shapes are SmolLM2's (K = 576 and 1536), so the decode (GEMV, up to 8 tokens) and prefill
 (packed GEMM) paths, their tails, and the fused RMSNorm / SwiGLU / residual all run. The
 kernels quantize activations to int16 per 32 features, so they agree with float math to a
 relative 1e-4, not bit for bit.
@@ -51,7 +51,7 @@ def _reference_rows(kind: str, inputs: list[np.ndarray]) -> np.ndarray:
         ("int8-sym-g32-float16", "rmsnorm", 576, 1000, False),  # GGUF Q8_0 head
     ],
 )
-@pytest.mark.parametrize("tokens", [1, 3, 4, 5, 19])
+@pytest.mark.parametrize("tokens", [1, 3, 4, 5, 8, 9, 19])
 def test_kernel_matches_numpy(fmt_name, kind, k, n, residual, tokens):
     rng = np.random.default_rng(tokens * 7 + k)
     fmt = format_from_name(fmt_name)

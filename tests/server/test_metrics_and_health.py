@@ -143,3 +143,29 @@ def test_an_engine_failure_fails_requests_but_not_the_server(artifact):
         s.wait_idle()
         assert s.engine.kv.pool.num_used == 0
         assert httpx.post(f"{s.url}/v1/completions", json=body).status_code == 200
+
+
+def test_metrics_count_speculative_tokens(artifact):
+    """Prompt lookup on a prompt whose greedy continuation repeats: the counters are the
+    engine's, and the completion equals the one without speculation."""
+    from mlcx.runtime.engine_config import EngineConfig
+
+    prompt = [5, 6, 7, 8, 9] * 8
+    texts = []
+    for config in (EngineConfig(), EngineConfig(speculative="ngram", num_speculative=4)):
+        with serving(artifact, config) as s:
+            out = s.client().completions.create(
+                model=s.model,
+                prompt=prompt,
+                max_tokens=32,
+                temperature=0,
+                extra_body={"ignore_eos": True},
+            )
+            texts.append(out.choices[0].text)
+            metrics = scrape(s.url)
+            stats = s.engine.stats()
+    assert texts[0] == texts[1]
+    proposed = value(metrics, "mlcx_spec_proposed_tokens", "mlcx_spec_proposed_tokens_total")
+    accepted = value(metrics, "mlcx_spec_accepted_tokens", "mlcx_spec_accepted_tokens_total")
+    assert (proposed, accepted) == (stats.spec_proposed_tokens, stats.spec_accepted_tokens)
+    assert proposed > 0

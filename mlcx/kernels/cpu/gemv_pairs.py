@@ -47,18 +47,29 @@ def _permute_pairs(q: QuantizedRows, xp, t, k: int) -> None:
         T.buffer_store(xp, T.Shuffle([first, second], PAIR_ORDER), [t, vec.ramp(p * 64, 64)])
 
 
-def _pair_dot(words, row, xp, t, p) -> tirx.PrimExpr:
-    """int32 x 8: lanes 0-3 sum to chunk 2p's dot product, lanes 4-7 to chunk 2p + 1's."""
+def _unpack(words, row, p) -> list:
+    """The four nibble planes of pair p of `row`, int16 x 16 each, bound once."""
     packed = T.bind(words[row, vec.ramp(p * 16, 16)])
-    dot = None
+    planes = []
     for k in range(4):
         nibble = (packed >> vec.splat(tirx.const(4 * k, "uint16"), 16)) & vec.splat(
             tirx.const(15, "uint16"), 16
         )
-        x = xp[t, vec.ramp(p * 64 + k * 16, 16)]
-        term = vec.madd_i16(T.Cast("int16x16", nibble), x, 16)
+        planes.append(T.bind(T.Cast("int16x16", nibble)))
+    return planes
+
+
+def _dot(planes, xp, t, p) -> tirx.PrimExpr:
+    """int32 x 8: lanes 0-3 sum to chunk 2p's dot product, lanes 4-7 to chunk 2p + 1's."""
+    dot = None
+    for k, plane in enumerate(planes):
+        term = vec.madd_i16(plane, xp[t, vec.ramp(p * 64 + k * 16, 16)], 16)
         dot = term if dot is None else dot + term
     return T.bind(dot)
+
+
+def _pair_dot(words, row, xp, t, p) -> tirx.PrimExpr:
+    return _dot(_unpack(words, row, p), xp, t, p)
 
 
 def _hadd(a, b):
@@ -72,6 +83,20 @@ def _group_step(words, xp, t, acc, scales, row, r, gq) -> None:
     scaled = T.Cast("float32x8", sums) * scales[r, vec.ramp(gq * 8, 8)]
     lanes = vec.ramp(0, GEMV_LANES)
     T.buffer_store(acc, acc[r, lanes] + scaled, [r, lanes])
+
+
+def _group_step_tokens(words, xp, count: int, acc, scales, row, r, rows, gq) -> None:
+    """`_group_step` for tokens 0..count-1 (a static count) with the weights unpacked once:
+    a step verifying drafted tokens runs a few tokens, and unpacking costs about as much as
+    the dot products."""
+    planes = [_unpack(words, row, gq * GROUP_PAIRS + i) for i in range(GROUP_PAIRS)]
+    lanes = vec.ramp(0, GEMV_LANES)
+    for t in range(count):
+        dots = [_dot(planes[i], xp, t, gq * GROUP_PAIRS + i) for i in range(GROUP_PAIRS)]
+        sums = _hadd(T.bind(_hadd(dots[0], dots[1])), T.bind(_hadd(dots[2], dots[3])))
+        slot = t * rows + r
+        scaled = T.Cast("float32x8", sums) * scales[slot, vec.ramp(gq * 8, 8)]
+        T.buffer_store(acc, acc[slot, lanes] + scaled, [slot, lanes])
 
 
 def _pair_step(words, xp, t, acc, scales, row, r, p) -> None:
@@ -90,7 +115,6 @@ def gemv_pairs(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, t
     chunks, rows = k // CHUNK, divisor(n, cfg.gemv_rows)
     # Eight-chunk reductions read the scales that row_scales stores as vectors, permuted.
     groups = vector_groups(reader, chunks)
-    lanes = GEMV_LANES
     words = T.decl_buffer((n, k // 4), "uint16", data=bufs["qweight"].data)
     with T.parallel(0, cfg.threads) as c:
         q = QuantizedRows.alloc(tokens, k)
@@ -98,31 +122,96 @@ def gemv_pairs(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, t
         with T.serial(0, tokens) as t:
             quantize_row(spec.source, bufs, t, q, t, NATURAL)
             _permute_pairs(q, xp, t, k)
-        acc = T.alloc_buffer((rows, lanes), "float32")
-        scales = T.alloc_buffer((rows, chunks), "float32")
-        offsets = T.alloc_buffer((rows, lanes), "float32")
         begin, end = split_range(n // rows, cfg.threads, c)
         ahead = prefetch_steps(cfg, rows, k // 2)
-        with T.serial(begin, end) as step, T.serial(0, tokens) as t:
+        walk = (spec, reader, bufs, words, q, xp, rows, chunks, groups, ahead, begin, end)
+        _by_count(walk, tokens, list(range(2, cfg.gemv_max_tokens + 1)))
+
+
+def _by_count(walk, tokens, counts: list[int]) -> None:
+    """A static walk for each token count in `counts`, the per-token walk otherwise."""
+    if not counts:
+        _walk_per_token(*walk, tokens)
+        return
+    with T.If(tokens == counts[0]):
+        with T.Then():
+            _walk_static(*walk, counts[0])
+        with T.Else():
+            _by_count(walk, tokens, counts[1:])
+
+
+def _walk_per_token(
+    spec, reader, bufs, words, q, xp, rows, chunks, groups, ahead, begin, end, tokens
+) -> None:
+    """One token at a time, each walking the thread's rows (decode)."""
+    lanes = GEMV_LANES
+    acc = T.alloc_buffer((rows, lanes), "float32")
+    scales = T.alloc_buffer((rows, chunks), "float32")
+    offsets = T.alloc_buffer((rows, lanes), "float32")
+    with T.serial(begin, end) as step, T.serial(0, tokens) as t:
+        for r in range(rows):
+            row = step * rows + r
+            row_scales(reader, bufs, q, row, t, scales, offsets, r, SCALE_ORDER)
+            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+            if ahead:
+                prefetch_row_planes(bufs, row + ahead * rows)
+        with T.serial(0, groups) as gq:
             for r in range(rows):
                 row = step * rows + r
-                row_scales(reader, bufs, q, row, t, scales, offsets, r, SCALE_ORDER)
-                T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
                 if ahead:
-                    prefetch_row_planes(bufs, row + ahead * rows)
-            with T.serial(0, groups) as gq:
-                for r in range(rows):
-                    row = step * rows + r
-                    if ahead:
-                        for line in range(GROUP_PAIRS * 16 // LINE_WORDS):
-                            vec.prefetch(words, [row + ahead * rows, gq * 64 + line * LINE_WORDS])
-                    _group_step(words, xp, t, acc, scales, row, r, gq)
-            with T.serial(groups * GROUP_PAIRS, chunks // 2) as p:
-                for r in range(rows):
-                    row = step * rows + r
-                    if ahead:
-                        vec.prefetch(words, [row + ahead * rows, p * 16])
-                    _pair_step(words, xp, t, acc, scales, row, r, p)
+                    for line in range(GROUP_PAIRS * 16 // LINE_WORDS):
+                        vec.prefetch(words, [row + ahead * rows, gq * 64 + line * LINE_WORDS])
+                _group_step(words, xp, t, acc, scales, row, r, gq)
+        with T.serial(groups * GROUP_PAIRS, chunks // 2) as p:
             for r in range(rows):
-                total = acc[r, vec.ramp(0, lanes)] + offsets[r, vec.ramp(0, lanes)]
+                row = step * rows + r
+                if ahead:
+                    vec.prefetch(words, [row + ahead * rows, p * 16])
+                _pair_step(words, xp, t, acc, scales, row, r, p)
+        for r in range(rows):
+            total = acc[r, vec.ramp(0, lanes)] + offsets[r, vec.ramp(0, lanes)]
+            store_out(spec, bufs, t, step * rows + r, vec.hsum(total, lanes))
+
+
+def _walk_static(
+    spec, reader, bufs, words, q, xp, rows, chunks, groups, ahead, begin, end, count: int
+) -> None:
+    """`count` tokens together: each weight group is unpacked once for all of them."""
+    lanes = GEMV_LANES
+    acc = T.alloc_buffer((count * rows, lanes), "float32")
+    scales = T.alloc_buffer((count * rows, chunks), "float32")
+    offsets = T.alloc_buffer((count * rows, lanes), "float32")
+    with T.serial(begin, end) as step:
+        for t in range(count):
+            for r in range(rows):
+                row, slot = step * rows + r, t * rows + r
+                row_scales(reader, bufs, q, row, t, scales, offsets, slot, SCALE_ORDER)
+                T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [slot, vec.ramp(0, lanes)])
+        if ahead:
+            for r in range(rows):
+                prefetch_row_planes(bufs, step * rows + r + ahead * rows)
+        with T.serial(0, groups) as gq:
+            for r in range(rows):
+                row = step * rows + r
+                if ahead:
+                    for line in range(GROUP_PAIRS * 16 // LINE_WORDS):
+                        vec.prefetch(words, [row + ahead * rows, gq * 64 + line * LINE_WORDS])
+                _group_step_tokens(words, xp, count, acc, scales, row, r, rows, gq)
+        with T.serial(groups * GROUP_PAIRS, chunks // 2) as p:
+            for r in range(rows):
+                row = step * rows + r
+                planes = _unpack(words, row, p)
+                two_lanes = [0] * 4 + [1] * 4
+                for t in range(count):
+                    slot = t * rows + r
+                    two = scales[slot, vec.ramp(p * 2, 2)]
+                    dot = T.Cast("float32x8", _dot(planes, xp, t, p))
+                    scaled = dot * T.Shuffle([two] * 4, two_lanes)
+                    T.buffer_store(
+                        acc, acc[slot, vec.ramp(0, lanes)] + scaled, [slot, vec.ramp(0, lanes)]
+                    )
+        for t in range(count):
+            for r in range(rows):
+                slot = t * rows + r
+                total = acc[slot, vec.ramp(0, lanes)] + offsets[slot, vec.ramp(0, lanes)]
                 store_out(spec, bufs, t, step * rows + r, vec.hsum(total, lanes))

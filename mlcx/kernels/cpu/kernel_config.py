@@ -55,7 +55,10 @@ class KernelConfig:
     gemv_rows:      output rows one decode step walks together; 1 because interleaving the
                     rows' byte streams cost ~30% of the read bandwidth the hardware prefetchers
                     reach on one sequential stream (measured on the 2048x16384 4-bit GEMV)
-    gemv_max_tokens: up to this many tokens take the decode (GEMV) path
+    gemv_max_tokens: up to this many tokens take the decode (GEMV) path; 8 because the
+                    4-bit GEMV unpacks each weight group once for up to 8 tokens (a step
+                    verifying drafted tokens, a small batch), where the GEMM's tile packing
+                    cost 1.4-2.7x more (measured at 5-8 tokens on the default model)
     gemm_rows:      output rows of one packed weight tile (a multiple of `lanes`)
     gemm_tokens:    tokens of one GEMM microkernel step
     prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
@@ -66,7 +69,7 @@ class KernelConfig:
     lanes: int = 8
     registers: int = 16
     gemv_rows: int = 1
-    gemv_max_tokens: int = 4
+    gemv_max_tokens: int = 8
     gemm_rows: int = 8
     gemm_tokens: int = 4
     prefetch_bytes: int = 2048

@@ -133,6 +133,17 @@ class BlockPool:
         self._hashes[block_id] = block_hash
         return True
 
+    def unregister(self, block_id: int) -> None:
+        """Forget a block's cached prefix (its KV is about to be overwritten or was rolled
+        back); a no-op for a block that caches none. Free blocks move to the empty segment."""
+        self._check_id(block_id)
+        if self._hashes[block_id] is None:
+            return
+        self._evict(block_id)
+        if self._refcounts[block_id] == 0:
+            self._free.remove(block_id)
+            self._free.push_empty(block_id)
+
     def _evict(self, block_id: int) -> None:
         block_hash = self._hashes[block_id]
         if block_hash is not None:

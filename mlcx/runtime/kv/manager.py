@@ -8,6 +8,8 @@ Life of a sequence, one forward step at a time:
     ... the runner copies `copies` pages, runs the model, samples `token` ...
     manager.commit(seq_id, prompt)                      # written blocks become shareable
     copies = manager.append(seq_id, 1)                  # next decode step, and so on
+    copies = manager.append(seq_id, 1 + k)              # or a step verifying k drafted tokens,
+    manager.truncate(seq_id, accepted_len)              # rolled back before its commit
     manager.free(seq_id)                                # on finish or abort
 
 The manager knows no tensors: block ids are page indices into the runner's per-layer
@@ -170,6 +172,33 @@ class KVCacheManager:
         for block_id in _held(parent.page_table):
             self._pool.touch(block_id)
         self._seqs[child_id] = parent.copy()
+
+    def truncate(self, seq_id: SeqId, num_tokens: int) -> None:
+        """Roll a sequence back to its first `num_tokens` slots (speculative tokens rejected).
+
+        Blocks past the new length lose this sequence's reference. A block this sequence alone
+        holds that caches a prefix reaching past the new length leaves the prefix cache: its
+        hash names tokens that were rolled back, and the kept part of it will be overwritten.
+        A shared block keeps its hash (its other holders still have all of it); the next
+        `append` copies a shared partial last block first (copy-on-write), as after a fork.
+        """
+        seq = self._get(seq_id)
+        if not 0 < num_tokens <= seq.num_tokens:
+            raise ValueError(
+                f"sequence {seq_id!r} can be truncated to 1..{seq.num_tokens} tokens, "
+                f"not {num_tokens}"
+            )
+        keep_blocks = -(-num_tokens // self._page_size)
+        full_blocks = num_tokens // self._page_size
+        for i in range(len(seq.page_table) - 1, full_blocks - 1, -1):
+            block_id = seq.page_table[i]
+            if self._pool.refcount(block_id) == 1:
+                self._pool.unregister(block_id)
+            if i >= keep_blocks:
+                self._pool.free(block_id)
+        del seq.page_table[keep_blocks:]
+        del seq.block_hashes[full_blocks:]
+        seq.num_tokens = num_tokens
 
     def free(self, seq_id: SeqId) -> None:
         """Release a finished or aborted sequence; its cached blocks stay evictable."""

@@ -1,0 +1,1 @@
+"""Speculative decoding: proposers draft tokens, the target model verifies them in one step."""

@@ -1,0 +1,56 @@
+"""Speculative decoding on the real default model: greedy tokens equal plain decoding for
+prompt lookup and for a draft cut from the model itself (its first 6 and last 2 blocks), over
+a batch of three chat prompts whose drafts differ in length and acceptance."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlcx.bench.echo_workload import echo_messages
+from mlcx.bench.truncated_gguf import write_truncated_gguf
+from mlcx.cli.runtime_options import resolve_artifact
+from mlcx.compile import CompileRequest, compile_model
+from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.llm import LLM
+from mlcx.runtime.sampling_params import SamplingParams
+from tests.support.default_model import DEFAULT, default_gguf
+
+pytestmark = pytest.mark.slow
+PARAMS = SamplingParams.greedy(max_tokens=64)
+QUESTIONS = ["What is the capital of France?", "List three colours, separated by commas."]
+
+
+@pytest.fixture(scope="module")
+def artifact():
+    default_gguf()
+    return resolve_artifact(DEFAULT, quiet=True)
+
+
+@pytest.fixture(scope="module")
+def prompts(artifact):
+    llm = LLM(artifact)
+    chats = [echo_messages()] + [[{"role": "user", "content": q}] for q in QUESTIONS]
+    return [llm.chat_prompt(m) for m in chats]
+
+
+@pytest.fixture(scope="module")
+def plain(artifact, prompts):
+    return [c[0].token_ids for c in LLM(artifact).generate(prompts, PARAMS)]
+
+
+def test_prompt_lookup_keeps_greedy_tokens(artifact, prompts, plain):
+    llm = LLM(artifact, EngineConfig(speculative="ngram", num_speculative=4))
+    assert [c[0].token_ids for c in llm.generate(prompts, PARAMS)] == plain
+    stats = llm.engine.stats()
+    assert stats.spec_accepted_tokens > 20  # the echo prompt repeats its paragraph
+    assert llm.engine.kv.pool.num_used == 0
+
+
+def test_a_truncated_self_draft_keeps_greedy_tokens(artifact, prompts, plain, tmp_path):
+    cut = write_truncated_gguf(default_gguf(), tmp_path / "draft.gguf", 6, 2)
+    draft = compile_model(CompileRequest(model=str(cut), target="cpu", output=tmp_path / "d"))
+    config = EngineConfig(speculative="draft", draft=str(draft), num_speculative=3)
+    llm = LLM(artifact, config)
+    assert [c[0].token_ids for c in llm.generate(prompts, PARAMS)] == plain
+    assert llm.engine.stats().spec_proposed_tokens > 0
+    assert llm.engine.kv.pool.num_used == 0
