@@ -66,8 +66,18 @@ def bench_serve_command(
         bool,
         typer.Option(help="Build the peer when it is missing (scripts/build-llamacpp-cpu.sh)."),
     ] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="Instead of a server: run this model's engine in process at each -c and print "
+            "where a step's time goes (schedule, page tables, forward, sample, detokenize)."
+        ),
+    ] = None,
 ) -> None:
     """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
+    if profile:
+        _profile(profile, concurrency or [1], max_tokens, as_json)
+        return
     formats = [None] if response_format is None else [None, _read_format(response_format)]
     levels = concurrency or [1]
     base = LoadSpec(
@@ -108,6 +118,19 @@ def bench_serve_command(
 
 # Wide enough for every column unabridged; rich's 80 when piped would cut "json_schema".
 _WIDTH = 110
+
+
+def _profile(model: str, levels: list[int], max_tokens: int, as_json: bool) -> None:
+    from mlcx.bench.step_profile import profile_steps
+    from mlcx.cli.runtime_options import resolve_artifact
+    from mlcx.runtime.engine import Engine
+    from mlcx.runtime.engine_config import EngineConfig
+
+    engine = Engine(resolve_artifact(model), EngineConfig(max_running=max(levels)))
+    profile_steps(engine, 1, 2)  # first-call costs stay out of the numbers
+    for level in levels:
+        breakdown = profile_steps(engine, level, max_tokens)
+        print(json.dumps(asdict(breakdown)) if as_json else "\n".join(breakdown.lines()))
 
 
 def _say(as_json: bool):
