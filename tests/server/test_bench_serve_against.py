@@ -118,8 +118,10 @@ def test_against_runs_the_same_levels_on_the_peer_and_gives_ratios(served, monke
 def test_llama_server_serves_the_default_gguf_and_stops():
     peer = LlamaServer(ServingSetup(default_gguf(), threads=2, slots=2, ctx_per_slot=256))
     with peer.running() as url:
-        report = asyncio.run(run_load(LoadSpec(url=url, concurrency=2, max_tokens=4)))
-    assert (report.requests, report.failed) == (2, 0), report.errors
-    assert report.output_tokens == 2 * 4  # ignore_eos is honoured: every answer is 4 tokens
+        # two requests per stream: a second request after a streamed answer once failed
+        spec = LoadSpec(url=url, concurrency=2, num_requests=4, max_tokens=4)
+        report = asyncio.run(run_load(spec))
+    assert (report.requests, report.failed) == (4, 0), report.errors
+    assert report.output_tokens == 4 * 4  # ignore_eos is honoured: every answer is 4 tokens
     with pytest.raises(Exception):  # noqa: B017 - any connection error: the server is gone
         asyncio.run(run_load(LoadSpec(url=url, concurrency=1, max_tokens=1, timeout_s=2)))
