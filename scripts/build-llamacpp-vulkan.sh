@@ -29,14 +29,8 @@ if [ ${#missing[@]} -ne 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-WORK="$CACHE/peers/src"
-mkdir -p "$WORK"
-SDIST="$WORK/llama_cpp_python-$VERSION.tar.gz"
-if [ ! -f "$SDIST" ]; then
-  python3 -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d "$WORK" >&2
-fi
-SRC="$WORK/llama_cpp_python-$VERSION/vendor/llama.cpp"
-[ -d "$SRC" ] || tar xzf "$SDIST" -C "$WORK"
+# shellcheck source=llamacpp-source.sh
+source "$(dirname "$0")/llamacpp-source.sh"
 
 # Debian 12's Vulkan headers (1.3.239) predate VK_EXT_layer_settings, which ggml-vulkan only uses
 # to turn on best-practice validation; without the headers, drop that struct from the instance.

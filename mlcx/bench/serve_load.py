@@ -164,7 +164,10 @@ async def prefix_ttft(spec: LoadSpec, words: int = 750) -> tuple[RequestResult, 
 
 def _client(spec: LoadSpec) -> httpx.AsyncClient:
     headers = {"Authorization": f"Bearer {spec.api_key}"} if spec.api_key else {}
-    limits = httpx.Limits(max_connections=spec.concurrency + 1)
+    # A fresh connection per request: llama-server closes a kept-alive connection after a
+    # streamed answer without saying so, and the next request on it failed ("Server
+    # disconnected"). Connecting over loopback costs well under a millisecond.
+    limits = httpx.Limits(max_connections=spec.concurrency + 1, max_keepalive_connections=0)
     return httpx.AsyncClient(
         base_url=spec.url, headers=headers, timeout=spec.timeout_s, limits=limits
     )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import replace
+import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -12,7 +13,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mlcx.bench.serve_load import LoadReport, LoadSpec, prefix_ttft, run_load, warm_up
+from mlcx.bench.serve_compare import LevelRatio, ratios, run_levels, run_on_peer
+from mlcx.bench.serve_load import LoadReport, LoadSpec, prefix_ttft
+from mlcx.bench.serving_peers import SERVING_PEERS, serving_peer
+from mlcx.bench.serving_setup import ServingSetup
 
 
 def bench_serve_command(
@@ -50,29 +54,73 @@ def bench_serve_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Then start this server on the same GGUF and run the same load on it "
+            f"({', '.join(SERVING_PEERS)})."
+        ),
+    ] = None,
+    gguf: Annotated[
+        str, typer.Option(help="The peer's model: a GGUF path or preset (mlcx's source).")
+    ] = "smollm2-135m",
+    threads: Annotated[
+        int | None, typer.Option(help="The peer's threads (default: every core).")
+    ] = None,
+    slots: Annotated[
+        int | None,
+        typer.Option(help="The peer's parallel sequences (default: the largest -c)."),
+    ] = None,
+    ctx_per_slot: Annotated[int, typer.Option(help="The peer's context per sequence.")] = 2048,
+    build_peer: Annotated[
+        bool,
+        typer.Option(help="Build the peer when it is missing (scripts/build-llamacpp-cpu.sh)."),
+    ] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="Instead of a server: run this model's engine in process at each -c and print "
+            "where a step's time goes (schedule, page tables, forward, sample, detokenize)."
+        ),
+    ] = None,
 ) -> None:
     """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
+    if profile:
+        _profile(profile, concurrency or [1], max_tokens, as_json)
+        return
     formats = [None] if response_format is None else [None, _read_format(response_format)]
+    levels = concurrency or [1]
     base = LoadSpec(
         url=url,
         max_tokens=max_tokens,
         model=model,
         api_key=api_key,
+        num_requests=requests,
         system_prompts=system_prompts,
         system_words=system_words,
     )
-    if warmup:
-        for fmt in formats:
-            asyncio.run(warm_up(replace(base, response_format=fmt)))
-    reports = []
-    for level in concurrency or [1]:
-        for fmt in formats:
-            spec = replace(base, concurrency=level, num_requests=requests, response_format=fmt)
-            reports.append(asyncio.run(run_load(spec)))
-            if as_json:
-                print(json.dumps(reports[-1].to_dict()))
+    say = _say(as_json)
+    peer = None
+    if against:
+        setup = ServingSetup(
+            _peer_gguf(gguf),
+            threads or os.cpu_count() or 1,
+            slots or max(levels),
+            ctx_per_slot,
+            build_peer,
+            say,
+        )
+        peer = serving_peer(against, setup)
+    on_report = _print_json("mlcx") if as_json else None
+    reports = run_levels(base, levels, formats, warmup, on_report)
     if not as_json:
         Console(width=_WIDTH).print(_table(reports))
+    if peer is not None:
+        say(f"starting {peer.command}")
+        theirs = run_on_peer(
+            peer, base, levels, warmup, _print_json(peer.name) if as_json else None
+        )
+        _print_comparison(peer.name, theirs, ratios(reports, theirs), as_json)
     if prefix_words:
         cold, warm = asyncio.run(prefix_ttft(base, prefix_words))
         result = {
@@ -86,6 +134,46 @@ def bench_serve_command(
 
 # Wide enough for every column unabridged; rich's 80 when piped would cut "json_schema".
 _WIDTH = 110
+
+
+def _profile(model: str, levels: list[int], max_tokens: int, as_json: bool) -> None:
+    from mlcx.bench.step_profile import profile_steps
+    from mlcx.cli.runtime_options import resolve_artifact
+    from mlcx.runtime.engine import Engine
+    from mlcx.runtime.engine_config import EngineConfig
+
+    engine = Engine(resolve_artifact(model), EngineConfig(max_running=max(levels)))
+    profile_steps(engine, 1, 2)  # first-call costs stay out of the numbers
+    for level in levels:
+        breakdown = profile_steps(engine, level, max_tokens)
+        print(json.dumps(asdict(breakdown)) if as_json else "\n".join(breakdown.lines()))
+
+
+def _say(as_json: bool):
+    return (lambda line: None) if as_json else (lambda line: Console(width=_WIDTH).print(line))
+
+
+def _peer_gguf(model: str) -> Path:
+    from mlcx.frontends.source import resolve_path
+
+    return resolve_path(model)
+
+
+def _print_json(server: str):
+    return lambda report: print(json.dumps({"server": server, **report.to_dict()}))
+
+
+def _print_comparison(name: str, theirs: list[LoadReport], rows: list[LevelRatio], as_json: bool):
+    if as_json:
+        for row in rows:
+            print(json.dumps({"ratio": f"mlcx/{name}", **asdict(row)}))
+        return
+    console = Console(width=_WIDTH)
+    console.print(_table(theirs, f"{name} (same load, same GGUF)"))
+    table = Table("streams", "tok/s", "TTFT p50", title=f"mlcx over {name}")
+    for row in rows:
+        table.add_row(str(row.concurrency), f"{row.tok_s:.2f}x", f"{row.ttft_p50:.2f}x")
+    console.print(table)
 
 
 def _read_format(path: Path) -> dict:
@@ -103,7 +191,7 @@ def _read_format(path: Path) -> dict:
     return fmt
 
 
-def _table(reports: list[LoadReport]) -> Table:
+def _table(reports: list[LoadReport], server: str = "mlcx") -> Table:
     table = Table(
         "streams",
         "format",
@@ -113,7 +201,7 @@ def _table(reports: list[LoadReport]) -> Table:
         "req/s",
         "TTFT p50/p95 s",
         "ITL p50/p95 ms",
-        title="mlcx bench serve (ratio: tok/s over the first row; "
+        title=f"{server}: bench serve (ratio: tok/s over the first row; "
         "a constrained row: over the plain row of its level)",
     )
     for r in reports:

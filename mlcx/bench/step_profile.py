@@ -1,0 +1,96 @@
+"""Where an engine step's time goes, with `streams` requests decoding together in process.
+
+Each phase is one engine collaborator's method, shadowed by an instance attribute that times
+it (the same trick as mlcx.bench.profile); the engine's code is untouched, so the steps are
+exactly those `mlcx serve` runs. `other` is the rest of `Engine.step`: its own bookkeeping
+(the inbox, stats snapshots, the batch arrays).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from mlcx.runtime.engine import Engine
+from mlcx.runtime.sampling_params import SamplingParams
+
+# phase -> (engine attribute holding the object, method name)
+PHASES: dict[str, tuple[tuple[str, str], ...]] = {
+    "schedule": (("scheduler", "schedule"), ("scheduler", "update_from_output")),
+    "page tables": (("kv", "build_arrays"),),
+    "forward": (("runner", "forward"),),
+    "sample": (("outputs", "sample"),),
+    "detokenize": (("outputs", "process"),),
+}
+PROMPT = "Write a short story about a lighthouse keeper."
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    streams: int
+    steps: int
+    tokens: int  # generated
+    seconds: float  # in Engine.step, all steps
+    phases: dict[str, float]  # seconds per phase, "other" included
+
+    def lines(self) -> list[str]:
+        out = [
+            f"{self.streams} streams: {self.steps} steps, {self.tokens} tokens, "
+            f"{self.seconds / self.steps * 1e3:.2f} ms per step, {self.tokens / self.seconds:.1f} "
+            "tok/s in Engine.step",
+            f"  {'phase':<12} {'ms/step':>9} {'share':>7}",
+        ]
+        for name, s in self.phases.items():
+            out.append(f"  {name:<12} {s / self.steps * 1e3:>9.3f} {s / self.seconds:>7.1%}")
+        return out
+
+
+@contextmanager
+def _timed(engine: Engine, totals: dict[str, float]) -> Iterator[None]:
+    shadowed = []
+    for phase, methods in PHASES.items():
+        for owner_name, method in methods:
+            owner = getattr(engine, owner_name)
+            setattr(owner, method, _timer(getattr(owner, method), phase, totals))
+            shadowed.append((owner, method))
+    try:
+        yield
+    finally:
+        for owner, method in shadowed:
+            delattr(owner, method)
+
+
+def _timer(fn, phase: str, totals: dict[str, float]):
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            totals[phase] += time.perf_counter() - start
+
+    return timed
+
+
+def profile_steps(engine: Engine, streams: int, max_tokens: int) -> StepBreakdown:
+    """Adds `streams` greedy requests of `max_tokens` (EOS ignored) and steps until all end."""
+    if streams < 1 or max_tokens < 1:
+        raise ValueError(f"streams and max_tokens must be >= 1, got {streams}, {max_tokens}")
+    params = SamplingParams.greedy(max_tokens=max_tokens, ignore_eos=True)
+    for i in range(streams):
+        engine.add_request(f"profile-{i}", PROMPT, params)
+    totals: dict[str, float] = defaultdict(float)
+    steps = tokens = 0
+    seconds = 0.0
+    with _timed(engine, totals):
+        while engine.has_work():
+            start = time.perf_counter()
+            deltas = engine.step()
+            seconds += time.perf_counter() - start
+            steps += 1
+            tokens += sum(len(d.token_ids) for d in deltas)
+    phases = {name: totals[name] for name in PHASES}
+    phases["other"] = seconds - sum(phases.values())
+    return StepBreakdown(streams, steps, tokens, seconds, phases)

@@ -1,0 +1,47 @@
+"""The int16 linear kernels cross-compiled for CPUs this machine may not have, read back as the
+assembly LLVM emits: each ISA gets its own instructions (512-bit registers and VNNI
+`vpdpwssd` on AVX-512 VNNI parts, `vpmaddwd` on 256-bit AVX2, widening multiplies on NEON)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import tvm
+
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_kernels import build_linear
+from mlcx.kernels.cpu.linear_spec import LinearSpec
+from mlcx.kernels.cpu.rows import PlainRows
+from mlcx.quantization.formats import format_from_name
+
+SPEC = LinearSpec(PlainRows(576), format_from_name("int4-affine-g32-float16"), 96, False)
+
+
+def _asm(mtriple: str, mcpu: str) -> str:
+    target = tvm.target.Target({"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2})
+    func = build_linear(SPEC, KernelConfig.for_target(target))
+    return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
+
+
+def _count(asm: str, pattern: str) -> int:
+    return len(re.findall(pattern, asm))
+
+
+@pytest.mark.parametrize("mcpu", ["sapphirerapids", "znver4"])
+def test_avx512_vnni_cpus_get_zmm_registers_and_vpdpwssd(mcpu):
+    asm = _asm("x86_64-linux-gnu", mcpu)
+    assert _count(asm, r"%zmm\d+") > 0
+    assert _count(asm, r"\bvpdpwssd\b") > 0  # int16 pairs summed into int32 in one instruction
+
+
+def test_avx2_cpus_stay_in_ymm_registers_with_vpmaddwd():
+    asm = _asm("x86_64-linux-gnu", "haswell")
+    assert _count(asm, r"%zmm\d+") == 0 and _count(asm, r"\bvpdpwssd\b") == 0
+    assert _count(asm, r"%ymm\d+") > 0 and _count(asm, r"\bvpmaddwd\b") > 0
+
+
+def test_arm64_gets_neon_widening_multiplies():
+    asm = _asm("aarch64-linux-gnu", "neoverse-n1")
+    assert _count(asm, r"\bsmull2?\b") > 0  # int16 x int16 -> int32, NEON
+    assert _count(asm, r"%[xy]mm") == 0
