@@ -8,7 +8,6 @@ threads and as many slots as mlcx's batch, and stopped after the load.
 
 from __future__ import annotations
 
-import os
 import shlex
 import socket
 import subprocess
@@ -19,49 +18,15 @@ from pathlib import Path
 
 import httpx
 
+from mlcx.bench.llamacpp_build import LlamaCppBuild
 from mlcx.bench.serving_setup import ServingSetup
-from mlcx.cache import cache_dir
-from mlcx.errors import MlcxError, ToolchainError
+from mlcx.errors import MlcxError
 
-VERSION = "0.3.36"  # of llama-cpp-python, whose sdist the script builds
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build-llamacpp-cpu.sh"
-BUILD_TIME = "15-25 min on 2 cores"
-
-
-def bin_dir() -> Path:
-    return cache_dir() / "peers" / f"llama.cpp-cpu-{VERSION}" / "bin"
-
-
-def build_peer(say) -> Path:
-    """Run the build script (its output goes to a log file); the folder of the binaries."""
-    if not SCRIPT.is_file():
-        raise ToolchainError(
-            f"{SCRIPT.name} is not next to this mlcx; run it from an mlcx source checkout"
-        )
-    log = cache_dir() / "peers" / "build-llamacpp-cpu.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    say(f"building llama.cpp for this CPU ({BUILD_TIME}); log: {log}")
-    env = {**os.environ, "MLCX_CACHE": str(cache_dir()), "LLAMA_CPP_PYTHON_VERSION": VERSION}
-    with log.open("w") as out:
-        result = subprocess.run(["bash", str(SCRIPT)], stdout=subprocess.PIPE, stderr=out, env=env)
-    if result.returncode:
-        tail = (log.read_text().strip().splitlines() or ["no output"])[-1]
-        raise ToolchainError(
-            f"building llama.cpp-cpu failed (exit {result.returncode}): {tail}; see {log}"
-        )
-    return Path(result.stdout.decode().strip().splitlines()[-1])
+BUILD = LlamaCppBuild("cpu", "llama.cpp for this CPU", "15-25 min on 2 cores")
 
 
 def ensure_llama_server(build: bool, say) -> Path:
-    path = bin_dir() / "llama-server"
-    if not os.access(path, os.X_OK):
-        if not build:
-            raise ToolchainError(
-                f"llama-server is not built ({path} is missing): pass --build-peer to build it "
-                f"now ({BUILD_TIME}), or run scripts/build-llamacpp-cpu.sh"
-            )
-        path = build_peer(say) / "llama-server"
-    return path
+    return BUILD.ensure("llama-server", build, say)
 
 
 def server_argv(binary: Path, setup: ServingSetup, port: int) -> list[str]:

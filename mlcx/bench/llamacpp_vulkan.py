@@ -20,54 +20,20 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from mlcx.bench.llamacpp_build import LlamaCppBuild
 from mlcx.bench.peers import PeerSetup
 from mlcx.bench.workload import RunTiming, Workload
-from mlcx.cache import cache_dir
 from mlcx.errors import MlcxError, ToolchainError
 
-VERSION = "0.3.36"  # of llama-cpp-python, whose sdist the script builds
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "build-llamacpp-vulkan.sh"
-BUILD_TIME = "20-40 min on 2 cores"
+BUILD = LlamaCppBuild("vulkan", "llama.cpp's Vulkan backend", "20-40 min on 2 cores")
 # ggml-vulkan skips CPU-type devices (lavapipe) unless devices are listed; the user's value wins.
 DEVICES_VAR = "GGML_VK_VISIBLE_DEVICES"
 CACHE_TYPES = {"float16": "f16", "bfloat16": "bf16"}  # llama-bench's -ctk/-ctv names
 _LISTED = re.compile(r"^\s*Vulkan\d+: (.+?) \(\d+ MiB, \d+ MiB free\)\s*$", re.M)
 
 
-def bin_dir() -> Path:
-    return cache_dir() / "peers" / f"llama.cpp-vulkan-{VERSION}" / "bin"
-
-
-def build_peer(say) -> Path:
-    """Run the build script (its output goes to a log file); the folder of the binaries."""
-    if not SCRIPT.is_file():
-        raise ToolchainError(
-            f"{SCRIPT.name} is not next to this mlcx; run it from an mlcx source checkout"
-        )
-    log = cache_dir() / "peers" / "build-llamacpp-vulkan.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    say(f"building llama.cpp's Vulkan backend ({BUILD_TIME}); log: {log}")
-    env = {**os.environ, "MLCX_CACHE": str(cache_dir()), "LLAMA_CPP_PYTHON_VERSION": VERSION}
-    with log.open("w") as out:
-        result = subprocess.run(["bash", str(SCRIPT)], stdout=subprocess.PIPE, stderr=out, env=env)
-    if result.returncode:
-        tail = (log.read_text().strip().splitlines() or ["no output"])[-1]
-        raise ToolchainError(
-            f"building llama.cpp-vulkan failed (exit {result.returncode}): {tail}; see {log}"
-        )
-    return Path(result.stdout.decode().strip().splitlines()[-1])
-
-
 def ensure_llama_bench(build: bool, say) -> Path:
-    path = bin_dir() / "llama-bench"
-    if not os.access(path, os.X_OK):
-        if not build:
-            raise ToolchainError(
-                f"llama.cpp-vulkan is not built ({path} is missing): pass --build-peer to build "
-                f"it now ({BUILD_TIME}), or run scripts/build-llamacpp-vulkan.sh"
-            )
-        path = build_peer(say) / "llama-bench"
-    return path
+    return BUILD.ensure("llama-bench", build, say)
 
 
 def parse_llama_bench(text: str, workload: Workload) -> tuple[RunTiming, str]:

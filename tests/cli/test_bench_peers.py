@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,7 @@ def test_missing_binaries_without_building_say_how_to_build(empty_cache):
 def test_a_failed_build_names_its_last_line_and_log(empty_cache, monkeypatch):
     script = empty_cache / "build.sh"
     script.write_text("echo 'cmake: Vulkan headers not found' >&2\nexit 3\n")
-    monkeypatch.setattr(llamacpp_vulkan, "SCRIPT", script)
+    monkeypatch.setattr(llamacpp_vulkan, "BUILD", replace(llamacpp_vulkan.BUILD, script=script))
     said: list[str] = []
     with pytest.raises(ToolchainError) as err:
         ensure_llama_bench(True, said.append)

@@ -67,7 +67,7 @@ def test_an_unknown_peer_names_the_known_ones(tmp_path):
 
 
 def test_a_missing_binary_says_how_to_build_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(llama_server, "bin_dir", lambda: tmp_path)
+    monkeypatch.setenv("MLCX_CACHE", str(tmp_path))
     with pytest.raises(ToolchainError) as err:
         ensure_llama_server(build=False, say=print)
     assert "scripts/build-llamacpp-cpu.sh" in str(err.value) and "--build-peer" in str(err.value)
@@ -112,7 +112,7 @@ def test_against_runs_the_same_levels_on_the_peer_and_gives_ratios(served, monke
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    not os.access(llama_server.bin_dir() / "llama-server", os.X_OK),
+    not os.access(llama_server.BUILD.bin_dir() / "llama-server", os.X_OK),
     reason="llama-server is not built (scripts/build-llamacpp-cpu.sh)",
 )
 def test_llama_server_serves_the_default_gguf_and_stops():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.bench.llamacpp_vulkan import bin_dir
+from mlcx.bench.llamacpp_vulkan import BUILD
 from mlcx.bench.mlcx_engine import GreedySequence, kv_blocks
 from mlcx.bench.profile import profile_steps
 from mlcx.bench.workload import Workload
@@ -85,7 +85,7 @@ def test_profile_times_every_dispatch_the_executor_launches(artifact, adapter, t
 
 def _stand_in_llama_bench(calls: Path) -> None:
     """A llama-bench where the build script puts it: lists one device, prints the recording."""
-    path = bin_dir() / "llama-bench"
+    path = BUILD.bin_dir() / "llama-bench"
     path.parent.mkdir(parents=True)
     path.write_text(
         "#!/bin/sh\n"
