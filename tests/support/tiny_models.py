@@ -159,3 +159,11 @@ def sharpen_qwen3(src: Path, dst: Path, seed: int) -> Path:
 def sharpen_gemma3(src: Path, dst: Path, seed: int) -> Path:
     """Gemma's q/k norms scale by 1 + w: the same draws make them peaked and uneven."""
     return sharpened(src, dst, seed, _qwen3_norms)
+
+
+# A tiny Gemma 3 with one local (window 16) and one global layer: the mix whose pages stay.
+GEMMA3_LOCAL_GLOBAL = {
+    "head_dim": 32,
+    "sliding_window": 16,
+    "layer_types": ["sliding_attention", "full_attention"],
+}

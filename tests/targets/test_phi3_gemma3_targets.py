@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.cli import run_mlcx
-from tests.support.tiny_models import TinySpec
+from tests.support.tiny_models import GEMMA3_LOCAL_GLOBAL, TinySpec
 from tests.targets.test_gpu_rules import _rules_used
 
 SPECS = {
@@ -31,11 +31,7 @@ SPECS = {
         kv_heads=2,
         seed=82,
         tie=True,
-        extra={
-            "head_dim": 32,
-            "sliding_window": 16,
-            "layer_types": ["sliding_attention", "full_attention"],
-        },
+        extra=GEMMA3_LOCAL_GLOBAL,
     ),
 }
 LIBRARIES = {

@@ -10,7 +10,7 @@ import pytest
 
 from mlcx.compile import CompileRequest, compile_model
 from tests.support.harness import Harness
-from tests.support.tiny_models import TinySpec, sharpen_gemma3
+from tests.support.tiny_models import GEMMA3_LOCAL_GLOBAL, TinySpec, sharpen_gemma3
 
 TOL = 1e-3
 SPECS = {
@@ -19,11 +19,7 @@ SPECS = {
         kv_heads=2,
         seed=71,
         tie=True,
-        extra={
-            "head_dim": 32,
-            "sliding_window": 16,
-            "layer_types": ["sliding_attention", "full_attention"],
-        },
+        extra=GEMMA3_LOCAL_GLOBAL,
     ),
     "phi3": TinySpec(
         arch="phi3",
