@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
-from mlcx.cache import cache_dir
+from mlcx.cache import compiled_dir
 from mlcx.compile import CompileRequest, compile_model
 
 
@@ -18,7 +18,7 @@ def resolve_artifact(model: str, quiet: bool = False) -> Artifact:
     key = hashlib.sha256(
         str(Path(model).expanduser().resolve() if Path(model).exists() else model).encode()
     ).hexdigest()[:12]
-    out = cache_dir() / "artifacts" / f"{Path(model).stem}-cpu-{key}"
+    out = compiled_dir("artifacts", f"{Path(model).stem}-cpu-{key}")
     if not Artifact.is_artifact(out):
         if not quiet:
             print(f"compiling {model} for this CPU into {out} (first run only) ...", flush=True)
