@@ -10,6 +10,7 @@ import torch
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
 from tests.support.harness import Harness, hf_logits
@@ -20,7 +21,11 @@ SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=4)
 
 def _dequantized_reference(folder, artifact_dir, quantization: str):
     """HF model whose matrices are replaced by the artifact's weights, unpacked in numpy."""
-    fmt = QUANTIZATIONS[quantization].weight_format
+    formats = Artifact(artifact_dir).config.weight_formats
+    # the quantization's format, stored row-tiled where the CPU int16 kernels read it
+    assert {format_from_name(f).row_major for f in formats.values()} == {
+        QUANTIZATIONS[quantization].weight_format
+    }
     arrays = dict(load_arrays(Artifact(artifact_dir).params_dir))
     model = load_reference(folder)
     cfg = model.config
@@ -28,7 +33,7 @@ def _dequantized_reference(folder, artifact_dir, quantization: str):
 
     def unpack(target):
         params = {n.rsplit(".", 1)[1]: a for n, a in arrays.items() if n.startswith(target + ".")}
-        return torch.from_numpy(fmt.unpack(params))
+        return torch.from_numpy(format_from_name(formats[target]).unpack(params))
 
     state = model.state_dict()
     state["model.embed_tokens.weight"] = unpack("embed")
