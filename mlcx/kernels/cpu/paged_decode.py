@@ -74,6 +74,8 @@ def _page_scores(sh: DecodeShape, bufs, seq, kv_head, page, following, scores) -
                 update = acc[h * chains + part, vec.ramp(0, ps)] + vec.splat(query, ps) * keys
                 T.buffer_store(acc, update, [h * chains + part, vec.ramp(0, ps)])
     scale = vec.splat(vec.f32(1.0 / math.sqrt(geo.head_dim)), ps)
+    if geo.quantized:  # each key row's dot product times that row's scale
+        scale = T.bind(scale * bufs["scales"][vec.ramp(geo.key_scales(page, kv_head), ps)])
     for h in range(g):
         total = acc[h * chains, vec.ramp(0, ps)]
         for part in range(1, chains):
@@ -99,15 +101,19 @@ def _page_update(sh: DecodeShape, bufs, kv_head, page, valid, scores, state, out
         T.buffer_store(state, state[h, 1] * corr[h] + vec.hsum(weights, ps), [h, 1])
         T.buffer_store(state, top, [h, 0])
     base = T.bind(geo.value_base(page, kv_head))
+    scales = T.bind(geo.value_scales(page, kv_head)) if geo.quantized else None
     acc = T.alloc_buffer((g, lanes), "float32")
     with T.serial(0, geo.head_dim // lanes) as part:
         for h in range(g):
             start = vec.ramp(part * lanes, lanes)
             T.buffer_store(acc, out[h, start] * vec.splat(corr[h], lanes), [h, vec.ramp(0, lanes)])
         with T.serial(0, valid) as s:
-            value = T.bind(
-                vec.to_f32(bufs["flat"][vec.ramp(base + s * geo.head_dim + part * lanes, lanes)])
+            value = vec.to_f32(
+                bufs["flat"][vec.ramp(base + s * geo.head_dim + part * lanes, lanes)]
             )
+            if geo.quantized:  # the value row's scale
+                value = value * vec.splat(bufs["scales"][scales + s], lanes)
+            value = T.bind(value)
             for h in range(g):
                 update = acc[h, vec.ramp(0, lanes)] + vec.splat(scores[h, s], lanes) * value
                 T.buffer_store(acc, update, [h, vec.ramp(0, lanes)])
