@@ -18,11 +18,11 @@ from typing import Any
 from mlcx.errors import ArtifactError
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.kernels.cpu.kernel_config import LinearKernels
-from mlcx.kernels.kv_layout import KVLayout
+from mlcx.kernels.kv_layout import KV_CACHE_DTYPES, KVLayout
 
 CONFIG_FILE = "mlcx-config.json"
 FORMAT_VERSION = 1
-KV_DTYPES = ("float16", "float32")  # what the KV pages may be stored in
+KV_DTYPES = tuple(KV_CACHE_DTYPES)  # what the KV pages may be stored in
 
 
 @dataclass(frozen=True)
