@@ -63,6 +63,11 @@ class ArtifactConfig:
                 f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "
                 "the model (`mlcx compile --kv-dtype`)"
             )
+        if self.kv_dtype and KV_CACHE_DTYPES[self.kv_dtype].cpu_only and self.target != "cpu":
+            raise ValueError(
+                f"a {self.kv_dtype} KV cache is CPU-only, but this artifact's target is "
+                f"{self.target!r}; recompile the model without --kv-dtype {self.kv_dtype}"
+            )
 
     @property
     def cache_dtype(self) -> str:
