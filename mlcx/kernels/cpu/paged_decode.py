@@ -90,30 +90,30 @@ def _page_update(sh: DecodeShape, bufs, kv_head, page, valid, scores, state, out
     """Fold one page (first `valid` slots) into the running max/sum/output of each head."""
     geo, ps, g, lanes = sh.geo, sh.geo.page_size, sh.group, sh.part
     corr = T.alloc_buffer((g,), "float32")
+    value_scales = None
+    if geo.quantized:  # each value row's scale goes into its weights (the sum takes none)
+        value_scales = T.bind(bufs["scales"][vec.ramp(geo.value_scales(page, kv_head), ps)])
     # Slots past `valid` hold NEG_INF (set by _split_item); a vector Select here would
     # make LLVM take seconds to compile this function.
     with T.serial(0, g) as h:
         row = T.bind(scores[h, vec.ramp(0, ps)])
         top = T.bind(T.max(state[h, 0], vec.hmax(row, ps)))
         weights = T.bind(vec.exp(row - vec.splat(top, ps), ps))
-        T.buffer_store(scores, weights, [h, vec.ramp(0, ps)])
+        scaled = weights if value_scales is None else weights * value_scales
+        T.buffer_store(scores, scaled, [h, vec.ramp(0, ps)])
         T.buffer_store(corr, vec.exp(state[h, 0] - top, 1), [h])
         T.buffer_store(state, state[h, 1] * corr[h] + vec.hsum(weights, ps), [h, 1])
         T.buffer_store(state, top, [h, 0])
     base = T.bind(geo.value_base(page, kv_head))
-    scales = T.bind(geo.value_scales(page, kv_head)) if geo.quantized else None
     acc = T.alloc_buffer((g, lanes), "float32")
     with T.serial(0, geo.head_dim // lanes) as part:
         for h in range(g):
             start = vec.ramp(part * lanes, lanes)
             T.buffer_store(acc, out[h, start] * vec.splat(corr[h], lanes), [h, vec.ramp(0, lanes)])
         with T.serial(0, valid) as s:
-            value = vec.to_f32(
-                bufs["flat"][vec.ramp(base + s * geo.head_dim + part * lanes, lanes)]
+            value = T.bind(
+                vec.to_f32(bufs["flat"][vec.ramp(base + s * geo.head_dim + part * lanes, lanes)])
             )
-            if geo.quantized:  # the value row's scale
-                value = value * vec.splat(bufs["scales"][scales + s], lanes)
-            value = T.bind(value)
             for h in range(g):
                 update = acc[h, vec.ramp(0, lanes)] + vec.splat(scores[h, s], lanes) * value
                 T.buffer_store(acc, update, [h, vec.ramp(0, lanes)])
