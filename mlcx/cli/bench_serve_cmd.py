@@ -134,6 +134,8 @@ def bench_serve_command(
         print(json.dumps(result) if as_json else _prefix_line(result))
 
 
+CAPACITY_TOKENS = 2048  # the sequence length --profile counts KV capacity in
+
 # Wide enough for every column unabridged; rich's 80 when piped would cut "json_schema".
 _WIDTH = 110
 
@@ -141,6 +143,7 @@ _WIDTH = 110
 def _profile(
     model: str, levels: list[int], max_tokens: int, as_json: bool, kv_dtype: str | None
 ) -> None:
+    from mlcx.bench.kv_capacity import kv_capacity
     from mlcx.bench.step_profile import profile_steps
     from mlcx.cli.runtime_options import resolve_artifact
     from mlcx.runtime.engine import Engine
@@ -148,6 +151,11 @@ def _profile(
 
     artifact = resolve_artifact(model, kv_dtype=kv_dtype)
     engine = Engine(artifact, EngineConfig(max_running=max(levels)))
+    if not as_json:
+        config = artifact.config
+        budget = engine.config.kv_cache_bytes
+        fit = kv_capacity(config.kv_layout, config.model.num_layers, budget, CAPACITY_TOKENS)
+        print(fit.line())
     profile_steps(engine, 1, 2)  # first-call costs stay out of the numbers
     for level in levels:
         breakdown = profile_steps(engine, level, max_tokens)
