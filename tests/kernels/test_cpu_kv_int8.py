@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tvm
 
+from mlcx.kernels.cpu.attention import copy_pages
 from mlcx.kernels.cpu.kv_pages import PageGeometry
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
 from mlcx.kernels.cpu.rope_append import rope_append_cpu
@@ -105,16 +106,17 @@ def test_rope_append_quantizes_rotated_keys_and_values_per_row():
     assert _unpack(pages, slots[0] // PAGE, 1, 0)[1][slots[0] % PAGE] == 0
 
 
-def _attention(q, keys, values, lengths, new):
+def _attention(q, keys, values, lengths, new, window):
     out, row, group, start = np.zeros(q.shape), 0, H_Q // H_KV, 0
     for n, m in zip(lengths, new, strict=True):
         k, v = keys[start : start + n], values[start : start + n]
         for i in range(m):
             limit = n - m + i + 1
+            first = max(0, limit - window) if window else 0
             for h in range(H_Q):
-                s = k[:limit, h // group] @ q[row, h] / np.sqrt(D)
+                s = k[first:limit, h // group] @ q[row, h] / np.sqrt(D)
                 p = np.exp(s - s.max())
-                out[row, h] = p @ v[:limit, h // group] / p.sum()
+                out[row, h] = p @ v[first:limit, h // group] / p.sum()
             row += 1
         start += n
     return out
@@ -123,7 +125,8 @@ def _attention(q, keys, values, lengths, new):
 @pytest.mark.parametrize(
     "lengths, new", [([7, 23, 5], [3, 20, 5]), ([17, 1, 40], [1, 1, 1])], ids=["prefill", "decode"]
 )
-def test_attention_over_int8_pages_matches_numpy(lengths, new):
+@pytest.mark.parametrize("window", [0, 6], ids=["causal", "window6"])
+def test_attention_over_int8_pages_matches_numpy(lengths, new, window):
     rng = np.random.default_rng(1)
     pages, tables, slots, _ = _filled(rng, lengths)
     keys, values = _dequantized(pages, slots)
@@ -132,7 +135,16 @@ def test_attention_over_int8_pages_matches_numpy(lengths, new):
     page_indptr = np.concatenate([[0], np.cumsum([len(t) for t in tables])]).astype("i4")
     page_values = np.array([p for t in tables for p in t], "i4")
     last = np.array([n - (len(t) - 1) * PAGE for t, n in zip(tables, lengths, strict=True)], "i4")
-    attend = paged_attention_cpu(H_KV, H_Q, D, "int8", PAGE, "float32")
+    attend = paged_attention_cpu(H_KV, H_Q, D, "int8", PAGE, "float32", window)
     out = np.full_like(q, np.nan)
     got = _run(attend, q, q_indptr, pages, page_indptr, page_values, last, out)[-1]
-    np.testing.assert_allclose(got, _attention(q, keys, values, lengths, new), atol=ATOL)
+    np.testing.assert_allclose(got, _attention(q, keys, values, lengths, new, window), atol=ATOL)
+
+
+def test_copy_on_write_moves_the_scales_with_the_rows():
+    pages = np.random.default_rng(2).integers(-128, 128, (PAGES, 2, H_KV, PAGE, D + 4), np.int8)
+    pairs = np.array([[3, 7], [10, 0]], "i4")
+    got = _run(copy_pages(H_KV, D, "int8", PAGE), pages, pairs)[0]
+    want = pages.copy()
+    want[[7, 0]] = pages[[3, 10]]
+    np.testing.assert_array_equal(got, want)
