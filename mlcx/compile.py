@@ -21,6 +21,7 @@ from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import ModelSource, load_source
 from mlcx.kernels.attention import KVLayout, PagedKVOps
 from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
 from mlcx.kernels.kv_layout import kv_cache_dtype
 from mlcx.passes.tuning.records import resolve_linear_kernels
@@ -114,7 +115,8 @@ def export_model(req: CompileRequest) -> ExportedModel:
             "is a Hugging Face folder (use q4f16, q4f32, q8f32, q0f32 ...)"
         )
     cfg = source.config
-    formats = plan_formats(source.weights, source.tensors, quant)
+    layout = cpu_weight_layout(options.linear_kernels) if target.kernel_kind == "cpu" else None
+    formats = plan_formats(source.weights, source.tensors, quant, layout)
     tvm_target = target.tvm_target(options)
     kv_dtype = req.kv_dtype or quant.activation_dtype
     _check_kv_dtype(target, kv_dtype, quant.activation_dtype)

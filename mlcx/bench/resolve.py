@@ -13,7 +13,7 @@ from pathlib import Path
 
 from mlcx.artifact.config import CONFIG_FILE, Artifact
 from mlcx.bench.random_models import RANDOM_MODELS, ensure_random_gguf
-from mlcx.cache import cache_dir
+from mlcx.cache import compiled_dir
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _timed_compile(compile_req) -> float:
 def _artifact_dir(source: str, choice: CompileChoice) -> Path:
     quant, kv = choice.quantization or "auto", choice.kv_dtype or "auto"
     name = f"{Path(source).name}-{choice.target}-{quant}-kv-{kv}"
-    return cache_dir() / "bench" / "artifacts" / re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+    return compiled_dir("bench/artifacts", re.sub(r"[^A-Za-z0-9._-]+", "-", name))
 
 
 def cached_artifact(model: str, choice: CompileChoice) -> Path | None:

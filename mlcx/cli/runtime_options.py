@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
-from mlcx.cache import cache_dir
+from mlcx.cache import compiled_dir
 from mlcx.compile import CompileRequest, compile_model
 
 
@@ -26,8 +26,8 @@ def resolve_artifact(model: str, quiet: bool = False, kv_dtype: str | None = Non
     key = hashlib.sha256(
         str(Path(model).expanduser().resolve() if Path(model).exists() else model).encode()
     ).hexdigest()[:12]
-    kv = f"-kv-{kv_dtype}" if kv_dtype else ""  # the math's KV dtype keeps the older name
-    out = cache_dir() / "artifacts" / f"{Path(model).stem}-cpu-{key}{kv}"
+    kv = f"-kv-{kv_dtype}" if kv_dtype else ""  # the math's KV dtype keeps the plain name
+    out = compiled_dir("artifacts", f"{Path(model).stem}-cpu-{key}{kv}")
     if not Artifact.is_artifact(out):
         if not quiet:
             print(f"compiling {model} for this CPU into {out} (first run only) ...", flush=True)

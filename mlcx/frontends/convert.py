@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from gguf import GGMLQuantizationType as GT
@@ -41,8 +41,12 @@ def _common_type(spec: WeightSpec, tensors: list[SourceTensor]) -> GT | None:
     return None
 
 
+# A target's choice of layout for a planned format and the weight's [N, K] shape.
+Layout = Callable[[WeightFormat, tuple[int, ...]], WeightFormat]
+
+
 def plan_formats(
-    specs: list[WeightSpec], source: TensorSource, quant: Quantization
+    specs: list[WeightSpec], source: TensorSource, quant: Quantization, layout: Layout | None = None
 ) -> dict[str, WeightFormat]:
     """The storage format of every matrix weight, keyed by WeightSpec.target."""
     formats: dict[str, WeightFormat] = {}
@@ -50,9 +54,9 @@ def plan_formats(
         if spec.role is Role.VECTOR:
             continue
         tensors = [source.get(name) for name in spec.sources]
-        formats[spec.target] = quant.format_for(
-            spec.role, _shape(tensors), _common_type(spec, tensors)
-        )
+        shape = _shape(tensors)
+        fmt = quant.format_for(spec.role, shape, _common_type(spec, tensors))
+        formats[spec.target] = layout(fmt, shape) if layout else fmt
     return formats
 
 
@@ -96,7 +100,11 @@ def convert_weight(
         return {spec.target: _rows(spec, tensors, raw=False).astype(act_dtype)}
     if fmt is None:
         raise ValueError(f"no weight format planned for {spec.target}")
-    if isinstance(fmt, GroupIntFormat) and gtype is not None and GGUF_FORMATS.get(gtype) == fmt:
+    if (
+        isinstance(fmt, GroupIntFormat)
+        and gtype is not None
+        and GGUF_FORMATS.get(gtype) == fmt.row_major
+    ):
         params = unpack_blocks(_rows(spec, tensors, raw=True), gtype, fmt)
     else:
         _warn_lossy(spec, gtype, fmt)

@@ -7,15 +7,18 @@ dequantization happens inside the kernel that consumes the weight.
 
 Quantized formats group `group_size` consecutive input features under one scale (and, for
 affine formats, one minimum). 4-bit values are packed eight to a uint32, element `k` of a row
-in word `k // 8`, bits `4 * (k % 8)`.
+in word `k // 8`, bits `4 * (k % 8)`; a `tiled` format keeps the same arrays with their bytes
+in the row-tiled order of mlcx.quantization.tiling (the CPU kernels' layout).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from tvm import te, tirx
+
+from mlcx.quantization import tiling
 
 ParamSpecs = dict[str, tuple[tuple[int, ...], str]]
 
@@ -60,6 +63,7 @@ class GroupIntFormat:
     group_size: int
     scale_dtype: str
     affine: bool = False
+    tiled: bool = False  # bytes in mlcx.quantization.tiling's order
 
     def __post_init__(self) -> None:
         if self.bits not in (4, 8):
@@ -70,7 +74,13 @@ class GroupIntFormat:
     @property
     def name(self) -> str:
         kind = "affine" if self.affine else "sym"
-        return f"int{self.bits}-{kind}-g{self.group_size}-{self.scale_dtype}"
+        layout = f"-t{tiling.TILE_ROWS}" if self.tiled else ""
+        return f"int{self.bits}-{kind}-g{self.group_size}-{self.scale_dtype}{layout}"
+
+    @property
+    def row_major(self) -> GroupIntFormat:
+        """The same format with its bytes in plain row order."""
+        return replace(self, tiled=False)
 
     @property
     def zero_point(self) -> int:
@@ -86,6 +96,8 @@ class GroupIntFormat:
                 f"in_features {in_features} is not a multiple of the group size "
                 f"{self.group_size}; choose an unquantized format for this weight"
             )
+        if self.tiled:
+            tiling.check_tileable(out_features, in_features)
 
     def param_specs(self, out_features: int, in_features: int) -> ParamSpecs:
         self.check_shape(out_features, in_features)
@@ -142,36 +154,77 @@ class GroupIntFormat:
             params["qweight"] = np.bitwise_or.reduce(nibbles << shifts, axis=2)
         else:
             params["qweight"] = (q.astype(np.int16) - self.zero_point).astype(np.int8)
-        return params
+        return self._tile(params, q) if self.tiled else params
+
+    def _tile(self, params: dict[str, np.ndarray], q: np.ndarray) -> dict[str, np.ndarray]:
+        n, k = q.shape
+        self.check_shape(n, k)
+        stored = q if self.bits == 4 else params["qweight"]
+        flat = tiling.tile_codes(stored, self.bits)
+        tiled = {"qweight": flat.view(params["qweight"].dtype).reshape(params["qweight"].shape)}
+        for plane in ("scales", "mins"):
+            if plane in params:
+                tiled[plane] = tiling.tile_groups(params[plane])
+        return {name: tiled[name] for name in params}
 
     def unpack(self, params: dict[str, np.ndarray]) -> np.ndarray:
         q = self.codes(params["qweight"]).astype(np.float32)
         out_features, in_features = q.shape
         q = q.reshape(out_features, -1, self.group_size)
-        scale = params["scales"].astype(np.float32)[..., None]
+        scale = self._groups(params["scales"])[..., None]
         if self.affine:
-            w = q * scale + params["mins"].astype(np.float32)[..., None]
+            w = q * scale + self._groups(params["mins"])[..., None]
         else:
             w = (q - self.zero_point) * scale
         return w.reshape(out_features, in_features)
 
+    def _groups(self, values: np.ndarray) -> np.ndarray:
+        values = tiling.untile_groups(values) if self.tiled else values
+        return values.astype(np.float32)
+
     def codes(self, qweight: np.ndarray) -> np.ndarray:
         """Unsigned integer codes `[N, K]` of a stored `qweight`."""
+        if self.tiled:
+            n, k = qweight.shape[0], qweight.shape[1] * (8 if self.bits == 4 else 1)
+            flat = np.ascontiguousarray(qweight).reshape(-1)
+            if self.bits == 4:
+                return tiling.untile_codes(flat.view(np.uint16), 4, n, k)
+            return tiling.untile_codes(flat, 8, n, k).astype(np.int16) + self.zero_point
         if self.bits == 8:
             return qweight.astype(np.int16) + self.zero_point
         shifts = (np.arange(8, dtype=np.uint32) * 4)[None, None, :]
         return ((qweight[..., None] >> shifts) & 0xF).reshape(qweight.shape[0], -1)
 
     def element(self, params: dict[str, te.Tensor], n, k, dtype: str) -> tirx.PrimExpr:
-        scale = params["scales"][n, k // self.group_size].astype(dtype)
-        if self.bits == 4:
+        scale = self._group_value(params["scales"], n, k).astype(dtype)
+        if self.tiled:
+            code = self._tiled_code(params["qweight"], n, k)
+        elif self.bits == 4:
             word = params["qweight"][n, k // 8]
-            code = ((word >> (k % 8 * 4).astype("uint32")) & tirx.const(15, "uint32")).astype(dtype)
+            code = (word >> (k % 8 * 4).astype("uint32")) & tirx.const(15, "uint32")
         else:
-            code = params["qweight"][n, k].astype(dtype) + tirx.const(self.zero_point, dtype)
+            code = params["qweight"][n, k].astype("int32") + tirx.const(self.zero_point, "int32")
+        code = code.astype(dtype)
         if self.affine:
-            return code * scale + params["mins"][n, k // self.group_size].astype(dtype)
+            return code * scale + self._group_value(params["mins"], n, k).astype(dtype)
         return (code - tirx.const(self.zero_point, dtype)) * scale
+
+    def _group_value(self, values: te.Tensor, n, k) -> tirx.PrimExpr:
+        if not self.tiled:
+            return values[n, k // self.group_size]
+        return values[tiling.group_index(n, k // self.group_size, int(values.shape[1]))]
+
+    def _tiled_code(self, qweight: te.Tensor, n, k) -> tirx.PrimExpr:
+        """The unsigned code of row n, feature k of a tiled qweight."""
+        cols = int(qweight.shape[1])
+        if self.bits == 8:
+            offset, _ = tiling.code_offset(n, k, 8, cols)
+            code = qweight[offset // cols, offset % cols].astype("int32")
+            return code + tirx.const(self.zero_point, "int32")
+        word, shift = tiling.code_offset(n, k, 4, cols * 8)
+        stored = qweight[word // 2 // cols, word // 2 % cols]
+        bits = (word % 2 * 16 + shift).astype("uint32")
+        return (stored >> bits) & tirx.const(15, "uint32")
 
 
 WeightFormat = DenseFormat | GroupIntFormat
@@ -182,13 +235,15 @@ def format_from_name(name: str) -> WeightFormat:
     parts = name.split("-")
     if len(parts) == 1:
         return DenseFormat(name)
+    tiled = parts[-1] == f"t{tiling.TILE_ROWS}"
     try:
-        bits, kind, group, scale_dtype = parts
+        bits, kind, group, scale_dtype = parts[:-1] if tiled else parts
         return GroupIntFormat(
             int(bits.removeprefix("int")),
             int(group.removeprefix("g")),
             scale_dtype,
             kind == "affine",
+            tiled,
         )
     except ValueError:
         raise ValueError(f"not a weight format name: {name!r}") from None

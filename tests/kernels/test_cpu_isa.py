@@ -15,12 +15,14 @@ from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
 from mlcx.quantization.formats import format_from_name
 
-SPEC = LinearSpec(PlainRows(576), format_from_name("int4-affine-g32-float16"), 96, False)
+# The row-tiled layout (what CPU artifacts store) and the row-major one (older artifacts).
+FORMATS = ["int4-affine-g32-float16-t16", "int4-affine-g32-float16"]
 
 
-def _asm(mtriple: str, mcpu: str) -> str:
+def _asm(mtriple: str, mcpu: str, fmt: str) -> str:
     target = tvm.target.Target({"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2})
-    func = build_linear(SPEC, KernelConfig.for_target(target))
+    spec = LinearSpec(PlainRows(576), format_from_name(fmt), 96, False)
+    func = build_linear(spec, KernelConfig.for_target(target))
     return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
 
 
@@ -28,20 +30,23 @@ def _count(asm: str, pattern: str) -> int:
     return len(re.findall(pattern, asm))
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("mcpu", ["sapphirerapids", "znver4"])
-def test_avx512_vnni_cpus_get_zmm_registers_and_vpdpwssd(mcpu):
-    asm = _asm("x86_64-linux-gnu", mcpu)
+def test_avx512_vnni_cpus_get_zmm_registers_and_vpdpwssd(mcpu, fmt):
+    asm = _asm("x86_64-linux-gnu", mcpu, fmt)
     assert _count(asm, r"%zmm\d+") > 0
     assert _count(asm, r"\bvpdpwssd\b") > 0  # int16 pairs summed into int32 in one instruction
 
 
-def test_avx2_cpus_stay_in_ymm_registers_with_vpmaddwd():
-    asm = _asm("x86_64-linux-gnu", "haswell")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_avx2_cpus_stay_in_ymm_registers_with_vpmaddwd(fmt):
+    asm = _asm("x86_64-linux-gnu", "haswell", fmt)
     assert _count(asm, r"%zmm\d+") == 0 and _count(asm, r"\bvpdpwssd\b") == 0
     assert _count(asm, r"%ymm\d+") > 0 and _count(asm, r"\bvpmaddwd\b") > 0
 
 
-def test_arm64_gets_neon_widening_multiplies():
-    asm = _asm("aarch64-linux-gnu", "neoverse-n1")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_arm64_gets_neon_widening_multiplies(fmt):
+    asm = _asm("aarch64-linux-gnu", "neoverse-n1", fmt)
     assert _count(asm, r"\bsmull2?\b") > 0  # int16 x int16 -> int32, NEON
     assert _count(asm, r"%[xy]mm") == 0

@@ -49,9 +49,12 @@ def _reference_rows(kind: str, inputs: list[np.ndarray]) -> np.ndarray:
         ("int4-affine-g32-float16", "swiglu", 1536, 576, True),
         ("int4-sym-g32-float32", "plain", 576, 200, True),  # mlcx q4f32, rows not a multiple of 8
         ("int8-sym-g32-float16", "rmsnorm", 576, 1000, False),  # GGUF Q8_0 head
+        ("int4-affine-g32-float16-t16", "rmsnorm", 576, 960, False),  # row-tiled (the default)
+        ("int4-sym-g32-float32-t16", "swiglu", 1536, 576, True),
+        ("int8-sym-g32-float16-t16", "plain", 576, 1008, False),
     ],
 )
-@pytest.mark.parametrize("tokens", [1, 3, 4, 5, 8, 9, 19])
+@pytest.mark.parametrize("tokens", [1, 2, 3, 4, 5, 8, 9, 19, 40])
 def test_kernel_matches_numpy(fmt_name, kind, k, n, residual, tokens):
     rng = np.random.default_rng(tokens * 7 + k)
     fmt = format_from_name(fmt_name)

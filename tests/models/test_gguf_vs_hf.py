@@ -48,9 +48,10 @@ def artifact(gguf_file, tmp_path_factory):
 def test_block_formats_are_kept(artifact):
     formats = Artifact(artifact).config.weight_formats
     assert Artifact(artifact).config.quantization == "gguf"
-    assert formats["embed"] == "int8-sym-g32-float16"  # Q8_0
-    assert formats["layers.0.mlp.gate_up"] == "int4-affine-g32-float16"  # Q4_1 + Q4_1
-    assert formats["layers.0.mlp.down"] == "int8-sym-g32-float16"  # Q8_0
+    # the blocks' codes and scales as they are, row-tiled for the CPU kernels
+    assert formats["embed"] == "int8-sym-g32-float16-t16"  # Q8_0
+    assert formats["layers.0.mlp.gate_up"] == "int4-affine-g32-float16-t16"  # Q4_1 + Q4_1
+    assert formats["layers.0.mlp.down"] == "int8-sym-g32-float16-t16"  # Q8_0
     assert formats["lm_head"] == "float32"  # F16 is widened for f32 math
     # q (Q4_0), k (Q4_1), v (Q8_0) differ, so the fused qkv is dequantized (with a warning)
     assert formats["layers.0.attn.qkv"] == "float32"

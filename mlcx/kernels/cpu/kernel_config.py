@@ -55,10 +55,13 @@ class KernelConfig:
     gemv_rows:      output rows one decode step walks together; 1 because interleaving the
                     rows' byte streams cost ~30% of the read bandwidth the hardware prefetchers
                     reach on one sequential stream (measured on the 2048x16384 4-bit GEMV)
-    gemv_max_tokens: up to this many tokens take the decode (GEMV) path; 8 because the
-                    4-bit GEMV unpacks each weight group once for up to 8 tokens (a step
-                    verifying drafted tokens, a small batch), where the GEMM's tile packing
-                    cost 1.4-2.7x more (measured at 5-8 tokens on the default model)
+    gemv_max_tokens: up to this many tokens take the row-major decode (GEMV) path; 4 because
+                    the 4-bit GEMV unpacks each weight group once for a few tokens, where the
+                    GEMM's tile packing cost more (measured at 2-5 tokens on the default
+                    model's shapes)
+    batch_tokens:   tokens of one row-tiled microkernel step (mlcx.kernels.cpu.qtiled): a
+                    register of 16 output rows each for the int32 and the float sums, so a
+                    quarter of the registers (spills above that cost 20-40%, measured)
     gemm_rows:      output rows of one packed weight tile (a multiple of `lanes`)
     gemm_tokens:    tokens of one GEMM microkernel step
     prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
@@ -69,7 +72,8 @@ class KernelConfig:
     lanes: int = 8
     registers: int = 16
     gemv_rows: int = 1
-    gemv_max_tokens: int = 8
+    gemv_max_tokens: int = 4
+    batch_tokens: int = 8
     gemm_rows: int = 8
     gemm_tokens: int = 4
     prefetch_bytes: int = 2048
@@ -79,6 +83,8 @@ class KernelConfig:
         for name in ("threads", "lanes", "gemv_rows", "gemv_max_tokens", "gemm_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"kernel config {name} must be positive")
+        if self.batch_tokens < 1:
+            raise ValueError("kernel config batch_tokens must be positive")
         if self.lanes not in (4, 8, 16):
             raise ValueError(f"f32 lanes must be 4, 8 or 16, not {self.lanes}")
         if self.gemm_rows % self.lanes:
@@ -99,5 +105,6 @@ class KernelConfig:
             registers=registers,
             gemm_rows=2 * lanes,  # two vector registers of output rows per tile
             gemm_tokens=4 if registers == 16 else 8,
+            batch_tokens=max(2, registers * lanes // (4 * 16)),
             linear_kernels=linear_kernels,
         )

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from tvm import tirx
 
-from mlcx.kernels.cpu import flinear, qlinear, weights
+from mlcx.kernels.cpu import flinear, qlinear, qtiled, tiled_reader, weights
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.weights import CHUNK
@@ -18,12 +18,17 @@ def _quantized(fmt, cfg: KernelConfig) -> bool:
     return cfg.linear_kernels is LinearKernels.INT16 and weights.supports(fmt)
 
 
+def _tiled(fmt, cfg: KernelConfig) -> bool:
+    return cfg.linear_kernels is LinearKernels.INT16 and tiled_reader.supports(fmt)
+
+
 def _float(fmt, cfg: KernelConfig) -> bool:
     return flinear.supports(fmt)
 
 
 # (accepts the weight format under this config?, builder); the first match builds the kernel.
 BUILDERS: list[tuple[Callable[[object, KernelConfig], bool], Builder]] = [
+    (_tiled, qtiled.build_tiled_linear),
     (_quantized, qlinear.build_quantized_linear),
     (_float, flinear.build_float_linear),
 ]

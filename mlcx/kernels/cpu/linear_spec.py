@@ -74,3 +74,16 @@ def store_out(spec: LinearSpec, bufs, t, index, value) -> None:
     if spec.residual:
         value = value + bufs["residual"][t, index]
     T.buffer_store(bufs["out"], value, [t, index])
+
+
+def token_blocks(step: int, tokens, run) -> None:
+    """run(t0, size) over all tokens: blocks of `step` tokens, then blocks of halving static
+    sizes (4, 2, 1 after 8) for the rest, so every microkernel has a static token count."""
+    with T.serial(0, tokens // step) as tb:
+        run(tb * step, step)
+    start, rem = tokens // step * step, tokens % step
+    size = step // 2
+    while size:
+        with T.If(rem // size % 2 == 1), T.Then():
+            run(start + rem // (2 * size) * (2 * size), size)
+        size //= 2

@@ -23,9 +23,17 @@ from mlcx.kernels.cpu import vec
 from mlcx.kernels.cpu.gemv_common import GEMV_LANES, prefetch_row_planes, prefetch_steps, row_scales
 from mlcx.kernels.cpu.gemv_pairs import gemv_pairs
 from mlcx.kernels.cpu.kernel_config import KernelConfig
-from mlcx.kernels.cpu.linear_spec import LinearSpec, declare_params, divisor, split_range, store_out
-from mlcx.kernels.cpu.rows import QuantizedRows, quantize_row
-from mlcx.kernels.cpu.weights import CHUNK, NATURAL, QuantReader
+from mlcx.kernels.cpu.linear_spec import (
+    LinearSpec,
+    declare_params,
+    divisor,
+    split_range,
+    store_out,
+    token_blocks,
+)
+from mlcx.kernels.cpu.rows import QuantizedRows, quantize_all, quantize_row
+from mlcx.kernels.cpu.tile_pack import block_rows, pack_codes
+from mlcx.kernels.cpu.weights import CHUNK, QuantReader
 
 
 def _gemv(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, tokens) -> None:
@@ -67,9 +75,12 @@ def _gemv(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, 
 def _pack_tile(reader: QuantReader, bufs, view, block, tile, k: int) -> None:
     """Codes of tile rows as int32 pairs [k/2, rows]; scales and offsets as [chunks, rows]."""
     rows = int(tile["codes"].shape[1])
-    with T.serial(0, k // 2) as kp:
-        for r in range(rows):
-            T.buffer_store(tile["codes"], reader.pair(view, block * rows + r, kp), [kp, r])
+    if block_rows(rows):
+        pack_codes(reader, view, block, tile, k)
+    else:
+        with T.serial(0, k // 2) as kp:
+            for r in range(rows):
+                T.buffer_store(tile["codes"], reader.pair(view, block * rows + r, kp), [kp, r])
     with T.serial(0, k // CHUNK) as g:
         for r in range(rows):
             T.buffer_store(tile["scales"], reader.scale(bufs, block * rows + r, g), [g, r])
@@ -106,12 +117,7 @@ def _micro(spec, reader, tile, q: QuantizedRows, pairs, bufs, block, t0, tokens:
 
 def _gemm(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, tokens) -> None:
     k, n = spec.in_features, spec.out_features
-    q = QuantizedRows.alloc(tokens, k)
-    with T.parallel(0, cfg.threads) as c:
-        begin, end = split_range(tokens, cfg.threads, c)
-        with T.serial(begin, end) as t:
-            quantize_row(spec.source, bufs, t, q, t, NATURAL)
-    pairs = T.decl_buffer((tokens, k // 2), "int32", data=q.codes.data)
+    q, pairs = quantize_all(spec.source, bufs, tokens, cfg.threads)
     rows, step = cfg.gemm_rows, cfg.gemm_tokens
     with T.parallel(0, cfg.threads) as c:
         tile = {
@@ -122,10 +128,11 @@ def _gemm(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, 
         begin, end = split_range(n // rows, cfg.threads, c)
         with T.serial(begin, end) as block:
             _pack_tile(reader, bufs, view, block, tile, k)
-            with T.serial(0, tokens // step) as tb:
-                _micro(spec, reader, tile, q, pairs, bufs, block, tb * step, step)
-            with T.serial(tokens // step * step, tokens) as t:
-                _micro(spec, reader, tile, q, pairs, bufs, block, t, 1)
+
+            def run(t0, size, block=block):
+                _micro(spec, reader, tile, q, pairs, bufs, block, t0, size)
+
+            token_blocks(step, tokens, run)
 
 
 def _decode(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, tokens):

@@ -121,3 +121,14 @@ def float_row(source: RowSource, bufs: Buffers, t, dest: tirx.Buffer, row) -> No
     state = source.setup(bufs, t)
     with T.serial(0, source.features // CHUNK) as c:
         T.buffer_store(dest, source.chunk(bufs, t, c, state), [row, vec.ramp(c * CHUNK, CHUNK)])
+
+
+def quantize_all(source: RowSource, bufs: Buffers, tokens, threads: int):
+    """Every input row as int16 in natural order, in a parallel pass of its own (a barrier
+    follows): (rows, the same codes viewed as int32 feature pairs [tokens, K/2])."""
+    q = QuantizedRows.alloc(tokens, source.features)
+    with T.parallel(0, threads) as c:
+        per = (tokens + threads - 1) // threads
+        with T.serial(c * per, T.min((c + 1) * per, tokens)) as t:
+            quantize_row(source, bufs, t, q, t, list(range(CHUNK)))
+    return q, T.decl_buffer((tokens, source.features // 2), "int32", data=q.codes.data)

@@ -74,6 +74,17 @@ class QuantReader:
         byte = T.bind(T.Cast("int32", view[row, kp]))
         return (byte & tirx.const(15, "int32")) | ((byte >> 4) << 16)
 
+    def pair_chunk(self, view: tirx.Buffer, row, chunk) -> tirx.PrimExpr:
+        """int32 x 16: `pair(view, row, kp)` for the 16 pairs kp of chunk `chunk`."""
+        if self.fmt.bits == 8:
+            # Little-endian: int16 lanes 2kp, 2kp + 1 are the low and high halves of int32 kp.
+            return T.reinterpret("int32x16", self.codes(view, row, chunk))
+        raw = T.bind(T.Cast("int32x16", view[row, vec.ramp(chunk * (CHUNK // 2), CHUNK // 2)]))
+        low = raw & vec.splat(tirx.const(15, "int32"), 16)
+        return low | (
+            (raw >> vec.splat(tirx.const(4, "int32"), 16)) << vec.splat(tirx.const(16, "int32"), 16)
+        )
+
     def group(self, chunk):
         return chunk if self.fmt.group_size == CHUNK else chunk * CHUNK // self.fmt.group_size
 
@@ -91,6 +102,7 @@ def supports(fmt) -> bool:
     """Whether the quantized CPU kernels read this format (8-bit affine is not stored signed)."""
     return (
         isinstance(fmt, GroupIntFormat)
+        and not fmt.tiled
         and fmt.group_size % CHUNK == 0
         and (fmt.bits == 4 or not fmt.affine)
     )

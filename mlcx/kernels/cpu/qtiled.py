@@ -1,0 +1,103 @@
+"""Linear kernels for row-tiled quantized weights (mlcx.quantization.tiling), any token count.
+
+The tiled layout puts the codes of 16 output rows for one pair of input features in one
+vector, so unpacking is a shift and a mask (4-bit) or a sign extension (8-bit) per pair, with
+no transposes. One loop nest then serves decode, batched decode and prefill: each thread
+walks its bands of 16 rows; for a band, token blocks of up to `batch_tokens` tokens keep
+their accumulators in registers (int32 per chunk, float32 across chunks) while the band's
+codes, a few KiB, are re-read from L1 by each token block. Activations are int16 per 32
+features (mlcx.kernels.cpu.rows), as in the row-major kernels.
+"""
+
+from __future__ import annotations
+
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_spec import (
+    LinearSpec,
+    declare_params,
+    split_range,
+    store_out,
+    token_blocks,
+)
+from mlcx.kernels.cpu.rows import QuantizedRows, quantize_all, quantize_row
+from mlcx.kernels.cpu.tiled_reader import PAIRS, ROWS, TiledReader
+from mlcx.kernels.cpu.weights import CHUNK, NATURAL
+
+PRIVATE_ROWS_MAX = 4  # up to this many tokens each thread quantizes the rows itself (no barrier)
+
+
+def _block(spec, reader: TiledReader, views, q, pairs, band, t0, count: int) -> None:
+    """out[t0 : t0 + count, band's 16 rows] (count static)."""
+    rv = vec.ramp(0, ROWS)
+    facc = T.alloc_buffer((count, ROWS), "float32")
+    iacc = T.alloc_buffer((count, ROWS), "int32")
+    for t in range(count):
+        T.buffer_store(facc, vec.splat(vec.f32(0.0), ROWS), [t, rv])
+    with T.serial(0, spec.in_features // CHUNK) as g:
+        for t in range(count):
+            T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), ROWS), [t, rv])
+        # A loop over quarters, not unrolled: unrolled, LLVM hoists every plane and spills.
+        with T.serial(0, PAIRS // 4) as quarter:
+            for m, plane in enumerate(reader.quarter_planes(views, band, g, quarter)):
+                w = T.bind(plane)
+                for t in range(count):
+                    x = vec.splat(pairs[t0 + t, g * PAIRS + quarter * 4 + m], ROWS)
+                    dot = vec.madd_i16(w, T.reinterpret(f"int16x{2 * ROWS}", x), 2 * ROWS)
+                    T.buffer_store(iacc, iacc[t, rv] + dot, [t, rv])
+        wsc = T.bind(reader.scales(views, band, g))
+        woff = T.bind(reader.offsets(views, band, g)) if reader.has_offset else None
+        for t in range(count):
+            value = T.Cast(f"float32x{ROWS}", iacc[t, rv]) * wsc
+            value = value * vec.splat(q.scales[t0 + t, g], ROWS)
+            if woff is not None:
+                value = value + woff * vec.splat(q.sums[t0 + t, g], ROWS)
+            T.buffer_store(facc, facc[t, rv] + value, [t, rv])
+    for t in range(count):
+        store_out(spec, views["bufs"], t0 + t, vec.ramp(band * ROWS, ROWS), facc[t, rv])
+
+
+def _walk(spec, cfg: KernelConfig, reader, views, q, pairs, tokens, c) -> None:
+    begin, end = split_range(spec.out_features // ROWS, cfg.threads, c)
+    with T.serial(begin, end) as band:
+
+        def run(t0, size, band=band):
+            _block(spec, reader, views, q, pairs, band, t0, size)
+
+        token_blocks(cfg.batch_tokens, tokens, run)
+
+
+def _private(spec, cfg, reader, views, tokens) -> None:
+    """Few tokens: every thread quantizes all rows itself, then walks its bands."""
+    with T.parallel(0, cfg.threads) as c:
+        q = QuantizedRows.alloc(tokens, spec.in_features)
+        with T.serial(0, tokens) as t:
+            quantize_row(spec.source, views["bufs"], t, q, t, NATURAL)
+        pairs = T.decl_buffer((tokens, spec.in_features // 2), "int32", data=q.codes.data)
+        _walk(spec, cfg, reader, views, q, pairs, tokens, c)
+
+
+def _shared(spec, cfg, reader, views, tokens) -> None:
+    """Many tokens: rows quantized in a parallel pass first, shared by every thread."""
+    q, pairs = quantize_all(spec.source, views["bufs"], tokens, cfg.threads)
+    with T.parallel(0, cfg.threads) as c:
+        _walk(spec, cfg, reader, views, q, pairs, tokens, c)
+
+
+def build_tiled_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
+    reader = TiledReader(spec.fmt)
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name(spec.name)
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        tokens, bufs = declare_params(spec)
+        views = reader.views(bufs, spec.out_features, spec.in_features)
+        with T.If(tokens <= PRIVATE_ROWS_MAX):
+            with T.Then():
+                _private(spec, cfg, reader, views, tokens)
+            with T.Else():
+                _shared(spec, cfg, reader, views, tokens)
+    return ib.get()

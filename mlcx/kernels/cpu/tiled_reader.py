@@ -1,0 +1,88 @@
+"""How the CPU kernels read row-tiled weights (mlcx.quantization.tiling): 16 rows a vector."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tvm import tirx
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.quantization.formats import GroupIntFormat
+from mlcx.quantization.tiling import TILE_ROWS
+
+ROWS = TILE_ROWS  # output rows in one vector
+PAIRS = CHUNK // 2  # feature pairs of one chunk
+WORDS = 2 * ROWS  # uint16 words (4-bit) or bytes (8-bit) holding one pair of all rows
+
+
+def supports(fmt) -> bool:
+    return (
+        isinstance(fmt, GroupIntFormat)
+        and fmt.tiled
+        and fmt.group_size % CHUNK == 0
+        and (fmt.bits == 4 or not fmt.affine)
+    )
+
+
+@dataclass(frozen=True)
+class TiledReader:
+    fmt: GroupIntFormat
+
+    def __post_init__(self) -> None:
+        if not supports(self.fmt):
+            raise ValueError(f"the tiled CPU kernels do not read weight format {self.fmt.name}")
+
+    @property
+    def has_offset(self) -> bool:
+        return self.fmt.bits == 4
+
+    def views(self, bufs, n: int, k: int) -> dict:
+        """The parameter buffers re-declared in tile order: codes by (band, chunk, pair
+        group) and per-group values by (band, group), 16 rows a row."""
+        bands, chunks, groups = n // ROWS, k // CHUNK, k // self.fmt.group_size
+        data = bufs["qweight"].data
+        if self.fmt.bits == 4:
+            codes = T.decl_buffer((bands * chunks * 4, WORDS), "uint16", data=data)
+        else:
+            codes = T.decl_buffer((bands * chunks * PAIRS, WORDS), "int8", data=data)
+        views = {"bufs": bufs, "codes": codes, "chunks": chunks, "groups": groups}
+        for plane in ("scales", "mins"):
+            if plane in bufs:
+                views[plane] = T.decl_buffer(
+                    (bands * groups, ROWS), self.fmt.scale_dtype, data=bufs[plane].data
+                )
+        return views
+
+    def quarter_planes(self, views, band, chunk, quarter) -> list:
+        """int16 x 32 for pairs 4 * quarter .. + 3 of `chunk`: lanes 2r, 2r + 1 = row r's codes."""
+        block = band * views["chunks"] + chunk
+        codes = views["codes"]
+        if self.fmt.bits == 8:
+            first = block * PAIRS + quarter * 4
+            return [
+                T.Cast(f"int16x{WORDS}", codes[first + m, vec.ramp(0, WORDS)]) for m in range(4)
+            ]
+        words = T.bind(codes[block * 4 + quarter, vec.ramp(0, WORDS)])
+        return [
+            T.Cast(
+                f"int16x{WORDS}",
+                (words >> vec.splat(tirx.const(4 * m, "uint16"), WORDS))
+                & vec.splat(tirx.const(15, "uint16"), WORDS),
+            )
+            for m in range(4)
+        ]
+
+    def _group_row(self, views, band, chunk):
+        return band * views["groups"] + chunk * CHUNK // self.fmt.group_size
+
+    def scales(self, views, band, chunk) -> tirx.PrimExpr:
+        return vec.to_f32(views["scales"][self._group_row(views, band, chunk), vec.ramp(0, ROWS)])
+
+    def offsets(self, views, band, chunk) -> tirx.PrimExpr:
+        """Added once per feature: the group minimums, or -zero_point * scale."""
+        if self.fmt.affine:
+            row = self._group_row(views, band, chunk)
+            return vec.to_f32(views["mins"][row, vec.ramp(0, ROWS)])
+        return vec.splat(vec.f32(-self.fmt.zero_point), ROWS) * self.scales(views, band, chunk)
