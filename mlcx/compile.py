@@ -23,6 +23,7 @@ from mlcx.kernels.attention import KVLayout, PagedKVOps
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
+from mlcx.kernels.kv_layout import kv_cache_dtype
 from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.quantization.formats import WeightFormat
 from mlcx.quantization.schemes import Quantization, get_quantization
@@ -92,6 +93,15 @@ def _resolved(options: BuildOptions, target: Target) -> BuildOptions:
     return replace(options, linear_kernels=kernels)
 
 
+def _check_kv_dtype(target: Target, kv_dtype: str, activation_dtype: str) -> None:
+    if kv_cache_dtype(kv_dtype).cpu_only and target.kernel_kind != "cpu":
+        raise ValueError(
+            f"--kv-dtype {kv_dtype} is CPU-only: target {target.name!r} uses the GPU attention "
+            f"kernels, which read one float dtype; compile with --target cpu, or drop --kv-dtype "
+            f"(or pass --kv-dtype {activation_dtype}) for {target.name}"
+        )
+
+
 def export_model(req: CompileRequest) -> ExportedModel:
     """Load the source, plan weight formats and export the graph (also used by `mlcx tune`)."""
     target = get_target(req.target)
@@ -109,6 +119,7 @@ def export_model(req: CompileRequest) -> ExportedModel:
     formats = plan_formats(source.weights, source.tensors, quant, layout)
     tvm_target = target.tvm_target(options)
     kv_dtype = req.kv_dtype or quant.activation_dtype
+    _check_kv_dtype(target, kv_dtype, quant.activation_dtype)
     heads = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
     layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype)
     gpu = gpu_config(tvm_target, options.subgroups)

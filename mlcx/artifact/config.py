@@ -18,11 +18,11 @@ from typing import Any
 from mlcx.errors import ArtifactError
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.kernels.cpu.kernel_config import LinearKernels
-from mlcx.kernels.kv_layout import KVLayout
+from mlcx.kernels.kv_layout import KV_CACHE_DTYPES, KVLayout
 
 CONFIG_FILE = "mlcx-config.json"
 FORMAT_VERSION = 1
-KV_DTYPES = ("float16", "float32")  # what the KV pages may be stored in
+KV_DTYPES = tuple(KV_CACHE_DTYPES)  # what the KV pages may be stored in
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,11 @@ class ArtifactConfig:
             raise ValueError(
                 f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "
                 "the model (`mlcx compile --kv-dtype`)"
+            )
+        if self.kv_dtype and KV_CACHE_DTYPES[self.kv_dtype].cpu_only and self.target != "cpu":
+            raise ValueError(
+                f"a {self.kv_dtype} KV cache is CPU-only, but this artifact's target is "
+                f"{self.target!r}; recompile the model without --kv-dtype {self.kv_dtype}"
             )
 
     @property

@@ -17,6 +17,7 @@ from mlcx.bench.serve_compare import LevelRatio, ratios, run_levels, run_on_peer
 from mlcx.bench.serve_load import LoadReport, LoadSpec, prefix_ttft
 from mlcx.bench.serving_peers import SERVING_PEERS, serving_peer
 from mlcx.bench.serving_setup import ServingSetup
+from mlcx.cli.options import KVDtypeOption, kv_dtype_value
 
 
 def bench_serve_command(
@@ -83,10 +84,11 @@ def bench_serve_command(
             "where a step's time goes (schedule, page tables, forward, sample, detokenize)."
         ),
     ] = None,
+    kv_dtype: KVDtypeOption = None,
 ) -> None:
     """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
     if profile:
-        _profile(profile, concurrency or [1], max_tokens, as_json)
+        _profile(profile, concurrency or [1], max_tokens, as_json, kv_dtype_value(kv_dtype))
         return
     formats = [None] if response_format is None else [None, _read_format(response_format)]
     levels = concurrency or [1]
@@ -132,17 +134,28 @@ def bench_serve_command(
         print(json.dumps(result) if as_json else _prefix_line(result))
 
 
+CAPACITY_TOKENS = 2048  # the sequence length --profile counts KV capacity in
+
 # Wide enough for every column unabridged; rich's 80 when piped would cut "json_schema".
 _WIDTH = 110
 
 
-def _profile(model: str, levels: list[int], max_tokens: int, as_json: bool) -> None:
+def _profile(
+    model: str, levels: list[int], max_tokens: int, as_json: bool, kv_dtype: str | None
+) -> None:
+    from mlcx.bench.kv_capacity import kv_capacity
     from mlcx.bench.step_profile import profile_steps
     from mlcx.cli.runtime_options import resolve_artifact
     from mlcx.runtime.engine import Engine
     from mlcx.runtime.engine_config import EngineConfig
 
-    engine = Engine(resolve_artifact(model), EngineConfig(max_running=max(levels)))
+    artifact = resolve_artifact(model, kv_dtype=kv_dtype)
+    engine = Engine(artifact, EngineConfig(max_running=max(levels)))
+    if not as_json:
+        config = artifact.config
+        budget = engine.config.kv_cache_bytes
+        fit = kv_capacity(config.kv_layout, config.model.num_layers, budget, CAPACITY_TOKENS)
+        print(fit.line())
     profile_steps(engine, 1, 2)  # first-call costs stay out of the numbers
     for level in levels:
         breakdown = profile_steps(engine, level, max_tokens)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from mlcx.cli.options import KVDtypeOption, kv_dtype_value
 from mlcx.cli.runtime_options import resolve_artifact
 from mlcx.cli.speculative_options import (
     DraftOption,
@@ -57,6 +58,7 @@ def serve_command(
     speculative: SpeculativeOption = None,
     draft: DraftOption = None,
     num_speculative: NumSpeculativeOption = 5,
+    kv_dtype: KVDtypeOption = None,
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)."""
     from mlcx.server import ServerConfig, serve  # fastapi & co. are the optional "serve" extra
@@ -76,7 +78,9 @@ def serve_command(
             engine=engine_config,
         )
         require_ray()
-    artifact = resolve_artifact(model)  # compiled once, here: replicas load this directory
+    artifact = resolve_artifact(
+        model, kv_dtype=kv_dtype_value(kv_dtype)
+    )  # compiled once, here: replicas load this directory
     config = ServerConfig(
         host=host,
         port=port,

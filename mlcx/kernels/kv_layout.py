@@ -1,9 +1,10 @@
 """The KV pages of one layer, laid out the same way on every target.
 
-`[num_pages, 2, num_kv_heads, page_size, head_dim]`: page id first (the page tables index it),
-keys at index 0 and values at 1 of the second dimension. The model exports its step functions
-with pages of this shape, the runners allocate them with it, and a WebGPU plan records it in
-each function's `kv_pages` input, where the browser runtime reads it.
+`[num_pages, 2, num_kv_heads, page_size, row]`: page id first (the page tables index it),
+keys at index 0 and values at 1 of the second dimension. `row` is head_dim elements, plus the
+bytes of the row's scale for a quantized cache dtype (KV_CACHE_DTYPES). The model exports its
+step functions with pages of this shape, the runners allocate them with it, and a WebGPU plan
+records it in each function's `kv_pages` input, where the browser runtime reads it.
 """
 
 from __future__ import annotations
@@ -18,11 +19,44 @@ NUM_PAGES = "num_pages"  # the page count of an exported function's kv_pages (a 
 N = TypeVar("N")
 
 
+@dataclass(frozen=True)
+class KVCacheDtype:
+    """How one KV cache dtype stores a row (one token's key or value of one kv head)."""
+
+    scale_bytes: int = 0  # of the row's float32 scale after its features; 0: not quantized
+    cpu_only: bool = False  # only mlcx's CPU attention kernels read it
+
+    @property
+    def quantized(self) -> bool:
+        return self.scale_bytes > 0
+
+
+# int8 is llama.cpp's q8_0 idea per row: symmetric, scale = max|x| / 127, x ~ scale * q.
+KV_CACHE_DTYPES: dict[str, KVCacheDtype] = {
+    "float16": KVCacheDtype(),
+    "float32": KVCacheDtype(),
+    "int8": KVCacheDtype(scale_bytes=4, cpu_only=True),
+}
+
+
+def kv_cache_dtype(dtype: str) -> KVCacheDtype:
+    if dtype not in KV_CACHE_DTYPES:
+        raise ValueError(
+            f"KV cache dtype must be one of {', '.join(KV_CACHE_DTYPES)}, not {dtype!r}"
+        )
+    return KV_CACHE_DTYPES[dtype]
+
+
+def kv_row(head_dim: int, dtype: str) -> int:
+    """Elements of one stored row: the features, then the scale's bytes (int8 elements)."""
+    return head_dim + kv_cache_dtype(dtype).scale_bytes
+
+
 def kv_pages_shape(
-    num_pages: N, num_kv_heads: int, page_size: int, head_dim: int
+    num_pages: N, num_kv_heads: int, page_size: int, row: int
 ) -> tuple[N | int, ...]:
-    """One layer's pages; `num_pages` may be an int, a name or a TIR variable."""
-    return (num_pages, 2, num_kv_heads, page_size, head_dim)
+    """One layer's pages; `num_pages` may be an int, a name or a TIR variable; `row` as kv_row."""
+    return (num_pages, 2, num_kv_heads, page_size, row)
 
 
 @dataclass(frozen=True)
@@ -36,9 +70,20 @@ class KVLayout:
     dtype: str  # the activations'
     cache_dtype: str  # the pages'
 
+    def __post_init__(self) -> None:
+        if kv_cache_dtype(self.cache_dtype).quantized and self.head_dim % 4:
+            # the float32 scales sit at 4-byte-aligned offsets only if head_dim is a multiple of 4
+            raise ValueError(
+                f"a {self.cache_dtype} KV cache needs head_dim % 4 == 0, not {self.head_dim}"
+            )
+
+    @property
+    def row(self) -> int:
+        return kv_row(self.head_dim, self.cache_dtype)
+
     def pages_shape(self, num_pages: int | str) -> tuple[int | str, ...]:
-        return kv_pages_shape(num_pages, self.num_kv_heads, self.page_size, self.head_dim)
+        return kv_pages_shape(num_pages, self.num_kv_heads, self.page_size, self.row)
 
     def pages_bytes(self, num_pages: int) -> int:
-        """Bytes of `num_pages` pages of one layer."""
+        """Bytes of `num_pages` pages of one layer (quantized rows: features and scales)."""
         return math.prod(self.pages_shape(num_pages)) * np.dtype(self.cache_dtype).itemsize

@@ -121,7 +121,7 @@ def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
     h_q, d = int(q_ty.shape[1]), int(q_ty.shape[2])
     pages_ty = pages.ty
     ps = int(pages_ty.shape[3])
-    geo = PageGeometry(int(pages_ty.shape[2]), d, ps, pages_ty.dtype, q_ty.dtype)
+    geo = PageGeometry(int(pages_ty.shape[2]), d, ps, str(pages_ty.dtype), str(q_ty.dtype))
     args = [reshape.args[0], positions, pages, slots]
     if q_norm is None or k_norm is None:
         return _Group(q_var, binding.var, args, h_q, rope, geo, kind, None)

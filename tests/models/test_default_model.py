@@ -11,20 +11,16 @@ from mlcx.runtime.constraint import Constraint
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
 from tests.support.cli import run_mlcx
-from tests.support.default_model import DEFAULT, default_gguf
+from tests.support.default_model import default_gguf
 
 pytestmark = pytest.mark.slow
 PROMPT = "The history of the Roman Empire is"
 
 
 # the default KV cache (f32, as the math) and llama.cpp's f16 one
-@pytest.fixture(scope="module", params=[[], ["--kv-dtype", "float16"]], ids=["kv-f32", "kv-f16"])
-def artifact(request, tmp_path_factory):
-    default_gguf()  # downloads once into the mlcx cache
-    out = tmp_path_factory.mktemp("default") / "smollm2"
-    result = run_mlcx("compile", DEFAULT, "--target", "cpu", "-o", str(out), *request.param)
-    assert result.returncode == 0, result.stderr
-    return out
+@pytest.fixture(scope="module", params=[None, "float16"], ids=["kv-f32", "kv-f16"])
+def artifact(request, default_artifact):
+    return default_artifact(request.param)
 
 
 @pytest.fixture(scope="module")

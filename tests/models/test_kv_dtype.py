@@ -1,5 +1,5 @@
-"""A float16 KV cache under float32 math (`--kv-dtype float16`, CPU): the pages really are
-f16, and the logits stay near HF transformers' float32 ones, step after step."""
+"""A float16 or int8 KV cache under float32 math (`--kv-dtype float16|int8`, CPU): the pages
+really are f16 / int8, and the logits stay near HF transformers' float32 ones, step after step."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=5)
 # f16 keeps 11 significant bits: K and V move by ~5e-4 relative; this model's logits by ~2e-5
 # (f32 pages: ~1e-6)
 TOL = 1e-3
+# int8 rounds each element to 1/254 of its row's largest magnitude: this model's logits move
+# by ~3.6e-4 (measured), ~18x f16's
+INT8_TOL = 2e-3
 
 
 def test_f16_pages_track_the_f32_reference(tiny_model, compiled):
@@ -37,16 +40,43 @@ def test_f16_pages_track_the_f32_reference(tiny_model, compiled):
     assert worst <= TOL
 
 
-def test_gpu_targets_refuse_a_kv_dtype_other_than_the_math(tiny_model, tmp_path):
+def test_int8_pages_track_the_f32_reference(tiny_model, compiled):
+    ref = load_reference(tiny_model(SPEC))
+    harness = Harness(compiled(SPEC, "q0f32", kv_dtype="int8"), num_blocks=32)
+    assert {str(p.dtype) for p in harness.runner.kv_pages} == {"int8"}
+    rng, vocab = np.random.default_rng(4), ref.config.vocab_size
+    seqs = {1: rng.integers(0, vocab, 27).tolist(), 2: rng.integers(0, vocab, 40).tolist()}
+    got = harness.step(seqs, all_rows=True)
+    worst = 0.0
+    for _ in range(4):
+        tokens = {}
+        for seq, logits in got.items():
+            want = hf_logits(ref, seqs[seq])[-len(logits) :]
+            worst = max(worst, float(np.abs(logits - want).max()))
+            tokens[seq] = int(np.argmax(want[-1]))
+            assert int(np.argmax(logits[-1])) == tokens[seq]
+            seqs[seq].append(tokens[seq])
+        got = {seq: row[None] for seq, row in harness.decode(tokens).items()}
+    assert worst <= INT8_TOL
+
+
+@pytest.mark.parametrize(
+    "target, kv_dtype, message",
+    [
+        ("webgpu", "float16", "CPU-only"),
+        ("webgpu", "int8", "--kv-dtype int8 is CPU-only: target 'webgpu'.*--target cpu"),
+    ],
+)
+def test_gpu_targets_refuse_a_kv_dtype_other_than_the_math(
+    tiny_model, tmp_path, target, kv_dtype, message
+):
     from mlcx.compile import export_model
 
-    req = CompileRequest(
-        str(tiny_model(SPEC)), "webgpu", "q0f32", tmp_path / "a", kv_dtype="float16"
-    )
-    with pytest.raises(ValueError, match="CPU-only"):
+    req = CompileRequest(str(tiny_model(SPEC)), target, "q0f32", tmp_path / "a", kv_dtype=kv_dtype)
+    with pytest.raises(ValueError, match=message):
         export_model(req)
 
 
 def test_unknown_kv_dtype_is_refused():
-    with pytest.raises(ValueError, match="KV cache dtype must be one of float16, float32"):
-        CompileRequest("m", kv_dtype="int8")
+    with pytest.raises(ValueError, match="KV cache dtype must be one of float16, float32, int8"):
+        CompileRequest("m", kv_dtype="int4")

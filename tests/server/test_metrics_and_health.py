@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from mlcx.artifact.config import Artifact
+from mlcx.runtime.backends.registry import kv_block_bytes
 from mlcx.runtime.engine import Engine
+from mlcx.runtime.engine_config import EngineConfig
 from mlcx.server import create_app
 from tests.server.conftest import serving
 from tests.support.live_server import live_server
@@ -77,6 +81,33 @@ def test_kv_usage_counts_only_blocks_held_by_live_requests(artifact):
         assert s.engine.kv.pool.num_cached > 0  # full prompt blocks stay cached ...
         assert value(idle, "mlcx_kv_cache_usage_ratio") == 0.0  # ... but count as free
         assert value(idle, "mlcx_requests_running") == 0
+
+
+def test_kv_usage_of_int8_pages_counts_blocks_sized_by_their_real_bytes(compiled):
+    """An int8 cache (head_dim 16: 16 + 4 bytes a row, f32's 64) fits 3.2x f32's blocks in
+    the same budget; the pages allocated stay within it, and the usage ratio counts them."""
+    f32, int8 = compiled(), compiled(kv_dtype="int8")
+    budget = 20 * kv_block_bytes(Artifact(f32))
+    f32_blocks = Engine(f32, EngineConfig(kv_cache_bytes=budget)).num_blocks
+    with serving(int8, EngineConfig(kv_cache_bytes=budget), step_delay_s=0.005) as s:
+        blocks, page = s.engine.num_blocks, s.engine.artifact.config.page_size
+        assert (f32_blocks, blocks) == (20, 64)  # 20 * 64 // 20
+        pages = s.engine.runner.kv_pages
+        assert sum(math.prod(p.shape) for p in pages) <= budget  # int8: one byte each
+        prompt = "hello " * 40
+        stream = s.client().completions.create(
+            model=s.model,
+            prompt=prompt,
+            max_tokens=20,
+            stream=True,
+            extra_body={"ignore_eos": True},
+        )
+        next(iter(stream))
+        held = value(scrape(s.url), "mlcx_kv_cache_usage_ratio") * blocks
+        tokens = len(s.engine.tokenizer.encode(prompt, add_special_tokens=True))
+        assert held == round(held)
+        assert -(-tokens // page) <= round(held) <= -(-(tokens + 20) // page)
+        stream.close()
 
 
 def test_health_is_503_while_loading(artifact):

@@ -52,13 +52,21 @@ def test_config_has_the_cpu_format(compiled, cpu_artifact, target):
     assert (artifact / config.library).is_file()
 
 
-def test_a_config_with_an_unknown_kv_dtype_is_refused_clearly(cpu_artifact, tmp_path):
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"kv_dtype": "int4"}, "kv_dtype 'int4'"),
+        ({"kv_dtype": "int8", "target": "webgpu"}, "int8 KV cache is CPU-only"),
+    ],
+    ids=["unknown", "int8-off-cpu"],
+)
+def test_a_config_with_a_bad_kv_dtype_is_refused_clearly(cpu_artifact, tmp_path, changes, message):
     from tests.support.cli import one_line_error, run_mlcx
 
     broken = tmp_path / "broken"
     shutil.copytree(cpu_artifact, broken)
     config = json.loads((broken / CONFIG_FILE).read_text())
-    config["kv_dtype"] = "int8"
+    config.update(changes)
     (broken / CONFIG_FILE).write_text(json.dumps(config))
     line = one_line_error(run_mlcx("generate", str(broken), "--prompt", "hi"))
-    assert "kv_dtype 'int8'" in line and "recompile" in line
+    assert message in line and "recompile" in line

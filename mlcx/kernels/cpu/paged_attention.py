@@ -75,6 +75,9 @@ def _scores(sh: _Shape, bufs, seq, head, row0, n, pages, scores) -> None:
                     update = acc[a, vec.ramp(0, ps)] + vec.splat(query, ps) * keys
                     T.buffer_store(acc, update, [a, vec.ramp(0, ps)])
         scale = vec.splat(vec.f32(1.0 / math.sqrt(geo.head_dim)), ps)
+        if geo.quantized:  # each key row's dot product times that row's scale
+            start = geo.key_scales(page, head // sh.group)
+            scale = T.bind(scale * bufs["scales"][vec.ramp(start, ps)])
         for r in range(rows):
             total = acc[r * chains, vec.ramp(0, ps)]
             for part in range(1, chains):
@@ -123,9 +126,13 @@ def _values(sh: _Shape, bufs, seq, head, r, row, visible, first_page, total, sco
         with T.serial(first_page, (visible + ps - 1) // ps) as p:
             page = bufs["page_values"][bufs["page_indptr"][seq] + p]
             base = T.bind(geo.value_base(page, head // sh.group) + part * lanes)
+            scales = geo.value_scales(page, head // sh.group) if geo.quantized else None
             with T.serial(0, T.min(ps, visible - p * ps)) as s:
                 value = vec.to_f32(bufs["flat"][vec.ramp(base + s * geo.head_dim, lanes)])
-                weight = vec.splat(scores[r, p * ps + s], lanes)
+                weight = scores[r, p * ps + s]
+                if scales is not None:  # the value row's scale
+                    weight = weight * bufs["scales"][scales + s]
+                weight = vec.splat(weight, lanes)
                 T.buffer_store(acc, acc[vec.ramp(0, lanes)] + weight * value, [vec.ramp(0, lanes)])
         out = T.Cast(vec.vtype(geo.io_dtype, lanes), acc[vec.ramp(0, lanes)] * inv)
         T.buffer_store(bufs["output"], out, [row, head, vec.ramp(part * lanes, lanes)])
@@ -166,7 +173,8 @@ def _params(sh: _Shape) -> dict:
     out_shape = (tokens, sh.h_q, d)
     bufs["output"] = T.match_buffer(T.arg("output", T.handle()), out_shape, geo.io_dtype)
     bufs["batch"], bufs["nnz"], bufs["tokens"] = batch, nnz, tokens
-    bufs["flat"] = geo.flat(bufs["pages"])
+    views = geo.views(bufs["pages"])
+    bufs["flat"], bufs["scales"] = views.flat, views.scales
     return bufs
 
 

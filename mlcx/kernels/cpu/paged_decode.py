@@ -74,6 +74,8 @@ def _page_scores(sh: DecodeShape, bufs, seq, kv_head, page, following, scores) -
                 update = acc[h * chains + part, vec.ramp(0, ps)] + vec.splat(query, ps) * keys
                 T.buffer_store(acc, update, [h * chains + part, vec.ramp(0, ps)])
     scale = vec.splat(vec.f32(1.0 / math.sqrt(geo.head_dim)), ps)
+    if geo.quantized:  # each key row's dot product times that row's scale
+        scale = T.bind(scale * bufs["scales"][vec.ramp(geo.key_scales(page, kv_head), ps)])
     for h in range(g):
         total = acc[h * chains, vec.ramp(0, ps)]
         for part in range(1, chains):
@@ -88,13 +90,17 @@ def _page_update(sh: DecodeShape, bufs, kv_head, page, valid, scores, state, out
     """Fold one page (first `valid` slots) into the running max/sum/output of each head."""
     geo, ps, g, lanes = sh.geo, sh.geo.page_size, sh.group, sh.part
     corr = T.alloc_buffer((g,), "float32")
+    value_scales = None
+    if geo.quantized:  # each value row's scale goes into its weights (the sum takes none)
+        value_scales = T.bind(bufs["scales"][vec.ramp(geo.value_scales(page, kv_head), ps)])
     # Slots past `valid` hold NEG_INF (set by _split_item); a vector Select here would
     # make LLVM take seconds to compile this function.
     with T.serial(0, g) as h:
         row = T.bind(scores[h, vec.ramp(0, ps)])
         top = T.bind(T.max(state[h, 0], vec.hmax(row, ps)))
         weights = T.bind(vec.exp(row - vec.splat(top, ps), ps))
-        T.buffer_store(scores, weights, [h, vec.ramp(0, ps)])
+        scaled = weights if value_scales is None else weights * value_scales
+        T.buffer_store(scores, scaled, [h, vec.ramp(0, ps)])
         T.buffer_store(corr, vec.exp(state[h, 0] - top, 1), [h])
         T.buffer_store(state, state[h, 1] * corr[h] + vec.hsum(weights, ps), [h, 1])
         T.buffer_store(state, top, [h, 0])

@@ -4,7 +4,8 @@ Replaces reshape -> split -> [rms_norm(q), rms_norm(k)] -> rope(q), rope(k) -> k
 token it evaluates the RoPE cos/sin once per feature (TVM's frequency formulas, as
 mlcx.kernels.rope uses) instead of once per head and feature, RMS-normalizes each q and k head
 where the model has q/k norms (Qwen3; their weights are two extra [d] inputs after slots),
-rotates q into its own output and k straight into the pages, and stores v.
+rotates q into its own output and k straight into the pages, and stores v (an int8 cache
+quantizes the rotated k and the v rows: mlcx.kernels.cpu.kv_pages).
 """
 
 from __future__ import annotations
@@ -104,19 +105,19 @@ def rope_append_cpu(
             )
             norm = _HeadNorm(q_norm, k_norm, norm_eps)
         q_out = T.match_buffer(T.arg("q", T.handle()), (tokens, h_q, geo.head_dim), geo.io_dtype)
-        flat = geo.flat(pages)
+        views = geo.views(pages)
         # A parallel launch costs more than rotating the few tokens of a decode step.
         with T.If(tokens <= SERIAL_TOKENS):
             with T.Then(), T.serial(0, tokens) as t:
-                _token(h_q, geo, rope, norm, (qkv, positions, slots, q_out, flat), t)
+                _token(h_q, geo, rope, norm, (qkv, positions, slots, q_out, views), t)
             with T.Else(), T.parallel(0, tokens) as t:
-                _token(h_q, geo, rope, norm, (qkv, positions, slots, q_out, flat), t)
+                _token(h_q, geo, rope, norm, (qkv, positions, slots, q_out, views), t)
     return ib.get()
 
 
 def _token(h_q: int, geo: PageGeometry, rope: RopeParams, norm: _HeadNorm | None, bufs, t):
     """Rotate token t's (normalized) q into q_out; rotate its k and store k and v at its slot."""
-    qkv, positions, slots, q_out, flat = bufs
+    qkv, positions, slots, q_out, views = bufs
     d, h_kv = geo.head_dim, geo.h_kv
     cos, sin = T.alloc_buffer((d,), "float32"), T.alloc_buffer((d,), "float32")
     _tables(rope, positions[t], cos, sin, d)
@@ -136,4 +137,4 @@ def _token(h_q: int, geo: PageGeometry, rope: RopeParams, norm: _HeadNorm | None
         T.buffer_store(q_out, rotated, [t, h, vec.ramp(0, d)])
     with T.If(slots[t] >= 0), T.Then(), T.serial(0, h_kv) as h:
         key = _rotate(normed(h_q + h, key=True), cv, sv, d, rope.rotary_dim)
-        store_kv(geo, flat, slots[t], h, key, head(h_q + h_kv + h))
+        store_kv(geo, views, slots[t], h, key, head(h_q + h_kv + h))

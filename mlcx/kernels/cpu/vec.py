@@ -72,10 +72,17 @@ def hsum(v, lanes: int):
 
 
 def hmax(v, lanes: int):
-    while lanes > 1:
+    """Max of all lanes: halving while the lane count is even, then lane by lane."""
+    while lanes > 1 and lanes % 2 == 0:
         low, high = halves(T.bind(v), lanes)
         v, lanes = T.max(low, high), lanes // 2
-    return v
+    if lanes == 1:
+        return v
+    v = T.bind(v)
+    top = T.Shuffle([v], [0])
+    for lane in range(1, lanes):
+        top = T.max(top, T.Shuffle([v], [lane]))
+    return top
 
 
 def madd_i16(a, b, lanes: int):
