@@ -31,8 +31,8 @@ from mlcx.kernels.cpu.weights import CHUNK, NATURAL
 PRIVATE_ROWS_MAX = 4  # up to this many tokens each thread quantizes the rows itself (no barrier)
 
 
-def _block(spec, reader: TiledReader, views, q, pairs, band, t0, count: int) -> None:
-    """out[t0 : t0 + count, band's 16 rows] (count static)."""
+def _block(spec, reader: TiledReader, views, q, pairs, band, t0, count: int, ahead: int) -> None:
+    """out[t0 : t0 + count, band's 16 rows] (count static); prefetching `ahead` bytes on."""
     rv = vec.ramp(0, ROWS)
     facc = T.alloc_buffer((count, ROWS), "float32")
     iacc = T.alloc_buffer((count, ROWS), "int32")
@@ -43,6 +43,8 @@ def _block(spec, reader: TiledReader, views, q, pairs, band, t0, count: int) -> 
             T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), ROWS), [t, rv])
         # A loop over quarters, not unrolled: unrolled, LLVM hoists every plane and spills.
         with T.serial(0, PAIRS // 4) as quarter:
+            if ahead:
+                reader.prefetch_quarter(views, band, g, quarter, ahead)
             for m, plane in enumerate(reader.quarter_planes(views, band, g, quarter)):
                 w = T.bind(plane)
                 for t in range(count):
@@ -66,7 +68,7 @@ def _walk(spec, cfg: KernelConfig, reader, views, q, pairs, tokens, c) -> None:
     with T.serial(begin, end) as band:
 
         def run(t0, size, band=band):
-            _block(spec, reader, views, q, pairs, band, t0, size)
+            _block(spec, reader, views, q, pairs, band, t0, size, cfg.prefetch_bytes)
 
         token_blocks(cfg.batch_tokens, tokens, run)
 

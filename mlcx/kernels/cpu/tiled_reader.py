@@ -15,6 +15,7 @@ from mlcx.quantization.tiling import TILE_ROWS
 ROWS = TILE_ROWS  # output rows in one vector
 PAIRS = CHUNK // 2  # feature pairs of one chunk
 WORDS = 2 * ROWS  # uint16 words (4-bit) or bytes (8-bit) holding one pair of all rows
+LINE_BYTES = 64
 
 
 def supports(fmt) -> bool:
@@ -73,6 +74,15 @@ class TiledReader:
             )
             for m in range(4)
         ]
+
+    def prefetch_quarter(self, views, band, chunk, quarter, ahead_bytes: int) -> None:
+        """Hint the cache lines `ahead_bytes` past this quarter's codes into L1."""
+        codes = views["codes"]
+        row_bytes = WORDS * (2 if self.fmt.bits == 4 else 1)
+        per_quarter = 1 if self.fmt.bits == 4 else 4  # code rows one quarter reads
+        first = (band * views["chunks"] + chunk) * (4 * per_quarter) + quarter * per_quarter
+        for line in range(0, per_quarter * row_bytes, LINE_BYTES):
+            vec.prefetch(codes, [first + (ahead_bytes + line) // row_bytes, 0])
 
     def _group_row(self, views, band, chunk):
         return band * views["groups"] + chunk * CHUNK // self.fmt.group_size
