@@ -17,6 +17,7 @@ from mlcx.bench.echo_workload import echo_messages
 from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 
 MAX_TOKENS = 400  # the default model's echo answer ends (EOS) well before
 
@@ -148,7 +149,7 @@ class SpecBenchRequest:
     speculative: str
     draft: str | None = None  # artifact or model to compile
     draft_blocks: tuple[int, int] | None = None  # (first, last) blocks of MODEL's GGUF
-    num_speculative: int = 5
+    num_speculative: int = DEFAULT_NUM_SPECULATIVE
     streams: tuple[int, ...] = (1, 16)
     reps: int = 3
     kv_dtype: str | None = "float16"

@@ -21,6 +21,7 @@ from mlcx.cli import bench_serve_cmd, web_cmd
 from mlcx.cli.options import KVDtype, QuantizationName
 from mlcx.cli.speculative_options import DraftOption, NumSpeculativeOption, SpeculativeOption
 from mlcx.runtime.backends.registry import RUNNERS
+from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 from mlcx.targets.registry import TARGETS
 
 Peer = Enum("Peer", {p: p for p in PEERS}, type=str)  # type: ignore[misc]
@@ -109,7 +110,7 @@ def bench_command(
             "last M blocks (FIRST LAST)."
         ),
     ] = None,
-    num_speculative: NumSpeculativeOption = 5,
+    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
     streams: Annotated[
         list[int] | None,
         typer.Option(help="With --speculative: concurrent streams to measure (repeatable)."),

@@ -18,6 +18,7 @@ from mlcx.errors import ContextWindowError
 from mlcx.runtime.chat_session import ChatSession
 from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
+from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 
 HELP = "Type a message. /reset starts over, /exit quits (or Ctrl-D)."
 
@@ -38,7 +39,7 @@ def chat_command(
     seed: Annotated[int | None, typer.Option()] = None,
     speculative: SpeculativeOption = None,
     draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = 5,
+    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
 ) -> None:
     """Chat with a model; the conversation is kept until /reset."""
     spec = speculation(speculative, draft, num_speculative)

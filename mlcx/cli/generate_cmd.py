@@ -19,6 +19,7 @@ from mlcx.cli.speculative_options import (
 from mlcx.runtime.constraint_files import output_constraint
 from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
+from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 
 
 def generate_command(
@@ -48,7 +49,7 @@ def generate_command(
     ] = None,
     speculative: SpeculativeOption = None,
     draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = 5,
+    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
 ) -> None:
     """Generate a completion for one prompt, streaming it to stdout."""
     constraint = output_constraint(json_schema, regex, grammar)

@@ -16,6 +16,7 @@ from mlcx.cli.speculative_options import (
 )
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 
 
 def serve_command(
@@ -57,7 +58,7 @@ def serve_command(
     ] = "prefix",
     speculative: SpeculativeOption = None,
     draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = 5,
+    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
     kv_dtype: KVDtypeOption = None,
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)."""

@@ -197,8 +197,13 @@ class Engine:
 
     def _batch(self, plan: SchedulerOutput) -> ForwardBatch:
         ids = [t for item in plan.scheduled for t in item.input_ids]
-        tables = self.kv.build_arrays([(s.seq.seq_id, s.num_new) for s in plan.scheduled])
-        rows = plan.logit_rows()
+        # Verifying drafts runs as decode rows, one per token over its own prefix, in the
+        # same row order: the decode attention kernel splits a long context over the threads,
+        # where the prefill kernel gives a few queries of one sequence to one thread per head.
+        rows_per_token = plan.verifies_every_token
+        batch = [(s.seq.seq_id, s.num_new) for s in plan.scheduled]
+        tables = self.kv.build_arrays(batch, row_per_token=rows_per_token)
+        rows = None if rows_per_token else plan.logit_rows()
         return ForwardBatch(np.array(ids, dtype=np.int32), tables, plan.copies, rows)
 
     def _report(self, seqs: list[Sequence], results: list[list[SampleResult]]) -> list[Delta]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mlcx.runtime.speculative.proposer import PROPOSER_NAMES
+from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE, PROPOSER_NAMES
 
 
 @dataclass(frozen=True)
@@ -18,12 +18,13 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     device: str | None = None  # runner device override ("cpu", "cuda", "metal")
     speculative: str | None = None  # proposer of draft tokens: "ngram" or "draft"; None: off
-    num_speculative: int = 5  # most tokens drafted per sequence and step
+    num_speculative: int = DEFAULT_NUM_SPECULATIVE  # most tokens drafted per sequence and step
     draft: str | None = None  # the draft model's artifact directory (speculative="draft")
     speculative_max_batch: int = 4  # no drafts while more sequences than this are running
-    # one more verified token's cost relative to a decode step (speculator.py; 0.35 measured on
-    # the 2-core CPU): picks each sequence's draft length from its acceptance; 0: always the most
-    speculative_token_cost: float = 0.35
+    # one more verified token's cost relative to a decode step (speculator.py; 0.22-0.26
+    # measured on the 2-core CPU with row-tiled kernels): picks each sequence's draft length
+    # from its acceptance; 0: always the most
+    speculative_token_cost: float = 0.25
 
     def __post_init__(self) -> None:
         for name in ("max_running", "max_waiting", "kv_cache_bytes"):

@@ -51,6 +51,13 @@ class SchedulerOutput:
         """The drafted tokens verified by each sample, aligned with `samples`."""
         return [item.draft for item in self.scheduled for _ in item.choices]
 
+    @property
+    def verifies_every_token(self) -> bool:
+        """Drafts are verified and every new token has a logits row (no prefill chunk in the
+        step): the step may run as one decode row per token."""
+        drafted = any(item.draft for item in self.scheduled)
+        return drafted and all(item.num_rows == item.num_new for item in self.scheduled)
+
     def logit_rows(self) -> np.ndarray | None:
         """Rows among the new tokens to compute logits for; None (each sequence's last token)
         when nothing is drafted."""

@@ -244,6 +244,24 @@ def test_build_arrays_for_ragged_prefill_and_decode_batch():
     assert m.match_prefix([1, 2, 3, 4, 11, 12, 13, 14, 99]) == 8
 
 
+def test_build_arrays_with_a_row_per_token_writes_the_same_slots_causally():
+    """A verify step as decode rows: each new token its own row over its own prefix."""
+    m = manager()
+    prefill(m, "a", [1, 2, 3, 4, 5, 6])
+    m.append("a", 1)
+    prefill(m, "b", [7, 8, 9])
+    m.append("b", 3)  # the last accepted token and two drafts
+    batch = [("a", 1), ("b", 3)]
+    plain, rows = m.build_arrays(batch), m.build_arrays(batch, row_per_token=True)
+    assert rows.q_indptr.tolist() == [0, 1, 2, 3, 4]
+    assert rows.positions.tolist() == plain.positions.tolist() == [6, 3, 4, 5]
+    assert rows.slots.tolist() == plain.slots.tolist()
+    assert rows.kv_lens.tolist() == [7, 4, 5, 6]
+    b_pages = list(m.page_table("b"))
+    assert rows.page_values.tolist() == list(m.page_table("a")) + b_pages[:1] + b_pages * 2
+    assert (rows.batch_size, rows.num_new_tokens) == (4, 4)
+
+
 def test_build_arrays_rejects_inconsistent_batches():
     m = manager()
     prefill(m, "a", [1, 2, 3])

@@ -76,14 +76,20 @@ def store_out(spec: LinearSpec, bufs, t, index, value) -> None:
     T.buffer_store(bufs["out"], value, [t, index])
 
 
-def token_blocks(step: int, tokens, run) -> None:
-    """run(t0, size) over all tokens: blocks of `step` tokens, then blocks of halving static
-    sizes (4, 2, 1 after 8) for the rest, so every microkernel has a static token count."""
+def token_blocks(step: int, tokens, run, exact_tail: bool = False) -> None:
+    """run(t0, size) over all tokens with static sizes: blocks of `step` tokens, then the rest
+    as one block of its exact size (`exact_tail`: one pass over the weights, more code) or as
+    blocks of halving sizes (4, 2, 1 after 8)."""
     with T.serial(0, tokens // step) as tb:
         run(tb * step, step)
     start, rem = tokens // step * step, tokens % step
-    size = step // 2
-    while size:
-        with T.If(rem // size % 2 == 1), T.Then():
-            run(start + rem // (2 * size) * (2 * size), size)
-        size //= 2
+    sizes = range(step - 1, 0, -1) if exact_tail else [1 << b for b in range(step.bit_length())]
+    for size in sizes:
+        if size >= step:
+            continue
+        if exact_tail:
+            with T.If(rem == size), T.Then():
+                run(start, size)
+        else:
+            with T.If(rem // size % 2 == 1), T.Then():
+                run(start + rem // (2 * size) * (2 * size), size)

@@ -28,7 +28,7 @@ from mlcx.kernels.cpu.rows import QuantizedRows, quantize_all, quantize_row
 from mlcx.kernels.cpu.tiled_reader import PAIRS, ROWS, TiledReader
 from mlcx.kernels.cpu.weights import CHUNK, NATURAL
 
-PRIVATE_ROWS_MAX = 4  # up to this many tokens each thread quantizes the rows itself (no barrier)
+PRIVATE_ROWS_MAX = 16  # up to this many tokens each thread quantizes the rows itself (no barrier)
 
 
 def _block(spec, reader: TiledReader, views, q, pairs, band, t0, count: int, ahead: int) -> None:
@@ -70,7 +70,8 @@ def _walk(spec, cfg: KernelConfig, reader, views, q, pairs, tokens, c) -> None:
         def run(t0, size, band=band):
             _block(spec, reader, views, q, pairs, band, t0, size, cfg.prefetch_bytes)
 
-        token_blocks(cfg.batch_tokens, tokens, run)
+        # A step of a few sequences or drafted tokens is one pass over the weights.
+        token_blocks(cfg.batch_tokens, tokens, run, exact_tail=True)
 
 
 def _private(spec, cfg, reader, views, tokens) -> None:

@@ -21,7 +21,12 @@ over where blocks are hashed.
 from collections.abc import Sequence
 
 from mlcx.runtime.kv.block_pool import BlockPool, OutOfBlocks
-from mlcx.runtime.kv.page_tables import PageTableArrays, SequenceStep, build_page_table_arrays
+from mlcx.runtime.kv.page_tables import (
+    PageTableArrays,
+    SequenceStep,
+    build_page_table_arrays,
+    token_steps,
+)
 from mlcx.runtime.kv.prefix_hash import hash_block
 from mlcx.runtime.kv.sequence_blocks import RELEASED, SeqId, SequenceBlocks
 
@@ -132,16 +137,21 @@ class KVCacheManager:
         seq.num_tokens += num_tokens
         return copies
 
-    def build_arrays(self, batch: Sequence[tuple[SeqId, int]]) -> PageTableArrays:
+    def build_arrays(
+        self, batch: Sequence[tuple[SeqId, int]], row_per_token: bool = False
+    ) -> PageTableArrays:
         """Kernel inputs for one forward step over `(seq_id, num_new_tokens)` pairs.
 
         The new tokens are each sequence's last `num_new_tokens` slots, those reserved with
-        `append` since the last `commit`; the step computes all of them.
+        `append` since the last `commit`; the step computes all of them. `row_per_token`:
+        every new token as a batch row of its own (a decode step), over its own prefix.
         """
         if len({seq_id for seq_id, _ in batch}) != len(batch):
             raise ValueError("a sequence appears more than once in the batch")
         seqs = [(self._get(seq_id), num_new) for seq_id, num_new in batch]
         steps = [SequenceStep(seq.page_table, seq.num_tokens, num_new) for seq, num_new in seqs]
+        if row_per_token:
+            steps = [row for step in steps for row in token_steps(step, self._page_size)]
         return build_page_table_arrays(steps, self._page_size)
 
     def commit(self, seq_id: SeqId, token_ids: Sequence[int]) -> None:

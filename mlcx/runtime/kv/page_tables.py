@@ -90,6 +90,16 @@ def build_page_table_arrays(steps: Sequence[SequenceStep], page_size: int) -> Pa
     )
 
 
+def token_steps(step: SequenceStep, page_size: int) -> list[SequenceStep]:
+    """`step` as one single-token step per new token, each over its own prefix of the pages
+    (the same slots are written and the same keys attended to, causally)."""
+    first = step.num_tokens - step.num_new
+    return [
+        SequenceStep(step.page_table[: -(-(first + i + 1) // page_size)], first + i + 1, 1)
+        for i in range(step.num_new)
+    ]
+
+
 def _indptr(counts: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 

@@ -2,13 +2,13 @@
 what was proposed and kept.
 
 Verifying k drafted tokens costs about 1 + c * k decode steps (c: `token_cost`, the price of
-one more token in a step relative to a whole decode step: ~0.35 on a 2-core CPU, where the
-kernels are compute bound, near 0 on a GPU) and yields sum(a^i, i = 0..k) tokens on average
-when each draft token is kept with probability a. Each sequence keeps a moving estimate of a
-and drafts the k that maximizes tokens per cost: fewer, or none, when its drafts keep being
-rejected (then it probes with one token every PROBE_EVERY steps to notice when they would pay
-again). No drafts at all while more than `max_batch` sequences run: a large batch already
-reads each weight once for many tokens."""
+one more token in a step relative to a whole decode step: ~0.25 on a 2-core CPU, where the
+kernels are compute bound from a few tokens on, near 0 on a GPU) and yields sum(a^i, i =
+0..k) tokens on average when each draft token is kept with probability a. Each sequence
+keeps a moving estimate of a and drafts the k that maximizes tokens per cost: fewer, or
+none, when its drafts keep being rejected (then it probes with one token every PROBE_EVERY
+steps to notice when they would pay again). No drafts at all while more than `max_batch`
+sequences run: a large batch already reads each weight once for many tokens."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def best_length(acceptance: float, most: int, token_cost: float) -> int:
 
 class Speculator:
     def __init__(
-        self, proposer: Proposer, num_speculative: int, max_batch: int, token_cost: float = 0.35
+        self, proposer: Proposer, num_speculative: int, max_batch: int, token_cost: float = 0.25
     ):
         self.proposer = proposer
         self.num_speculative = num_speculative
