@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mlcx.bench.truncated_gguf import write_truncated_gguf
+from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import TinySpec
@@ -36,7 +37,7 @@ def test_prompt_lookup_bench_reports_both_speeds_and_the_acceptance(artifact):
     assert set(table) == {1, 6}
     plain, spec, _, accepted, proposed, _, off = table[6]
     assert plain > 0 and spec > 0 and off > 0  # 6 streams: speculation off at first
-    assert "speculative=ngram num_speculative=5" in result.stdout
+    assert f"speculative=ngram num_speculative={DEFAULT_NUM_SPECULATIVE}" in result.stdout
 
 
 def test_draft_bench_with_the_target_as_draft_keeps_every_draft(artifact):
