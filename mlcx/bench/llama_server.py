@@ -35,10 +35,8 @@ def server_argv(binary: Path, setup: ServingSetup, port: int) -> list[str]:
     threads = str(setup.threads)
     argv = [str(binary), "-m", str(setup.gguf), "-t", threads, "-tb", threads]
     argv += ["-np", str(setup.slots), "-c", str(setup.ctx_per_slot * setup.slots)]
-    # Repacked weights go to ggml's AMX kernels when the CPU lists AMX (GGML_NATIVE); on VMs
-    # that list AMX without granting its tile state they die at the first matmul (SIGSEGV at
-    # ldtilecfg, seen here on Sapphire Rapids), so the peer runs its plain AVX-512 kernels.
-    argv.append("--no-repack")
+    # repacked weights stay on: the build leaves out the AMX kernels that die on some VMs
+    # (mlcx.bench.llamacpp_flags)
     return argv + ["--host", "127.0.0.1", "--port", str(port)]
 
 

@@ -8,6 +8,7 @@ when no wheel is cached, it is built once (with pip) and cached.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mlcx.bench.llamacpp_flags import cmake_args, cpu_flags
 from mlcx.bench.peers import PeerSetup
 from mlcx.bench.workload import RunTiming, Workload
 from mlcx.cache import cache_dir
@@ -34,8 +36,10 @@ def _cached_wheel() -> Path | None:
     return wheels[-1] if wheels else None
 
 
-def _pip(*args: str) -> None:
-    result = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+def _pip(*args: str, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, env=env
+    )
     if result.returncode:
         tail = (result.stderr.strip().splitlines() or ["pip failed"])[-1]
         raise MlcxError(f"pip {' '.join(args[:2])} failed: {tail}")
@@ -53,7 +57,10 @@ def ensure_llama_cpp(say=print):
     if wheel is None:
         say(f"building {REQUIREMENT} from source into {wheel_dir()} (about 16 min on 2 cores)")
         wheel_dir().mkdir(parents=True, exist_ok=True)
-        _pip("wheel", "--no-deps", REQUIREMENT, "-w", str(wheel_dir()))
+        # built for this CPU's extensions without AMX (mlcx.bench.llamacpp_flags); pip's own
+        # cache would hand back a wheel built with other flags
+        env = {**os.environ, "CMAKE_ARGS": " ".join(cmake_args(cpu_flags()))}
+        _pip("wheel", "--no-deps", "--no-cache-dir", REQUIREMENT, "-w", str(wheel_dir()), env=env)
         wheel = _cached_wheel()
         if wheel is None:
             raise MlcxError(f"pip built no llama-cpp-python wheel into {wheel_dir()}")

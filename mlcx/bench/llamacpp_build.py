@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mlcx.bench.llamacpp_flags import cmake_args, cpu_flags
 from mlcx.cache import cache_dir
 from mlcx.errors import ToolchainError
 
@@ -54,7 +55,12 @@ class LlamaCppBuild:
         log = cache_dir() / "peers" / f"build-llamacpp-{self.flavor}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         say(f"building {self.what} ({self.build_time}); log: {log}")
-        env = {**os.environ, "MLCX_CACHE": str(cache_dir()), "LLAMA_CPP_PYTHON_VERSION": VERSION}
+        env = {
+            **os.environ,
+            "MLCX_CACHE": str(cache_dir()),
+            "LLAMA_CPP_PYTHON_VERSION": VERSION,
+            "GGML_CPU_FLAGS": " ".join(cmake_args(cpu_flags())),
+        }
         with log.open("w") as out:
             script = ["bash", str(self.script)]
             result = subprocess.run(script, stdout=subprocess.PIPE, stderr=out, env=env)

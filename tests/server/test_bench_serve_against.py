@@ -32,8 +32,6 @@ def _gguf(tmp_path: Path) -> Path:
 def test_the_server_command_uses_the_same_gguf_threads_and_slots(tmp_path):
     setup = ServingSetup(_gguf(tmp_path), threads=2, slots=16, ctx_per_slot=1024)
     argv = server_argv(Path("/bin/llama-server"), setup, 4242)
-    assert "--no-repack" in argv
-    argv.remove("--no-repack")
     flags = dict(zip(argv[1::2], argv[2::2], strict=True))
     assert flags == {
         "-m": str(tmp_path / "m.gguf"),
