@@ -11,24 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import tvm
 
 from mlcx.kernels.cpu.attention import copy_pages
 from mlcx.kernels.cpu.kv_pages import PageGeometry
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
 from mlcx.kernels.cpu.rope_append import rope_append_cpu
 from mlcx.kernels.rope import RopeParams
+from tests.support.paged_pages import random_tables
+from tests.support.paged_pages import run_prim as _run
 
 H_Q, H_KV, D, PAGE, PAGES, THETA = 4, 2, 16, 4, 24, 10000.0
-TARGET = tvm.target.Target({"kind": "llvm"})
 ATOL = 2e-5  # float32 accumulation order (the f32 kernel test's)
-
-
-def _run(func, *arrays):
-    lib = tvm.compile(tvm.IRModule({"main": func}), TARGET).mod
-    tensors = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in arrays]
-    lib["main"](*tensors)
-    return [t.numpy() for t in tensors]
 
 
 def _rope(x: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -68,18 +61,7 @@ def _dequantized(pages: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, np.n
 
 def _filled(rng, lengths: list[int]):
     """Pages holding len(lengths) sequences written by rope_append: (pages, tables, kv, qkv)."""
-    order = rng.permutation(PAGES)
-    tables, used = [], 0
-    for n in lengths:
-        tables.append(order[used : used + -(-n // PAGE)].tolist())
-        used += len(tables[-1])
-    slots = np.array(
-        [
-            t[j // PAGE] * PAGE + j % PAGE
-            for t, n in zip(tables, lengths, strict=True)
-            for j in range(n)
-        ]
-    )
+    tables, slots = random_tables(rng, lengths, PAGES, PAGE)
     positions = np.concatenate([np.arange(n) for n in lengths]).astype(np.int32)
     qkv = rng.standard_normal((len(slots), (H_Q + 2 * H_KV) * D)).astype(np.float32)
     qkv[0, (H_Q + H_KV) * D : (H_Q + H_KV + 1) * D] = 0  # an all-zero value row: scale 0

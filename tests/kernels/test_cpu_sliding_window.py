@@ -7,25 +7,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import tvm
 
 from mlcx.kernels.cpu.kv_pages import kv_append_cpu
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
 from mlcx.runtime.kv.sequence_blocks import RELEASED
+from tests.support.paged_pages import random_tables
+from tests.support.paged_pages import run_prim as _run
 
 H_Q, H_KV, D, PAGE, PAGES, WINDOW = 4, 2, 16, 4, 32, 6
-TARGET = tvm.target.Target({"kind": "llvm"})
 CASES = {
     "chunked-ragged": ([7, 23, 5], [3, 20, 5]),
     "decode": ([17, 1, 40], [1, 1, 1]),
 }
-
-
-def _run(func, *arrays):
-    lib = tvm.compile(tvm.IRModule({"main": func}), TARGET).mod
-    tensors = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in arrays]
-    lib["main"](*tensors)
-    return [t.numpy() for t in tensors]
 
 
 def _reference(q, keys, values, lengths, new, softcap=0.0):
@@ -51,20 +44,9 @@ def test_windowed_attention_matches_numpy(case, placeholder, softcap):
     """With `softcap`, scores are also capped by softcap * tanh(score / softcap)."""
     lengths, new = CASES[case]
     rng = np.random.default_rng(3)
-    order = rng.permutation(PAGES)
+    tables, slots = random_tables(rng, lengths, PAGES, PAGE)
     keys = [rng.standard_normal((n, H_KV, D)).astype(np.float32) for n in lengths]
     values = [rng.standard_normal((n, H_KV, D)).astype(np.float32) for n in lengths]
-    tables, used = [], 0
-    for n in lengths:
-        tables.append(order[used : used + -(-n // PAGE)].tolist())
-        used += len(tables[-1])
-    slots = np.array(
-        [
-            t[j // PAGE] * PAGE + j % PAGE
-            for t, n in zip(tables, lengths, strict=True)
-            for j in range(n)
-        ]
-    )
     pages = np.zeros((PAGES, 2, H_KV, PAGE, D), np.float32)
     append = kv_append_cpu(H_KV, D, "float32", PAGE, "float32")
     pages = _run(append, pages, np.concatenate(keys), np.concatenate(values), slots.astype("i4"))[0]

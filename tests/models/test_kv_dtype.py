@@ -19,12 +19,13 @@ TOL = 1e-3
 INT8_TOL = 2e-3
 
 
-def test_f16_pages_track_the_f32_reference(tiny_model, compiled):
+@pytest.mark.parametrize("kv_dtype, seed, tol", [("float16", 3, TOL), ("int8", 4, INT8_TOL)])
+def test_pages_track_the_f32_reference(tiny_model, compiled, kv_dtype, seed, tol):
     ref = load_reference(tiny_model(SPEC))
-    harness = Harness(compiled(SPEC, "q0f32", kv_dtype="float16"), num_blocks=32)
-    assert harness.artifact.config.kv_dtype == "float16"
-    assert {str(p.dtype) for p in harness.runner.kv_pages} == {"float16"}
-    rng, vocab = np.random.default_rng(3), ref.config.vocab_size
+    harness = Harness(compiled(SPEC, "q0f32", kv_dtype=kv_dtype), num_blocks=32)
+    assert harness.artifact.config.kv_dtype == kv_dtype
+    assert {str(p.dtype) for p in harness.runner.kv_pages} == {kv_dtype}
+    rng, vocab = np.random.default_rng(seed), ref.config.vocab_size
     seqs = {1: rng.integers(0, vocab, 27).tolist(), 2: rng.integers(0, vocab, 40).tolist()}
     got = harness.step(seqs, all_rows=True)
     worst = 0.0
@@ -37,27 +38,7 @@ def test_f16_pages_track_the_f32_reference(tiny_model, compiled):
             assert int(np.argmax(logits[-1])) == tokens[seq]
             seqs[seq].append(tokens[seq])
         got = {seq: row[None] for seq, row in harness.decode(tokens).items()}
-    assert worst <= TOL
-
-
-def test_int8_pages_track_the_f32_reference(tiny_model, compiled):
-    ref = load_reference(tiny_model(SPEC))
-    harness = Harness(compiled(SPEC, "q0f32", kv_dtype="int8"), num_blocks=32)
-    assert {str(p.dtype) for p in harness.runner.kv_pages} == {"int8"}
-    rng, vocab = np.random.default_rng(4), ref.config.vocab_size
-    seqs = {1: rng.integers(0, vocab, 27).tolist(), 2: rng.integers(0, vocab, 40).tolist()}
-    got = harness.step(seqs, all_rows=True)
-    worst = 0.0
-    for _ in range(4):
-        tokens = {}
-        for seq, logits in got.items():
-            want = hf_logits(ref, seqs[seq])[-len(logits) :]
-            worst = max(worst, float(np.abs(logits - want).max()))
-            tokens[seq] = int(np.argmax(want[-1]))
-            assert int(np.argmax(logits[-1])) == tokens[seq]
-            seqs[seq].append(tokens[seq])
-        got = {seq: row[None] for seq, row in harness.decode(tokens).items()}
-    assert worst <= INT8_TOL
+    assert worst <= tol
 
 
 @pytest.mark.parametrize(
