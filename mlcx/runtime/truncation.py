@@ -110,10 +110,10 @@ def _top_k_rows(z: np.ndarray, rows: list[int], params: Sequence[SamplingParams]
         by_k[params[i].top_k].append(i)
     vocab = z.shape[1]
     for k, group in by_k.items():
-        kth = np.partition(z[group], vocab - k, axis=1)[:, vocab - k]
-        for i, cutoff in zip(group, kth, strict=True):
-            ids = np.flatnonzero(z[i] >= cutoff)
-            out[i] = _truncate(ids, np.exp(z[i, ids], dtype=np.float64), params[i])
+        sub = z[group]
+        kth = np.partition(sub, vocab - k, axis=1)[:, vocab - k]
+        for i, (ids, vals) in zip(group, _candidates(sub, kth), strict=True):
+            out[i] = _truncate(ids, np.exp(vals, dtype=np.float64), params[i])
 
 
 def _whole_vocab_rows(z: np.ndarray, rows: list[int], params, out) -> None:
