@@ -26,6 +26,3 @@ class LogitsBuffer:
         out = self.empty(logits.shape)
         np.copyto(out, logits, casting="unsafe")
         return out
-
-    def holds(self, array: np.ndarray) -> bool:
-        return np.shares_memory(array, self._array)

@@ -120,16 +120,12 @@ def processed_logits(
     return x.copy() if x is logits else x
 
 
-def _scaled(x: np.ndarray, maxima: np.ndarray, rows: list[int], params, scratch) -> np.ndarray:
-    """(x[rows] - their max) / temperature as float32, in one pass from `x`: in place when
-    `x` is the scratch, else into the scratch (or a new array) when all rows are sampled."""
+def _scaled(x: np.ndarray, maxima: np.ndarray, rows: list[int], params, into) -> np.ndarray:
+    """(x[rows] - their max) / temperature as float32 in one pass from `x`, into `into`
+    (x itself, or a scratch array shaped like it) when all rows are sampled."""
     if len(rows) == x.shape[0]:
-        z, top = x, maxima
-        if scratch is not None and not scratch.holds(x):
-            z = scratch.empty(x.shape)
-        elif scratch is None:
-            z = np.empty_like(x)
-        np.subtract(x, top[:, None], out=z)
+        z = into
+        np.subtract(x, maxima[:, None], out=z)
     else:
         z = x[rows]  # a copy
         z -= maxima[rows][:, None]
@@ -138,23 +134,32 @@ def _scaled(x: np.ndarray, maxima: np.ndarray, rows: list[int], params, scratch)
 
 
 def _sampled_distributions(
-    x: np.ndarray, maxima: np.ndarray, states: Sequence[SamplingState], scratch=None
+    x: np.ndarray, maxima: np.ndarray, states: Sequence[SamplingState], into: np.ndarray
 ) -> list[tuple[int, Distribution]]:
-    """(row, distribution) for the non-greedy rows; overwrites `x` only if it is `scratch`."""
+    """(row, distribution) for the non-greedy rows; may overwrite `into`, where the scaled
+    logits of a batch of sampled rows only go (`x` itself when `x` may be overwritten)."""
     rows = [i for i, s in enumerate(states) if not s.params.is_greedy]
     if not rows:
         return []
     params = [states[i].params for i in rows]
-    z = _scaled(x, maxima, rows, params, scratch)
+    z = _scaled(x, maxima, rows, params, into)
     return list(zip(rows, distributions(z, params), strict=True))
+
+
+def _into(x: np.ndarray, logits: np.ndarray, scratch: LogitsBuffer | None) -> np.ndarray:
+    """Where the scaled logits of all rows may go: `x` when it is a copy, never `logits`."""
+    if x is not logits:
+        return x
+    return np.empty_like(x) if scratch is None else scratch.empty(x.shape)
 
 
 def processed_probs(logits: np.ndarray, states: Sequence[SamplingState]) -> np.ndarray:
     """The distribution `sample` draws from, (b, vocab) float64; one-hot for greedy rows."""
-    x, maxima = _processed(_checked(logits, states), states, None, None)
+    logits = _checked(logits, states)
+    x, maxima = _processed(logits, states, None, None)
     probs = np.zeros(x.shape)
     probs[np.arange(len(states)), x.argmax(axis=1)] = 1.0
-    for i, (ids, weights) in _sampled_distributions(x, maxima, states):
+    for i, (ids, weights) in _sampled_distributions(x, maxima, states, _into(x, logits, None)):
         probs[i] = 0.0
         probs[i, slice(None) if ids is None else ids] = weights / weights.sum(dtype=np.float64)
     return probs
@@ -241,7 +246,8 @@ def sample(
     want = [i for i, s in enumerate(states) if s.params.logprobs]
     rows = x[want]  # a copy: sampling below may overwrite x
     logs = dict(zip(want, zip(rows, _logsumexp(rows).tolist(), strict=True), strict=True))
-    for i, (ids, weights) in _sampled_distributions(x, maxima, states, scratch):
+    into = _into(x, logits, scratch)
+    for i, (ids, weights) in _sampled_distributions(x, maxima, states, into):
         tokens[i] = _draw(ids, weights, states[i].rng)
     results = []
     for i, state in enumerate(states):
