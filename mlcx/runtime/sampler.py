@@ -129,7 +129,9 @@ def _scaled(x: np.ndarray, maxima: np.ndarray, rows: list[int], params, into) ->
     else:
         z = x[rows]  # a copy
         z -= maxima[rows][:, None]
-    z *= np.array([1.0 / p.temperature for p in params], np.float32)[:, None]
+    scale = np.array([1.0 / p.temperature for p in params], np.float32)
+    if (scale != 1.0).any():  # a pass saved at temperature 1: x * 1 is x
+        z *= scale[:, None]
     return z
 
 
