@@ -18,6 +18,7 @@ import numpy as np
 
 from mlcx.runtime.constraint_matcher import CompiledConstraint
 from mlcx.runtime.detokenizer import IncrementalDetokenizer
+from mlcx.runtime.logits_buffer import LogitsBuffer
 from mlcx.runtime.outputs import Delta
 from mlcx.runtime.sampler import SampleResult, sample
 from mlcx.runtime.sampling_params import SamplingParams
@@ -106,6 +107,7 @@ class OutputProcessor:
     def __init__(self, tokenizer: Tokenizer):
         self.tokenizer = tokenizer
         self._requests: dict[str, list[ChoiceOutput]] = {}  # until every choice finished
+        self._scratch = LogitsBuffer()
 
     def __contains__(self, request_id: object) -> bool:
         return request_id in self._requests
@@ -162,7 +164,9 @@ class OutputProcessor:
         if plain:
             states = self._states([samples[i] for i in plain])
             rows = [samples[i][0] for i in plain]
-            results = sample(logits[rows], states, self._masks(states))
+            # one logits row per sample in order (a decode step) needs no gathered copy
+            mine = logits if rows == list(range(len(logits))) else logits[rows]
+            results = sample(mine, states, self._masks(states), self._scratch)
             for i, result in zip(plain, results, strict=True):
                 out[i] = [result]
         drafted = [i for i, d in enumerate(drafts) if d]

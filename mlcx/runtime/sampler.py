@@ -4,7 +4,7 @@ Per row, in this order: the constraint's token mask (disallowed tokens -> -inf) 
 -> repetition penalty (Hugging Face semantics: prompt and output tokens, positive logits
 divided, negative multiplied) -> presence/frequency penalties (OpenAI semantics: output tokens
 only) -> greedy argmax when temperature == 0, otherwise temperature -> top_k -> top_p -> min_p
--> one draw from the sequence's own generator.
+(see mlcx.runtime.truncation) -> one draw from the sequence's own generator.
 
 Reported logprobs are the log-softmax of the logits after mask, bias and penalties but before
 temperature and truncation (vLLM's "processed logits" convention): they describe what the
@@ -12,8 +12,9 @@ model, the constraint and penalties made of the vocabulary, not the sampling dis
 A constrained row's top_logprobs list only tokens the constraint allows (fewer than asked
 when it allows fewer).
 
-The truncation filters are thresholds on the sorted values, so tokens tied at a cutoff are all
-kept (the top_k behaviour of Hugging Face, extended to top_p).
+The batch is processed together (one argmax for the greedy rows, one pass per filter for the
+sampled ones); only the draws run per row, each from its own generator, so a row's token does
+not depend on the rows beside it.
 """
 
 from __future__ import annotations
@@ -23,17 +24,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mlcx.runtime.logits_buffer import LogitsBuffer
 from mlcx.runtime.sampling_params import SamplingParams
 from mlcx.runtime.sampling_state import SamplingState
 from mlcx.runtime.token_masks import TokenMasks
+from mlcx.runtime.truncation import Distribution, distributions
 
-# top_p looks for the nucleus among the m most likely tokens for each m here in turn (one
-# O(vocab) partition each) and sorts the whole row only when their mass stays below top_p.
-_NUCLEUS_CANDIDATES = (256, 4096)
 _DRAW_BLOCK = 256
-
-# (token ids, or None for the whole vocabulary; their positive relative weights)
-_Distribution = tuple[np.ndarray | None, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -41,6 +38,14 @@ class SampleResult:
     token_id: int
     logprob: float | None  # log-softmax of the processed logits; None unless params.logprobs
     top_logprobs: list[tuple[int, float]] | None  # descending; None unless top_logprobs > 0
+
+
+def _penalized(p: SamplingParams) -> bool:
+    return (
+        bool(p.logit_bias)
+        or p.repetition_penalty != 1.0
+        or bool(p.presence_penalty or p.frequency_penalty)
+    )
 
 
 def _apply_penalties(row: np.ndarray, state: SamplingState) -> None:
@@ -57,11 +62,7 @@ def _apply_penalties(row: np.ndarray, state: SamplingState) -> None:
         row[ids] -= counts * p.frequency_penalty + p.presence_penalty
 
 
-def processed_logits(
-    logits: np.ndarray, states: Sequence[SamplingState], masks: TokenMasks | None = None
-) -> np.ndarray:
-    """Logits after the masks of the constrained rows, bias and penalties, as float32
-    (b, vocab); `logits` is not modified."""
+def _checked(logits: np.ndarray, states: Sequence[SamplingState]) -> np.ndarray:
     logits = np.asarray(logits)
     if logits.ndim != 2 or logits.shape[0] != len(states):
         raise ValueError(
@@ -69,99 +70,98 @@ def processed_logits(
         )
     if not (np.issubdtype(logits.dtype, np.floating) or logits.dtype.name == "bfloat16"):
         raise ValueError(f"logits must be floating point, got dtype {logits.dtype}")
-    x = logits.astype(np.float32)
-    if masks is not None:
-        masks.apply(x)
-    for row, state in zip(x, states, strict=True):
-        state.check_vocab(x.shape[1])
-        _apply_penalties(row, state)
-    # max() propagates NaN, so one pass catches NaN, +inf and rows with nothing left to pick.
-    bad = np.flatnonzero(~np.isfinite(x.max(axis=1)))
+    for state in states:
+        state.check_vocab(logits.shape[1])
+    return logits
+
+
+def _check_finite(maxima: np.ndarray) -> None:
+    """`maxima`: each row's max, or its argmax value (both NaN when the row holds a NaN)."""
+    bad = np.flatnonzero(~np.isfinite(maxima))
     if bad.size:
         raise ValueError(
             f"logits row {int(bad[0])} must be free of NaN and +inf and keep at least one "
             "finite value after logit_bias and penalties"
         )
-    return x
 
 
-def _top_k_candidates(z: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    cutoff = np.partition(z, z.size - k)[z.size - k]
-    ids = np.flatnonzero(z >= cutoff)  # ties with the k-th largest are kept, as in HF
-    return ids, np.exp(z[ids], dtype=np.float64)
+def _edits(states: Sequence[SamplingState], masks: TokenMasks | None) -> bool:
+    return masks is not None or any(_penalized(s.params) for s in states)
 
 
-def _nucleus_cutoff(desc: np.ndarray, target: float) -> float | None:
-    """Smallest kept weight if the sorted weights `desc` reach `target` mass, else None."""
-    cum = np.cumsum(desc, dtype=np.float64)
-    if cum[-1] < target:
-        return None
-    # A token is kept while the mass ranked above it is still below the target.
-    return float(desc[np.searchsorted(cum[:-1], target, side="left")])
-
-
-def _top_p_cutoff(weights: np.ndarray, top_p: float) -> float:
-    """Smallest weight in the shortest most-likely prefix holding >= top_p of the mass."""
-    target = top_p * float(weights.sum(dtype=np.float64))
-    for m in _NUCLEUS_CANDIDATES:
-        if m >= weights.size:
-            break
-        top = np.partition(weights, weights.size - m)[weights.size - m :]
-        # Exact: when the m most likely tokens reach the target, the nucleus lies among them.
-        cutoff = _nucleus_cutoff(np.sort(top)[::-1], target)
-        if cutoff is not None:
-            return cutoff
-    desc = np.sort(weights)[::-1]
-    cutoff = _nucleus_cutoff(desc, target)
-    return float(desc[-1]) if cutoff is None else cutoff  # None only by rounding: keep all
-
-
-def _row_distribution(z: np.ndarray, p: SamplingParams) -> _Distribution:
-    """(token ids or None for all, weights proportional to their probabilities) for one row.
-
-    `z` holds the logits over the temperature, shifted so their max is 0; it is overwritten.
-    The weights are relative: the top token's weight is exp(0) = 1.
-    """
-    ids = None
-    if 0 < p.top_k < z.size:
-        ids, weights = _top_k_candidates(z, p.top_k)
+def _processed(
+    logits: np.ndarray,
+    states: Sequence[SamplingState],
+    masks: TokenMasks | None,
+    scratch: LogitsBuffer | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(float32 processed logits, each row's max) of checked logits. Without a mask or a
+    penalty to apply, float32 `logits` come back as they are: read them, do not write."""
+    if logits.dtype == np.float32 and not _edits(states, masks):
+        x = logits
     else:
-        weights = np.exp(z, out=z)
-    cutoff = p.min_p  # min_p times the top weight 1; top_p never removes the top token
-    if p.top_p < 1.0:
-        cutoff = max(cutoff, _top_p_cutoff(weights, p.top_p))
-    if cutoff > 0.0:
-        keep = np.flatnonzero(weights >= cutoff)
-        ids, weights = (keep if ids is None else ids[keep]), weights[keep]
-    return ids, weights
+        x = logits.astype(np.float32) if scratch is None else scratch.copy_of(logits)
+    if masks is not None:
+        masks.apply(x)
+    for row, state in zip(x, states, strict=True):
+        if _penalized(state.params):
+            _apply_penalties(row, state)
+    maxima = x.max(axis=1)  # max() propagates NaN: one pass finds NaN, +inf and empty rows
+    _check_finite(maxima)
+    return x, maxima
 
 
-def _distributions(x: np.ndarray, params: Sequence[SamplingParams]) -> list[_Distribution]:
-    """`_row_distribution` of every row of processed logits `x`, which is overwritten."""
-    x -= x.max(axis=1, keepdims=True)
-    x *= np.array([1.0 / p.temperature for p in params], np.float32)[:, None]
-    return [_row_distribution(row, p) for row, p in zip(x, params, strict=True)]
+def processed_logits(
+    logits: np.ndarray, states: Sequence[SamplingState], masks: TokenMasks | None = None
+) -> np.ndarray:
+    """Logits after the masks of the constrained rows, bias and penalties, as float32
+    (b, vocab); `logits` is not modified."""
+    x = _processed(_checked(logits, states), states, masks, None)[0]
+    return x.copy() if x is logits else x
+
+
+def _scaled(x: np.ndarray, maxima: np.ndarray, rows: list[int], params, into) -> np.ndarray:
+    """(x[rows] - their max) / temperature as float32 in one pass from `x`, into `into`
+    (x itself, or a scratch array shaped like it) when all rows are sampled."""
+    if len(rows) == x.shape[0]:
+        z = into
+        np.subtract(x, maxima[:, None], out=z)
+    else:
+        z = x[rows]  # a copy
+        z -= maxima[rows][:, None]
+    scale = np.array([1.0 / p.temperature for p in params], np.float32)
+    if (scale != 1.0).any():  # a pass saved at temperature 1: x * 1 is x
+        z *= scale[:, None]
+    return z
 
 
 def _sampled_distributions(
-    x: np.ndarray, states: Sequence[SamplingState]
-) -> list[tuple[int, _Distribution]]:
-    """(row, distribution) for the non-greedy rows; overwrites those rows of `x`."""
+    x: np.ndarray, maxima: np.ndarray, states: Sequence[SamplingState], into: np.ndarray
+) -> list[tuple[int, Distribution]]:
+    """(row, distribution) for the non-greedy rows; may overwrite `into`, where the scaled
+    logits of a batch of sampled rows only go (`x` itself when `x` may be overwritten)."""
     rows = [i for i, s in enumerate(states) if not s.params.is_greedy]
     if not rows:
         return []
-    all_rows = len(rows) == len(states)
-    sub = x if all_rows else x[rows]  # in place when possible: saves a (b, vocab) copy
-    dists = _distributions(sub, [states[i].params for i in rows])
-    return list(zip(rows, dists, strict=True))
+    params = [states[i].params for i in rows]
+    z = _scaled(x, maxima, rows, params, into)
+    return list(zip(rows, distributions(z, params), strict=True))
+
+
+def _into(x: np.ndarray, logits: np.ndarray, scratch: LogitsBuffer | None) -> np.ndarray:
+    """Where the scaled logits of all rows may go: `x` when it is a copy, never `logits`."""
+    if x is not logits:
+        return x
+    return np.empty_like(x) if scratch is None else scratch.empty(x.shape)
 
 
 def processed_probs(logits: np.ndarray, states: Sequence[SamplingState]) -> np.ndarray:
     """The distribution `sample` draws from, (b, vocab) float64; one-hot for greedy rows."""
-    x = processed_logits(logits, states)
+    logits = _checked(logits, states)
+    x, maxima = _processed(logits, states, None, None)
     probs = np.zeros(x.shape)
     probs[np.arange(len(states)), x.argmax(axis=1)] = 1.0
-    for i, (ids, weights) in _sampled_distributions(x, states):
+    for i, (ids, weights) in _sampled_distributions(x, maxima, states, _into(x, logits, None)):
         probs[i] = 0.0
         probs[i, slice(None) if ids is None else ids] = weights / weights.sum(dtype=np.float64)
     return probs
@@ -213,19 +213,43 @@ def _result(token: int, row: np.ndarray | None, lse: float, params: SamplingPara
     return SampleResult(token, float(row[token]) - lse, top)
 
 
+def _plain_greedy(logits: np.ndarray, states: Sequence[SamplingState]) -> np.ndarray | None:
+    """The tokens when every row is an argmax of its raw logits (no mask, penalty or
+    logprobs), read without a copy; None otherwise."""
+    if logits.dtype != np.float32:
+        return None
+    for s in states:
+        p = s.params
+        if not p.is_greedy or p.logprobs or _penalized(p) or s.matcher is not None:
+            return None
+    tokens = logits.argmax(axis=1)  # ties go to the lowest id; a NaN wins, caught below
+    _check_finite(logits[np.arange(len(states)), tokens])
+    return tokens
+
+
 def sample(
-    logits: np.ndarray, states: Sequence[SamplingState], masks: TokenMasks | None = None
+    logits: np.ndarray,
+    states: Sequence[SamplingState],
+    masks: TokenMasks | None = None,
+    scratch: LogitsBuffer | None = None,
 ) -> list[SampleResult]:
     """Pick one token per row of `logits` (b, vocab). The caller appends it to the state.
-    `masks` holds the allowed tokens of the constrained rows (their states have a matcher)."""
+    `masks` holds the allowed tokens of the constrained rows (their states have a matcher);
+    `scratch`, kept by the caller from step to step, holds the processed logits."""
     if len(states) == 0:
         return []
-    x = processed_logits(logits, states, masks)
-    tokens = x.argmax(axis=1)  # greedy; ties go to the lowest id
+    logits = _checked(logits, states)
+    tokens = _plain_greedy(logits, states) if masks is None else None
+    if tokens is not None:
+        return [SampleResult(int(t), None, None) for t in tokens]
+    x, maxima = _processed(logits, states, masks, scratch)
+    greedy = any(s.params.is_greedy for s in states)
+    tokens = x.argmax(axis=1) if greedy else np.zeros(len(states), np.int64)
     want = [i for i, s in enumerate(states) if s.params.logprobs]
-    rows = x[want]  # a copy: sampling below overwrites x
+    rows = x[want]  # a copy: sampling below may overwrite x
     logs = dict(zip(want, zip(rows, _logsumexp(rows).tolist(), strict=True), strict=True))
-    for i, (ids, weights) in _sampled_distributions(x, states):
+    into = _into(x, logits, scratch)
+    for i, (ids, weights) in _sampled_distributions(x, maxima, states, into):
         tokens[i] = _draw(ids, weights, states[i].rng)
     results = []
     for i, state in enumerate(states):

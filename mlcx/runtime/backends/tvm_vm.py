@@ -82,4 +82,8 @@ class TVMRunner:
         self.copy_pages(batch.copies)
         args = [self._i32(a) for a in batch.step_inputs().values()]
         logits, _ = self.vm[batch.function](*args, self._kv_arg, self._params_arg)
+        if self._on_host:
+            # A view, not a copy: copying 16 rows of the default model's 49152 logits took
+            # about 0.2 ms a step. The view keeps the VM's tensor alive while it is read.
+            return np.from_dlpack(logits)
         return logits.numpy()
