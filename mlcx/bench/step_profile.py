@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
+
 from mlcx.runtime.engine import Engine
 from mlcx.runtime.sampling_params import SamplingParams
 
@@ -74,21 +76,46 @@ def _timer(fn, phase: str, totals: dict[str, float]):
     return timed
 
 
-def profile_steps(engine: Engine, streams: int, max_tokens: int) -> StepBreakdown:
-    """Adds `streams` greedy requests of `max_tokens` (EOS ignored) and steps until all end."""
-    if streams < 1 or max_tokens < 1:
-        raise ValueError(f"streams and max_tokens must be >= 1, got {streams}, {max_tokens}")
+def _prompts(engine: Engine, streams: int, prompt_tokens: int | None) -> list:
+    """The text prompt for every stream, or distinct random token prompts of that length (the
+    prefix cache shares nothing between them)."""
+    if prompt_tokens is None:
+        return [PROMPT] * streams
+    rng = np.random.default_rng(prompt_tokens)
+    high = engine.tokenizer.vocab_size
+    return [rng.integers(high // 4, high // 2, prompt_tokens).tolist() for _ in range(streams)]
+
+
+def profile_steps(
+    engine: Engine, streams: int, max_tokens: int, prompt_tokens: int | None = None
+) -> StepBreakdown:
+    """Adds `streams` greedy requests of `max_tokens` (EOS ignored) and steps until all end.
+
+    With `prompt_tokens`, each request's prompt is that many random tokens and only the steps
+    after every stream has its first token count: decoding at that context, prefill left out.
+    """
+    if streams < 1 or max_tokens < 1 or (prompt_tokens is not None and prompt_tokens < 1):
+        raise ValueError("streams, max_tokens and prompt_tokens must be >= 1")
     params = SamplingParams.greedy(max_tokens=max_tokens, ignore_eos=True)
-    for i in range(streams):
-        engine.add_request(f"profile-{i}", PROMPT, params)
+    for i, prompt in enumerate(_prompts(engine, streams, prompt_tokens)):
+        engine.add_request(f"profile-{i}", prompt, params)
     totals: dict[str, float] = defaultdict(float)
     steps = tokens = 0
     seconds = 0.0
+    started: set[str] = set()
     with _timed(engine, totals):
         while engine.has_work():
+            counted = prompt_tokens is None or len(started) == streams
+            before = dict(totals)
             start = time.perf_counter()
             deltas = engine.step()
-            seconds += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            started |= {d.request_id for d in deltas if d.token_ids}
+            if not counted:  # a step with prefill in it: its phase times are taken back
+                totals.clear()
+                totals.update(before)
+                continue
+            seconds += elapsed
             steps += 1
             tokens += sum(len(d.token_ids) for d in deltas)
     phases = {name: totals[name] for name in PHASES}

@@ -85,10 +85,20 @@ def bench_serve_command(
         ),
     ] = None,
     kv_dtype: KVDtypeOption = None,
+    prompt_tokens: Annotated[
+        int | None,
+        typer.Option(
+            help="With --profile: prompts of this many random tokens, and only the decode "
+            "steps after them counted (decoding at that context)."
+        ),
+    ] = None,
 ) -> None:
     """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
+    if prompt_tokens is not None and not profile:
+        raise typer.BadParameter("--prompt-tokens goes with --profile")
     if profile:
-        _profile(profile, concurrency or [1], max_tokens, as_json, kv_dtype_value(kv_dtype))
+        levels = concurrency or [1]
+        _profile(profile, levels, max_tokens, as_json, kv_dtype_value(kv_dtype), prompt_tokens)
         return
     formats = [None] if response_format is None else [None, _read_format(response_format)]
     levels = concurrency or [1]
@@ -141,7 +151,12 @@ _WIDTH = 110
 
 
 def _profile(
-    model: str, levels: list[int], max_tokens: int, as_json: bool, kv_dtype: str | None
+    model: str,
+    levels: list[int],
+    max_tokens: int,
+    as_json: bool,
+    kv_dtype: str | None,
+    prompt_tokens: int | None,
 ) -> None:
     from mlcx.bench.kv_capacity import kv_capacity
     from mlcx.bench.step_profile import profile_steps
@@ -158,7 +173,7 @@ def _profile(
         print(fit.line())
     profile_steps(engine, 1, 2)  # first-call costs stay out of the numbers
     for level in levels:
-        breakdown = profile_steps(engine, level, max_tokens)
+        breakdown = profile_steps(engine, level, max_tokens, prompt_tokens)
         print(json.dumps(asdict(breakdown)) if as_json else "\n".join(breakdown.lines()))
 
 

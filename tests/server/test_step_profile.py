@@ -43,3 +43,19 @@ def test_the_cli_prints_one_breakdown_per_level(artifact):
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.output.splitlines()]
     assert [(x["streams"], x["tokens"]) for x in lines] == [(1, 3), (3, 9)]
+
+
+def test_long_prompts_count_only_the_decode_steps_after_them(artifact):
+    engine = Engine(artifact, EngineConfig(max_running=3))
+    breakdown = profile_steps(engine, streams=3, max_tokens=5, prompt_tokens=40)
+    # each stream's first token comes from its prefill, left out; the 4 decode steps after it
+    # (all three streams together) are what is counted
+    assert (breakdown.steps, breakdown.tokens) == (4, 3 * 4)
+    assert all(breakdown.phases[p] > 0 for p in PHASES)
+    assert not engine.has_work()
+
+
+def test_prompt_tokens_needs_the_profile(artifact):
+    args = ["serve", "--url", "http://127.0.0.1:9", "--prompt-tokens", "40"]
+    result = CliRunner().invoke(_bench_app(), args)
+    assert result.exit_code != 0 and "--profile" in result.output
