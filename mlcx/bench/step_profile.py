@@ -106,7 +106,7 @@ def profile_steps(
     with _timed(engine, totals):
         while engine.has_work():
             counted = prompt_tokens is None or len(started) == streams
-            before = dict(totals)
+            before = None if counted else dict(totals)
             start = time.perf_counter()
             deltas = engine.step()
             elapsed = time.perf_counter() - start

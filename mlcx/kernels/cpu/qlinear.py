@@ -105,11 +105,9 @@ def _micro(spec, reader, tile, q: QuantizedRows, pairs, bufs, block, t0, tokens:
             for t in range(tokens):
                 xv = T.reinterpret(f"int16x{2 * rows}", vec.splat(pairs[t0 + t, g * 16 + j], rows))
                 T.buffer_store(iacc, iacc[t, rv] + vec.madd_i16(w, xv, 2 * rows), [t, rv])
+        offsets = tile["offsets"][g, rv] if reader.has_offset else None
         for t in range(tokens):
-            value = T.Cast(f"float32x{rows}", iacc[t, rv]) * tile["scales"][g, rv]
-            value = value * vec.splat(q.scales[t0 + t, g], rows)
-            if reader.has_offset:
-                value = value + tile["offsets"][g, rv] * vec.splat(q.sums[t0 + t, g], rows)
+            value = q.scaled_dots(iacc[t, rv], tile["scales"][g, rv], offsets, t0 + t, g, rows)
             T.buffer_store(facc, facc[t, rv] + value, [t, rv])
     for t in range(tokens):
         store_out(spec, bufs, t0 + t, vec.ramp(block * rows, rows), facc[t, rv])

@@ -54,10 +54,7 @@ def _block(spec, reader: TiledReader, views, q, pairs, band, t0, count: int, ahe
         wsc = T.bind(reader.scales(views, band, g))
         woff = T.bind(reader.offsets(views, band, g)) if reader.has_offset else None
         for t in range(count):
-            value = T.Cast(f"float32x{ROWS}", iacc[t, rv]) * wsc
-            value = value * vec.splat(q.scales[t0 + t, g], ROWS)
-            if woff is not None:
-                value = value + woff * vec.splat(q.sums[t0 + t, g], ROWS)
+            value = q.scaled_dots(iacc[t, rv], wsc, woff, t0 + t, g, ROWS)
             T.buffer_store(facc, facc[t, rv] + value, [t, rv])
     for t in range(count):
         store_out(spec, views["bufs"], t0 + t, vec.ramp(band * ROWS, ROWS), facc[t, rv])

@@ -91,6 +91,16 @@ class QuantizedRows:
     scales: tirx.Buffer
     sums: tirx.Buffer
 
+    def scaled_dots(self, dots, weight_scales, weight_offsets, row, chunk, lanes: int):
+        """float32 x lanes: int32 dot products of `chunk` against input row `row`, times the
+        weights' scales and this row's chunk scale, plus the weights' offsets (None: none)
+        times the chunk's sum."""
+        value = T.Cast(f"float32x{lanes}", dots) * weight_scales
+        value = value * vec.splat(self.scales[row, chunk], lanes)
+        if weight_offsets is not None:
+            value = value + weight_offsets * vec.splat(self.sums[row, chunk], lanes)
+        return value
+
     @staticmethod
     def alloc(rows, features: int) -> QuantizedRows:
         chunks = features // CHUNK
