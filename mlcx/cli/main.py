@@ -1,4 +1,5 @@
-"""The `mlcx` command. Subcommands live one per module and only parse and call the library."""
+"""The `mlcx` command. Subcommands live one per module (listed in mlcx.cli.commands, imported
+when they run) and only parse and call the library."""
 
 from __future__ import annotations
 
@@ -8,42 +9,23 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from mlcx.cli import (
-    bench_cmd,
-    chat_cmd,
-    compile_cmd,
-    devices_cmd,
-    generate_cmd,
-    package_cmd,
-    serve_cmd,
-    tune_cmd,
-    web_cmd,
-)
+from mlcx.cli.commands import LazyCommands
 from mlcx.errors import MlcxError
 
 app = typer.Typer(
     name="mlcx",
-    help="Compile LLMs with Apache TVM and run them: CPU, CUDA, Metal, Vulkan, WebGPU, mobile.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=LazyCommands,
 )
 
-# Each module registers its commands; add new command modules here.
-COMMAND_MODULES = [
-    compile_cmd,
-    generate_cmd,
-    chat_cmd,
-    serve_cmd,
-    package_cmd,
-    devices_cmd,
-    web_cmd,
-    bench_cmd,
-    tune_cmd,
-]
-for module in COMMAND_MODULES:
-    module.register(app)
+
+@app.callback()
+def _root() -> None:
+    """Compile LLMs with Apache TVM and run them: CPU, CUDA, Metal, Vulkan, WebGPU, mobile."""
 
 
 def main() -> None:
@@ -57,7 +39,7 @@ def main() -> None:
     except (MlcxError, ValueError) as err:
         if os.environ.get("MLCX_DEBUG"):
             raise
-        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -58,7 +58,9 @@ def bench_web_command(
     """Prefill and decode tok/s of a webgpu artifact in headless Chromium and natively
     (wgpu-native), both on Chromium's SwiftShader; browser/native ratios."""
     from mlcx.web.bench import BenchSpec, bench_web, report
+    from mlcx.web.browser import require_playwright
 
+    require_playwright()
     dawn = DawnToggles.parse(dawn_enable, dawn_disable)
     result = bench_web(artifact, BenchSpec(prompt, tokens, reps, demo, dawn))
     if as_json:

@@ -99,10 +99,8 @@ def _adapter(info: dict) -> Device:
 
 
 def wgpu_devices() -> tuple[list[Device], list[str]]:
-    try:
-        import wgpu
-    except ImportError:
-        return [], ["wgpu adapters not listed: install mlcx[web] (the wgpu package)"]
+    import wgpu
+
     adapters = wgpu.gpu.enumerate_adapters_sync()
     found = [_adapter(dict(a.info)) for a in adapters]
     return found, [] if found else ["wgpu found no adapter (no Vulkan/Metal/DX12/GL driver)"]

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mlcx.errors import ToolchainError
+from mlcx.extras import require
 from mlcx.web.dawn import DEFAULT, DawnToggles
 
 CHROMIUM_ENV = "MLCX_CHROMIUM"
@@ -61,14 +62,16 @@ def swiftshader_icd() -> Path:
     )
 
 
+def require_playwright():
+    """Playwright's sync API, or one line naming the extra that installs it."""
+    return require("playwright.sync_api", "bench", "driving Chromium (mlcx bench web)")
+
+
 @contextmanager
 def browser_page(url: str, timeout_s: float = 600, dawn: DawnToggles = DEFAULT) -> Iterator:
     """A Playwright page at `url` in headless Chromium; console errors are kept on
     `page.mlcx_console` for diagnostics."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        raise ToolchainError("driving Chromium needs Playwright: pip install 'mlcx[web]'") from None
+    sync_playwright = require_playwright().sync_playwright
     with tempfile.TemporaryDirectory(prefix="mlcx-chromium-") as profile, sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             profile,

@@ -8,16 +8,15 @@ import pytest
 
 from mlcx.kernels.gpu.attention import UNITS, merge_attention_gpu, paged_attention_gpu
 from mlcx.kernels.gpu.config import GpuConfig
-
-pytest.importorskip("wgpu", reason="pip install 'mlcx[web]' for the WebGPU runtime")
-from tests.support.wgpu_prim import run_prim_func, wgsl_sources  # noqa: E402
+from tests.support.wgpu_prim import run_prim_func, wgsl_sources
 
 H_Q, H_KV, D, PAGE, PAGES = 6, 2, 32, 4, 24
 
 
 @pytest.fixture(scope="module")
 def adapter():
-    wgpu = pytest.importorskip("wgpu")
+    import wgpu
+
     if not wgpu.gpu.enumerate_adapters_sync():
         pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
 

@@ -14,9 +14,7 @@ import pytest
 from mlcx.kernels.gpu.config import GpuConfig
 from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear, k_splits
 from mlcx.quantization.formats import DenseFormat, GroupIntFormat
-
-pytest.importorskip("wgpu", reason="pip install 'mlcx[web]' for the WebGPU runtime")
-from tests.support.wgpu_prim import run_prim_func  # noqa: E402
+from tests.support.wgpu_prim import run_prim_func
 
 Q4_AFFINE = GroupIntFormat(4, 32, "float16", affine=True)  # GGUF Q4_1
 Q4_SYM = GroupIntFormat(4, 32, "float16")  # q4f32 / GGUF Q4_0
@@ -43,7 +41,8 @@ def _case_id(case) -> str:
 
 @pytest.fixture(scope="module")
 def adapter():
-    wgpu = pytest.importorskip("wgpu")
+    import wgpu
+
     if not wgpu.gpu.enumerate_adapters_sync():
         pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
 

@@ -13,9 +13,7 @@ import pytest
 
 from mlcx.kernels.gpu.rope_append import rope_append_gpu
 from mlcx.kernels.rope import RopeParams
-
-pytest.importorskip("wgpu", reason="pip install 'mlcx[web]' for the WebGPU runtime")
-from tests.support.wgpu_prim import run_prim_func  # noqa: E402
+from tests.support.wgpu_prim import run_prim_func
 
 H_Q, H_KV, D, PAGE, PAGES, THETA, EPS = 3, 1, 32, 4, 5, 10000.0, 1e-6
 
@@ -36,7 +34,8 @@ def _rms(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def adapter():
-    wgpu = pytest.importorskip("wgpu")
+    import wgpu
+
     if not wgpu.gpu.enumerate_adapters_sync():
         pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
 

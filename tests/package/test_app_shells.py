@@ -26,7 +26,6 @@ def _sources(folder: Path, patterns: tuple[str, ...]) -> list[Path]:
 
 @pytest.mark.parametrize("kind", sorted(SOURCES))
 def test_sources_parse(app_dist, kind):
-    pytest.importorskip("tree_sitter", reason="pip install 'mlcx[test]' (tree-sitter grammars)")
     files = _sources(app_dist / kind, SOURCES[kind])
     assert len(files) >= 4
     assert [e for f in files for e in syntax_errors(f)] == []

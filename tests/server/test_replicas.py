@@ -15,13 +15,11 @@ import httpx
 import openai
 import pytest
 
-pytest.importorskip("ray.serve")
-
-from mlcx.runtime.engine_config import EngineConfig  # noqa: E402
-from mlcx.server.replicas import ReplicaConfig  # noqa: E402
-from tests.server.conftest import serving  # noqa: E402
-from tests.support.replicas import serving_replicas  # noqa: E402
-from tests.support.tiny_models import CORPUS  # noqa: E402
+from mlcx.runtime.engine_config import EngineConfig
+from mlcx.server.replicas import ReplicaConfig
+from tests.server.conftest import serving
+from tests.support.replicas import serving_replicas
+from tests.support.tiny_models import CORPUS
 
 GREEDY = {"temperature": 0, "max_tokens": 12, "extra_body": {"ignore_eos": True}}
 PROMPTS = ["hello world", "the model reads", "rivers and mountains", "a b c"]

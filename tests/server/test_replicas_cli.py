@@ -12,9 +12,6 @@ import threading
 import time
 
 import httpx
-import pytest
-
-pytest.importorskip("ray.serve")
 
 
 def _start(artifact) -> tuple[subprocess.Popen, str, list[str]]:

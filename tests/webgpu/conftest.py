@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="session")
 def adapter():
     """The wgpu adapter the runner would pick; skips when none exists."""
-    wgpu = pytest.importorskip("wgpu", reason="pip install 'mlcx[web]' for the WebGPU runtime")
+    import wgpu
+
     if not wgpu.gpu.enumerate_adapters_sync():
         pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
     return wgpu.gpu.request_adapter_sync()
@@ -78,7 +79,6 @@ def _setup(script: str) -> str | None:
 @pytest.fixture(scope="session")
 def browser_ready():
     """Playwright, the system Chromium and web/node_modules; skips when they cannot be set up."""
-    pytest.importorskip("playwright", reason="pip install 'mlcx[web]' (Playwright drives Chromium)")
     from mlcx.web.browser import chromium_path
 
     try:

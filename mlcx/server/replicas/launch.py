@@ -14,7 +14,7 @@ from pathlib import Path
 
 import mlcx
 from mlcx.artifact.config import Artifact
-from mlcx.errors import MlcxError
+from mlcx.extras import require
 from mlcx.server.replicas.config import ReplicaConfig
 
 log = logging.getLogger(__name__)
@@ -26,14 +26,7 @@ def require_ray() -> None:
     # Ray's failure signal handler (absl; read when ray is first imported) re-raises SIGTERM
     # after the server's own handler: the front would die mid-drain, leaving Ray running.
     os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
-    try:
-        import ray  # noqa: F401
-        from ray import serve  # noqa: F401
-    except ImportError:
-        raise MlcxError(
-            "--replicas needs Ray Serve, which is not installed: "
-            "pip install 'mlcx[replicas]' (or 'ray[serve]')"
-        ) from None
+    require("ray.serve", "replicas", "--replicas")
 
 
 def start_replicas(artifact: Artifact, config: ReplicaConfig):

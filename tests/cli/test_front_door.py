@@ -1,0 +1,66 @@
+"""The plain install's front door: `mlcx COMMAND` imports that command's modules only, and a
+missing optional extra is one line naming it (mlcx/extras.py), never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mlcx.cli.commands import COMMANDS
+from mlcx.extras import EXTRAS
+from tests.support.cli import one_line_error
+
+OPTIONAL = ("ray", "playwright", "llama_cpp", "torch", "transformers", "openai", "scipy")
+# a group command's own subcommand modules load with it
+SUBCOMMAND_MODULES = {"bench": {"mlcx.cli.bench_serve_cmd", "mlcx.cli.web_cmd"}}
+
+
+def _run(blocked: str, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "tests.support.without_modules", blocked, "--", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_command_list_is_each_commands_own_help(name):
+    command = COMMANDS[name].load(name)
+    first_paragraph = " ".join(command.help.split("\n\n")[0].split())
+    assert first_paragraph == COMMANDS[name].help
+
+
+def test_top_level_help_imports_no_command():
+    result = _run("", "--print-modules", "--help")
+    assert result.returncode == 0, result.stderr
+    modules = set(result.stdout.split())
+    assert "compile" in result.stdout and "serve" in result.stdout
+    assert not {m for m in modules if m.startswith("mlcx.cli.") and m.endswith("_cmd")}
+    assert "tvm" not in modules
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_command_imports_its_own_module_and_no_optional_package(name):
+    result = _run(",".join(OPTIONAL), "--print-modules", name, "--help")
+    assert result.returncode == 0, result.stderr
+    modules = set(result.stdout.split())
+    commands = {m for m in modules if m.startswith("mlcx.cli.") and m.endswith("_cmd")}
+    assert commands == {COMMANDS[name].module} | SUBCOMMAND_MODULES.get(name, set())
+    assert not modules & set(OPTIONAL)
+
+
+def test_serve_replicas_without_ray_names_the_extra(tmp_path):
+    line = one_line_error(_run("ray", "serve", str(tmp_path / "model"), "--replicas", "2"))
+    assert "pip install 'mlcx[replicas]'" in line and "--replicas" in line
+
+
+def test_bench_web_without_playwright_names_the_extra(tmp_path):
+    line = one_line_error(_run("playwright", "bench", "web", str(tmp_path / "artifact")))
+    assert "pip install 'mlcx[bench]'" in line and "mlcx bench web" in line
+
+
+def test_every_extra_is_declared_in_pyproject():
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert set(EXTRAS) == set(pyproject["project"]["optional-dependencies"])
