@@ -39,7 +39,8 @@ def main() -> None:
     except (MlcxError, ValueError) as err:
         if os.environ.get("MLCX_DEBUG"):
             raise
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(err))}", highlight=False, soft_wrap=True)
+        message = f"[bold red]error:[/] {escape(str(err))}"
+        Console(stderr=True).print(message, highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -27,7 +27,8 @@ def main(argv: list[str]) -> int:
     print_modules = args[:1] == ["--print-modules"]
     args = args[1:] if print_modules else args
     sys.meta_path.insert(0, _Blocker({n for n in blocked.split(",") if n}))
-    from mlcx.cli.main import app, main as cli_main
+    from mlcx.cli.main import app
+    from mlcx.cli.main import main as cli_main
 
     if print_modules:
         try:
