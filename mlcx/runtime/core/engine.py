@@ -1,8 +1,10 @@
 """The engine every front door shares (CLI, REST server, benchmarks).
 
-`step()` is the whole loop: schedule, run, sample, update the scheduler, report. Requests and
-aborts arriving from other threads are queued and applied at the start of the next step, so
-only the thread that calls `step()` touches the scheduler and the KV cache manager. The
+`step()` is the whole loop: schedule, run, sample, update the scheduler, report; each phase
+runs inside `hooks.phase(...)` (core/hooks.py: nothing by default, timers when profiled).
+Requests and aborts arriving from other threads are queued and applied at the start of the
+next step, so only the thread that calls `step()` touches the scheduler and the KV cache
+manager. The
 scheduler owns request state (tokens, forks, finishing, KV blocks); the output processor owns
 what each choice reports (sampling state, text, stop strings).
 """
@@ -12,62 +14,59 @@ from __future__ import annotations
 import math
 import queue
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 
 from mlcx.artifact.config import Artifact
 from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError, QueueFullError
-from mlcx.runtime.backends.registry import create_runner, kv_block_bytes
-from mlcx.runtime.constraint_matcher import CompiledConstraint, ConstraintCompiler
-from mlcx.runtime.engine_config import EngineConfig
-from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.runtime.backends.forward_batch import ForwardBatch
+from mlcx.runtime.backends.registry import create_runner
+from mlcx.runtime.backends.runner import Runner
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.hooks import (
+    DETOKENIZE,
+    FORWARD,
+    NO_HOOKS,
+    PAGE_TABLES,
+    SAMPLE,
+    SCHEDULE,
+    StepHooks,
+)
+from mlcx.runtime.core.output_processor import OutputProcessor
+from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
+from mlcx.runtime.core.sequence import Sequence, SequenceStatus
+from mlcx.runtime.core.stats import EngineStats
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.output_processor import OutputProcessor
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.prompt_encoder import PromptEncoder
-from mlcx.runtime.sampler import SampleResult
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.scheduler import Scheduler, SchedulerOutput
-from mlcx.runtime.sequence import Sequence, SequenceStatus
-from mlcx.runtime.speculative.proposer import PROPOSERS, Draft
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import SampleResult
+from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget
 from mlcx.runtime.speculative.speculator import Speculator
-from mlcx.runtime.tokenizer import Tokenizer
-
-
-@dataclass(frozen=True)
-class EngineStats:
-    running: int  # sequences in the running batch
-    waiting: int  # sequences queued or preempted, not yet running
-    kv_usage: float  # blocks held by live sequences / all blocks
-    prefix_hit_tokens: int  # tokens found in the prefix cache at admission (SchedulerStats)
-    prefix_query_tokens: int  # tokens looked up at admission
-    prompt_tokens: int  # prompt tokens of requests that produced a first token
-    generated_tokens: int
-    computed_tokens: int  # tokens run through the model (prefill chunks and decodes)
-    preemptions: int
-    spec_proposed_tokens: int = 0  # drafted tokens verified (speculative decoding)
-    spec_accepted_tokens: int = 0  # of those, kept
-    spec_off_steps: int = 0  # steps without drafts because the batch was too large
+from mlcx.runtime.structured.matcher import CompiledConstraint, ConstraintCompiler
+from mlcx.runtime.text.prompt_encoder import PromptEncoder
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 
 class Engine:
     def __init__(
-        self, artifact: Artifact | str, config: EngineConfig = EngineConfig(), runner=None
+        self,
+        artifact: Artifact | str,
+        config: EngineConfig = EngineConfig(),
+        hooks: StepHooks = NO_HOOKS,
     ):
         self.artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
         self.config = config
+        self.hooks = hooks  # may be swapped between steps (mlcx/bench/step_profile.py)
         art = self.artifact.config
         self.context_window = art.context_window
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)
-        self.chat_template = self.tokenizer.chat_template()
-        self.prompts = PromptEncoder(self.tokenizer, self.chat_template)
+        self.prompts = PromptEncoder(self.tokenizer)
         self.num_blocks = self._num_blocks()
-        self.runner = runner or create_runner(self.artifact, self.num_blocks, config.device)
+        self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device)
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
         chunk = config.prefill_chunk or art.prefill_chunk
-        budget = max(chunk, config.max_running)
-        self.scheduler = Scheduler(self.kv, config.max_running, budget, art.model.kv_window)
+        budget = max(chunk, config.max_batch)
+        self.scheduler = Scheduler(self.kv, config.max_batch, budget, art.model.kv_window)
         self.outputs = OutputProcessor(self.tokenizer)
         self.constraints = ConstraintCompiler(self.tokenizer)
         self.speculator = self._speculator()
@@ -80,24 +79,23 @@ class Engine:
         self.snapshot = self.stats()
 
     def _speculator(self) -> Speculator | None:
-        config = self.config
-        if config.speculative is None:
+        if self.config.speculative is None:
             return None
-        proposer = PROPOSERS[config.speculative](self)
-        return Speculator(
-            proposer,
-            config.num_speculative,
-            config.speculative_max_batch,
-            config.speculative_token_cost,
+        target = ProposalTarget(
+            self.tokenizer,
+            self.artifact.config.model.vocab_size,
+            self.context_window,
+            self.config.device,
         )
+        return Speculator.from_config(self.config.speculative, target)
 
     def _num_blocks(self) -> int:
         page = self.artifact.config.page_size
         per_seq = math.ceil(self.context_window / page)
         if self.config.kv_blocks is not None:
             return self.config.kv_blocks
-        budget = self.config.kv_cache_bytes // kv_block_bytes(self.artifact)
-        return max(per_seq + 1, min(budget, per_seq * self.config.max_running))
+        budget = self.config.kv_cache_bytes // self.artifact.config.kv_block_bytes
+        return max(per_seq + 1, min(budget, per_seq * self.config.max_batch))
 
     # -- requests (any thread) ------------------------------------------------------------
     def tokenize_prompt(self, prompt: str | list[int]) -> list[int]:
@@ -158,10 +156,13 @@ class Engine:
     def step(self) -> list[Delta]:
         deltas = self._apply_inbox()
         drafts = self._drafts()
-        plan = self.scheduler.schedule({i: d.tokens for i, d in drafts.items()})
+        with self.hooks.phase(SCHEDULE):
+            plan = self.scheduler.schedule({i: d.tokens for i, d in drafts.items()})
         self.snapshot = self.stats()
         if plan.scheduled:
-            logits = self.runner.forward(self._batch(plan))
+            batch = self._batch(plan)
+            with self.hooks.phase(FORWARD):
+                logits = self.runner.forward(batch)
             deltas += self._apply(plan, logits, drafts)
             self.snapshot = self.stats()
         if self.speculator is not None:  # the draft model's pages of finished sequences
@@ -172,12 +173,14 @@ class Engine:
         """Sample (and verify drafts), update the scheduler, report the deltas."""
         items = [item for item in plan.scheduled for _ in item.choices]
         proposals = [drafts[i.seq.seq_id].probs if i.draft else None for i in items]
-        results = self.outputs.sample(logits, plan.samples, plan.drafts, proposals)
+        with self.hooks.phase(SAMPLE):
+            results = self.outputs.sample(logits, plan.samples, plan.drafts, proposals)
         tokens = [[r.token_id for r in rs] for rs in results]
         if self.speculator is not None:
             self.speculator.record([i.seq.seq_id for i in items], plan.drafts, tokens)
         before = [len(item.seq.token_ids) for item in items]
-        seqs = self.scheduler.update_from_output(plan, tokens)
+        with self.hooks.phase(SCHEDULE):
+            seqs = self.scheduler.update_from_output(plan, tokens)
         # a stop token or max_tokens may end a drafted sequence before its last kept token
         results = [
             rs[: len(seq.token_ids) - n] if item.draft else rs
@@ -188,11 +191,11 @@ class Engine:
     def _drafts(self) -> dict[int, Draft]:
         if self.speculator is None:
             return {}
-        requests = [
-            (seq, room, self.outputs.state(seq.request_id, seq.index))
-            for seq, room in self.scheduler.draftable()
-            if self.outputs.can_draft(seq.request_id, seq.index)
-        ]
+        requests = []
+        for seq, room in self.scheduler.draftable():
+            if self.outputs.can_draft(seq.request_id, seq.index):
+                state = self.outputs.state(seq.request_id, seq.index)
+                requests.append(DraftRequest(seq.seq_id, seq.token_ids, room, state))
         return self.speculator.propose(requests, len(self.scheduler.running))
 
     def _batch(self, plan: SchedulerOutput) -> ForwardBatch:
@@ -202,12 +205,14 @@ class Engine:
         # where the prefill kernel gives a few queries of one sequence to one thread per head.
         rows_per_token = plan.verifies_every_token
         batch = [(s.seq.seq_id, s.num_new) for s in plan.scheduled]
-        tables = self.kv.build_arrays(batch, row_per_token=rows_per_token)
+        with self.hooks.phase(PAGE_TABLES):
+            tables = self.kv.build_arrays(batch, row_per_token=rows_per_token)
         rows = None if rows_per_token else plan.logit_rows()
         return ForwardBatch(np.array(ids, dtype=np.int32), tables, plan.copies, rows)
 
     def _report(self, seqs: list[Sequence], results: list[list[SampleResult]]) -> list[Delta]:
-        deltas = self.outputs.process(seqs, results)
+        with self.hooks.phase(DETOKENIZE):
+            deltas = self.outputs.process(seqs, results)
         for seq, delta in zip(seqs, deltas, strict=True):
             if delta.finished and not seq.finished:  # a stop string, or a constraint completed
                 self.scheduler.finish(seq, SequenceStatus.FINISHED_STOPPED)

@@ -4,7 +4,7 @@ Per row, in this order: the constraint's token mask (disallowed tokens -> -inf) 
 -> repetition penalty (Hugging Face semantics: prompt and output tokens, positive logits
 divided, negative multiplied) -> presence/frequency penalties (OpenAI semantics: output tokens
 only) -> greedy argmax when temperature == 0, otherwise temperature -> top_k -> top_p -> min_p
-(see mlcx.runtime.truncation) -> one draw from the sequence's own generator.
+(see mlcx.runtime.sample.truncation) -> one draw from the sequence's own generator.
 
 Reported logprobs are the log-softmax of the logits after mask, bias and penalties but before
 temperature and truncation (vLLM's "processed logits" convention): they describe what the
@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlcx.runtime.logits_buffer import LogitsBuffer
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.sampling_state import SamplingState
-from mlcx.runtime.token_masks import TokenMasks
-from mlcx.runtime.truncation import Distribution, distributions
+from mlcx.runtime.sample.logits_buffer import LogitsBuffer
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampling_state import SamplingState
+from mlcx.runtime.sample.truncation import Distribution, distributions
+from mlcx.runtime.structured.token_masks import TokenMasks
 
 _DRAW_BLOCK = 256
 
