@@ -1,8 +1,9 @@
 """Runs a WebGPU-plan artifact (targets webgpu and vulkan) through wgpu-native.
 
-Same interface as TVMRunner: the engine's KV cache manager decides pages, this runner keeps the
-weights and one page buffer per layer on the GPU and runs the plan's prefill, decode and
-copy_pages functions; only the page-table arrays go up and only the logits come back.
+A Runner (backends/runner.py), as TVMRunner is: the engine's KV cache manager decides pages,
+this runner keeps the weights and one page buffer per layer on the GPU and runs the plan's
+prefill, decode and copy_pages functions; only the page-table arrays go up and only the logits
+come back.
 """
 
 from __future__ import annotations
