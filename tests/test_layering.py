@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1] / "mlcx"
 
 # Bottom-up. A module belongs to the level of its longest matching prefix.
 LEVELS: tuple[tuple[str, ...], ...] = (
-    ("mlcx", "mlcx.errors", "mlcx.cache"),  # ground: errors and the cache folder
+    ("mlcx", "mlcx.errors", "mlcx.cache", "mlcx.extras"),  # ground: errors, cache, extras
     ("mlcx.quantization",),  # weight formats and quantization schemes
     ("mlcx.kernels",),  # TE computes and TIR kernels the graphs call
     ("mlcx.frontends",),  # model sources -> nn modules, weight conversion
