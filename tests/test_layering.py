@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1] / "mlcx"
 
 # Bottom-up. A module belongs to the level of its longest matching prefix.
 LEVELS: tuple[tuple[str, ...], ...] = (
-    ("mlcx", "mlcx.errors", "mlcx.cache", "mlcx.formats"),  # ground: errors, cache, format
+    # ground: errors, the cache folder, optional extras, the file format version
+    ("mlcx", "mlcx.errors", "mlcx.cache", "mlcx.extras", "mlcx.formats"),
     ("mlcx.quantization",),  # weight formats and quantization schemes
     ("mlcx.kernels",),  # TE computes and TIR kernels the graphs call
     ("mlcx.frontends",),  # model sources -> nn modules, weight conversion

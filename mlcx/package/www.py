@@ -1,8 +1,8 @@
 """`dist/www`: the browser runtime of web/, each model's WebGPU plan and the list of models an
 app shell shows, served by the shells from one origin next to `dist/bundle`:
 
-    www/index.html, style.css, src/*.js   copied from web/ (the same runtime, never a fork)
-    www/vendor/@huggingface/<lib>/dist/   the tokenizer and Jinja libraries (web/node_modules)
+    www/index.html, style.css, src/*.js   the browser runtime (mlcx.web.bundle; never a fork)
+    www/vendor/@huggingface/<lib>/dist/   the tokenizer and Jinja libraries it imports
     www/mlcx-app.json                     models, variants, memory budgets, where weights are
     www/models/<id>/<quantization>/       mlcx-config.json, webgpu-plan.json, shaders/,
                                           tokenizer files, params/index.json
@@ -22,14 +22,11 @@ from pathlib import Path
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import INDEX
-from mlcx.errors import ToolchainError
 from mlcx.package.app_config import AppModel
 from mlcx.package.config import PackageModel
-from mlcx.web.server import web_root
+from mlcx.web.assets import web_runtime
 
 WWW_CONFIG_FILE = "mlcx-app.json"
-RUNTIME_FILES = ("index.html", "style.css")
-VENDOR_LIBS = ("@huggingface/tokenizers", "@huggingface/jinja")
 ARTIFACT_FILES = ("mlcx-config.json", "tokenizer.json", "mlcx-tokenizer.json")
 
 CompileWebGPU = Callable[[PackageModel, str], Artifact]  # (model, quantization) -> artifact
@@ -60,31 +57,13 @@ def build_www(
     """Writes out_dir/www (replacing it) and returns its app config's path."""
     www = out_dir / "www"
     shutil.rmtree(www, ignore_errors=True)
-    copy_runtime(www)
+    web_runtime().copy_to(www)
     entries = [_model(package, app, compile_webgpu, out_dir) for package, app in models]
     path = www / WWW_CONFIG_FILE
     path.write_text(
         json.dumps({"format_version": 1, "models": [asdict(m) for m in entries]}, indent=2)
     )
     return path
-
-
-def copy_runtime(www: Path) -> None:
-    """web/'s page, modules and the two npm libraries they import."""
-    root = web_root()
-    www.mkdir(parents=True)
-    for name in RUNTIME_FILES:
-        shutil.copyfile(root / name, www / name)
-    shutil.copytree(root / "src", www / "src")
-    for lib in VENDOR_LIBS:
-        source = root / "node_modules" / lib / "dist"
-        if not source.is_dir():
-            raise ToolchainError(f"{source} is missing; run `npm ci --prefix {root}`")
-        shutil.copytree(source, www / "vendor" / lib / "dist", ignore=_types_and_maps)
-
-
-def _types_and_maps(_folder: str, names: list[str]) -> list[str]:
-    return [n for n in names if n.endswith((".d.ts", ".map", ".cjs"))]
 
 
 def _model(

@@ -1,5 +1,5 @@
-"""A static file server for the browser demo: the page from web/, the npm libraries from
-web/node_modules (as /vendor/), and one compiled artifact (as /artifact/).
+"""A static file server for the browser demo: the page and its npm libraries (as /vendor/) from
+this install's browser runtime (mlcx.web.assets), and one compiled artifact (as /artifact/).
 
 Local only (127.0.0.1): it serves files and nothing else, with no directory listings.
 """
@@ -7,7 +7,6 @@ Local only (127.0.0.1): it serves files and nothing else, with no directory list
 from __future__ import annotations
 
 import mimetypes
-import os
 import threading
 from dataclasses import dataclass
 from functools import partial
@@ -16,39 +15,26 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from mlcx.artifact.config import Artifact
-from mlcx.errors import ArtifactError, ToolchainError
+from mlcx.errors import ArtifactError
+from mlcx.web.assets import WebRuntime, web_runtime
 
-WEB_ENV = "MLCX_WEB_ROOT"
 mimetypes.add_type("text/javascript", ".mjs")
 mimetypes.add_type("text/javascript", ".js")
 mimetypes.add_type("text/plain", ".wgsl")
 
 
-def web_root() -> Path:
-    """web/ of this checkout, or $MLCX_WEB_ROOT."""
-    root = Path(os.environ.get(WEB_ENV) or Path(__file__).resolve().parents[2] / "web")
-    if not (root / "index.html").is_file():
-        raise ToolchainError(f"the browser demo is not at {root}; set {WEB_ENV} to mlcx's web/")
-    if not (root / "node_modules" / "@huggingface" / "tokenizers").is_dir():
-        raise ToolchainError(
-            f"{root}/node_modules is missing; install the page's libraries with "
-            f"`npm ci --prefix {root}` (scripts/test.sh does it)"
-        )
-    return root
-
-
 @dataclass(frozen=True)
 class Mounts:
-    web: Path
+    web: WebRuntime
     artifact: Path
 
     def resolve(self, url_path: str) -> Path | None:
         path = unquote(urlsplit(url_path).path)
-        mounts = (("/artifact/", self.artifact), ("/vendor/", self.web / "node_modules"))
+        mounts = (("/artifact/", self.artifact), ("/vendor/", self.web.vendor))
         for prefix, root in mounts:
             if path.startswith(prefix):
                 return _inside(root, path[len(prefix) :])
-        return _inside(self.web, "index.html" if path == "/" else path.lstrip("/"))
+        return _inside(self.web.page, "index.html" if path == "/" else path.lstrip("/"))
 
 
 def _inside(root: Path, rel: str) -> Path | None:
@@ -80,7 +66,7 @@ def make_server(artifact: Path, port: int = 8000) -> ThreadingHTTPServer:
             f"{artifact} was compiled for {art.config.target!r}; the browser runs artifacts "
             "of --target webgpu"
         )
-    mounts = Mounts(web_root(), art.path.resolve())
+    mounts = Mounts(web_runtime(), art.path.resolve())
     return ThreadingHTTPServer(("127.0.0.1", port), partial(_Handler, mounts=mounts))
 
 
