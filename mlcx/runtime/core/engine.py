@@ -2,23 +2,21 @@
 
 `step()` is the whole loop: schedule, run, sample, update the scheduler, report; each phase
 runs inside `hooks.phase(...)` (core/hooks.py: nothing by default, timers when profiled).
-Requests and aborts arriving from other threads are queued and applied at the start of the
-next step, so only the thread that calls `step()` touches the scheduler and the KV cache
-manager. The
-scheduler owns request state (tokens, forks, finishing, KV blocks); the output processor owns
-what each choice reports (sampling state, text, stop strings).
+Requests and aborts arriving from other threads go through the inbox (core/inbox.py) and are
+applied at the start of the next step, so only the thread that calls `step()` touches the
+scheduler and the KV cache manager. The scheduler owns request state (tokens, forks,
+finishing, KV blocks); the output processor owns what each choice reports (sampling state,
+text, stop strings).
 """
 
 from __future__ import annotations
 
 import math
-import queue
-import threading
 
 import numpy as np
 
 from mlcx.artifact.config import Artifact
-from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError, QueueFullError
+from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.backends.runner import Runner
@@ -32,6 +30,7 @@ from mlcx.runtime.core.hooks import (
     SCHEDULE,
     StepHooks,
 )
+from mlcx.runtime.core.inbox import Inbox, NewRequest
 from mlcx.runtime.core.output_processor import OutputProcessor
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
@@ -42,7 +41,7 @@ from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import SampleResult
 from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget
 from mlcx.runtime.speculative.speculator import Speculator
-from mlcx.runtime.structured.matcher import CompiledConstraint, ConstraintCompiler
+from mlcx.runtime.structured.matcher import ConstraintCompiler
 from mlcx.runtime.text.prompt_encoder import PromptEncoder
 from mlcx.runtime.text.tokenizer import Tokenizer
 
@@ -70,10 +69,7 @@ class Engine:
         self.outputs = OutputProcessor(self.tokenizer)
         self.constraints = ConstraintCompiler(self.tokenizer)
         self.speculator = self._speculator()
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._inbox_lock = threading.Lock()
-        self._queued_adds = 0  # adds in the inbox, not yet in the scheduler
-        self._queued_ids: set[str] = set()  # their request ids
+        self.inbox = Inbox(config.max_waiting)
         # Taken by `step` once scheduled and once done: other threads read this, not `stats()`,
         # and see the batch that a long model step is running.
         self.snapshot = self.stats()
@@ -128,22 +124,12 @@ class Engine:
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         params.validate_vocab(self.tokenizer.vocab_size)
         constraint = self.constraints.compile(params.constraint) if params.constraint else None
-        with self._inbox_lock:
-            if request_id in self.scheduler.requests or request_id in self._queued_ids:
-                raise ValueError(f"request {request_id!r} is already in flight")
-            waiting = self._queued_adds + len(self.scheduler.waiting)
-            if waiting >= self.config.max_waiting:
-                raise QueueFullError(
-                    f"{waiting} requests are waiting (the limit is {self.config.max_waiting}); "
-                    "retry later"
-                )
-            self._queued_adds += 1
-            self._queued_ids.add(request_id)
-            self._inbox.put(("add", request_id, prompt_ids, params, max_new, constraint))
+        request = NewRequest(request_id, prompt_ids, params, max_new, constraint)
+        self.inbox.add(request, self.scheduler.requests, lambda: len(self.scheduler.waiting))
         return prompt_ids
 
     def abort(self, request_id: str) -> None:
-        self._inbox.put(("abort", request_id))
+        self.inbox.abort(request_id)
 
     def request_ids(self) -> list[str]:
         """Requests the scheduler holds (queued adds not included)."""
@@ -151,7 +137,7 @@ class Engine:
 
     # -- the loop (one thread) ------------------------------------------------------------
     def has_work(self) -> bool:
-        return not self._inbox.empty() or self.scheduler.has_work()
+        return not self.inbox.empty() or self.scheduler.has_work()
 
     def step(self) -> list[Delta]:
         deltas = self._apply_inbox()
@@ -220,37 +206,28 @@ class Engine:
 
     def _apply_inbox(self) -> list[Delta]:
         deltas = []
-        while not self._inbox.empty():
-            kind, request_id, *rest = self._inbox.get()
-            if kind == "add":
-                # in the scheduler before it leaves the queued set: a duplicate id is seen in one
-                self._add_now(request_id, *rest)
-                with self._inbox_lock:
-                    self._queued_adds -= 1
-                    self._queued_ids.discard(request_id)
+        for item in self.inbox.take():
+            if isinstance(item, NewRequest):
+                self._add_now(item)
             else:
-                aborted = self.scheduler.abort_request(request_id)
-                deltas += self.outputs.abort(request_id, aborted)
+                aborted = self.scheduler.abort_request(item.request_id)
+                deltas += self.outputs.abort(item.request_id, aborted)
         return deltas
 
-    def _add_now(
-        self,
-        request_id: str,
-        prompt_ids: list[int],
-        params: SamplingParams,
-        max_new: int,
-        constraint: CompiledConstraint | None,
-    ) -> None:
+    def _add_now(self, req: NewRequest) -> None:
+        params = req.params
         eos = () if params.ignore_eos else self.tokenizer.eos_token_ids
         stop_ids = [*params.stop_token_ids, *eos]
-        self.scheduler.add_request(request_id, prompt_ids, max_new, params.n, stop_ids)
-        self.outputs.add_request(request_id, prompt_ids, params, constraint)
+        self.scheduler.add_request(
+            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids
+        )
+        self.outputs.add_request(req.request_id, req.prompt_ids, params, req.constraint)
 
     def stats(self) -> EngineStats:
         counts = self.scheduler.stats
         return EngineStats(
             running=len(self.scheduler.running),
-            waiting=len(self.scheduler.waiting) + self._queued_adds,
+            waiting=len(self.scheduler.waiting) + self.inbox.queued,
             kv_usage=self.kv.usage(),
             prefix_hit_tokens=counts.prefix_hit_tokens,
             prefix_query_tokens=counts.prefix_query_tokens,
