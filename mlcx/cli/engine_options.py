@@ -82,7 +82,9 @@ class EngineOptions:
         draft = str(resolve_artifact(self.draft, quiet=quiet).path) if self.draft else None
         return SpeculativeConfig(self.speculative.value, self.num_speculative, draft)
 
-    def engine_config(self, default_batch: int | None = None, quiet=False, **more) -> EngineConfig:
+    def engine_config(
+        self, default_batch: int | None = None, quiet: bool = False, **more: Any
+    ) -> EngineConfig:
         """EngineConfig of these options and `more` of its fields; `default_batch` stands in
         for an unset --max-batch (None: EngineConfig's default)."""
         batch = self.max_batch or default_batch
