@@ -155,7 +155,9 @@ class Engine:
             self.speculator.release({seq.seq_id for seq in self.scheduler.running})
         return deltas
 
-    def _apply(self, plan: SchedulerOutput, logits: np.ndarray, drafts: dict) -> list[Delta]:
+    def _apply(
+        self, plan: SchedulerOutput, logits: np.ndarray, drafts: dict[int, Draft]
+    ) -> list[Delta]:
         """Sample (and verify drafts), update the scheduler, report the deltas."""
         items = [item for item in plan.scheduled for _ in item.choices]
         proposals = [drafts[i.seq.seq_id].probs if i.draft else None for i in items]
