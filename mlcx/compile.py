@@ -24,6 +24,7 @@ from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
 from mlcx.kernels.kv_layout import kv_cache_dtype
+from mlcx.passes.step_bounds import bound_step_shapes
 from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.quantization.formats import WeightFormat
 from mlcx.quantization.schemes import Quantization, get_quantization
@@ -128,6 +129,7 @@ def export_model(req: CompileRequest) -> ExportedModel:
     # the model is built for the compiled context (LongRoPE picks its factors by it)
     model = source.arch.build(replace(cfg, context_window=context_window), formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())
+    mod = bound_step_shapes(req.prefill_chunk)(mod)
     return ExportedModel(
         source, target, quant, formats, tvm_target, mod, params, kv_dtype, context_window, options
     )

@@ -46,6 +46,19 @@ from mlcx.runtime.text.prompt_encoder import PromptEncoder
 from mlcx.runtime.text.tokenizer import Tokenizer
 
 
+def step_budget(config: EngineConfig, compiled_chunk: int) -> int:
+    """Tokens one step may hold: the prefill chunk, or the batch where that is larger. The step
+    functions' memory is planned for at most the compiled chunk (mlcx.passes.step_bounds)."""
+    budget = max(config.prefill_chunk or compiled_chunk, config.max_batch)
+    if budget > compiled_chunk:
+        raise ValueError(
+            f"steps of {budget} tokens (prefill_chunk {config.prefill_chunk}, max_batch "
+            f"{config.max_batch}) exceed the {compiled_chunk} this artifact's step functions "
+            f"were compiled for: lower them, or recompile with --prefill-chunk {budget}"
+        )
+    return budget
+
+
 class Engine:
     def __init__(
         self,
@@ -63,8 +76,7 @@ class Engine:
         self.num_blocks = self._num_blocks()
         self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device)
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
-        chunk = config.prefill_chunk or art.prefill_chunk
-        budget = max(chunk, config.max_batch)
+        budget = step_budget(config, art.prefill_chunk)
         self.scheduler = Scheduler(self.kv, config.max_batch, budget, art.model.kv_window)
         self.outputs = OutputProcessor(self.tokenizer)
         self.constraints = ConstraintCompiler(self.tokenizer)
