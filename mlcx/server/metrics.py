@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
 from mlcx.runtime.core.outputs import Delta
@@ -34,8 +35,10 @@ class EngineCollector(Collector):
         labels = ["replica"] if any(latest) else []
         for name, (kind, doc, value_of) in _ENGINE_METRICS.items():
             family = kind(f"mlcx_{name}", doc, labels=labels)
-            for replica, stats in sorted(latest.items()):
-                family.add_metric([replica] if labels else [], value_of(stats))
+            samples = [(r, value_of(s)) for r, s in sorted(latest.items())]
+            for replica, value in samples:
+                if value is not None:  # a value a runner does not know (step_pool_bytes)
+                    family.add_metric([replica] if labels else [], value)
             yield family
 
 
@@ -89,6 +92,17 @@ _ENGINE_METRICS: dict[str, tuple[type, str, Callable[[EngineStats], float]]] = {
         "Steps without drafts because more sequences ran than speculation pays for.",
         lambda s: s.spec_off_steps,
     ),
+    "weights_bytes": (_G, "Device memory of the model's weights.", lambda s: s.weights_bytes),
+    "kv_pool_bytes": (
+        _G,
+        "Device memory of the KV pages, allocated whole at start (touched as it fills).",
+        lambda s: s.kv_pool_bytes,
+    ),
+    "step_pool_bytes": (
+        _G,
+        "Step buffers the wgpu runner pools (size classes, reused across steps).",
+        lambda s: s.step_pool_bytes,
+    ),
 }
 
 
@@ -97,6 +111,8 @@ class ServerMetrics:
         self.registry = CollectorRegistry()
         self._engines = EngineCollector()
         self.registry.register(self._engines)
+        # process_resident_memory_bytes, process_cpu_seconds_total, process_open_fds, ...
+        ProcessCollector(registry=self.registry)
         self.ttft = Histogram(
             "mlcx_time_to_first_token_seconds",
             "From a request's arrival to its first generated token.",

@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES = {
         "mlcx.cli.web_cmd",
         "mlcx.cli.bench_spec_cmd",
         "mlcx.cli.bench_profile_cmd",
+        "mlcx.cli.bench_soak_cmd",
     }
 }
 

@@ -41,6 +41,23 @@ def value(metrics, name: str, sample: str | None = None) -> float:
     return metrics[name][f"{sample or name}[]"]
 
 
+def test_metrics_report_the_process_and_the_engines_memory(artifact):
+    with serving(artifact) as s:
+        metrics = scrape(s.url)
+        with open("/proc/self/statm") as statm:  # the server runs in this test's process
+            rss = int(statm.read().split()[1]) * 4096
+        resident = value(metrics, "process_resident_memory_bytes")
+        assert 0.5 * rss < resident < 2 * rss
+        assert value(metrics, "process_open_fds") > 0
+        assert value(metrics, "process_cpu_seconds", "process_cpu_seconds_total") > 0
+        config = Artifact(artifact).config
+        kv = s.engine.num_blocks * config.kv_block_bytes
+        assert value(metrics, "mlcx_kv_pool_bytes") == kv
+        weights = sum(p.stat().st_size for p in Artifact(artifact).params_dir.glob("*.bin"))
+        assert 0.9 * weights <= value(metrics, "mlcx_weights_bytes") <= weights
+        assert "mlcx_step_pool_bytes[]" not in metrics["mlcx_step_pool_bytes"]  # TVM's own pool
+
+
 def test_metrics_report_the_engine_and_latencies(artifact):
     with serving(artifact, step_delay_s=0.005) as s:
         client = s.client()
@@ -154,6 +171,9 @@ class FailingOnce:
 
     def __init__(self, runner, fail_at: int):
         self._runner, self._fail_at, self._calls = runner, fail_at, 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._runner, name)
 
     def forward(self, batch):
         self._calls += 1

@@ -8,6 +8,7 @@ to copy, runs the compiled step function and returns the logits of the batch's l
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -16,8 +17,20 @@ from mlcx.artifact.config import Artifact
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 
 
+@dataclass(frozen=True)
+class RunnerMemory:
+    """Device memory a runner holds, in bytes (what an operator watches for growth)."""
+
+    weights: int
+    kv_pages: int
+    # step buffers the runner pools itself (wgpu); None where the VM's allocator owns them
+    step_pool: int | None = None
+
+
 class Runner(Protocol):
     num_blocks: int  # KV blocks the runner holds pages for
+
+    def memory(self) -> RunnerMemory: ...
 
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows, after its page copies."""

@@ -6,6 +6,7 @@ number of KV blocks the engine's cache manager hands out.
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -19,6 +20,7 @@ from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import COPY_PAGES
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.host_tensors import host_int32
+from mlcx.runtime.backends.runner import RunnerMemory
 
 DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 
@@ -32,6 +34,10 @@ def use_compiled_threads(tvm_target: dict) -> None:
     cores = tvm_target.get("num-cores")
     if cores and "TVM_NUM_THREADS" not in os.environ:
         os.environ["TVM_NUM_THREADS"] = str(cores)
+
+
+def _nbytes(tensors) -> int:
+    return sum(math.prod(t.shape) * np.dtype(t.dtype).itemsize for t in tensors)
 
 
 class TVMRunner:
@@ -61,6 +67,9 @@ class TVMRunner:
         self._kv_arg = tvm_ffi.convert(self.kv_pages)
         self._params_arg = tvm_ffi.convert(self.params)
         self._on_host = kind == "cpu"
+
+    def memory(self) -> RunnerMemory:
+        return RunnerMemory(_nbytes(self.params), _nbytes(self.kv_pages))
 
     def _i32(self, array: np.ndarray) -> tvm.runtime.Tensor:
         if self._on_host:

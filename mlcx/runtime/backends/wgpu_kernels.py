@@ -74,6 +74,10 @@ class _Pipeline:
         self.pod_bytes = struct.calcsize(self.pod_format)
 
 
+# Bind groups kept for reuse (they hold their buffers alive); a decode step uses a few hundred.
+MAX_BIND_GROUPS = 4096
+
+
 class KernelSet:
     def __init__(self, gpu: GpuDevice, plan: Plan, root: Path):
         self.gpu = gpu
@@ -102,6 +106,8 @@ class KernelSet:
             uniform = {"buffer": arena, "offset": 0, "size": pipe.pod_bytes}
             entries.append({"binding": len(buffers), "resource": uniform})
             group = self.gpu.device.create_bind_group(layout=pipe.layout, entries=entries)
+            if len(self.bind_groups) >= MAX_BIND_GROUPS:
+                self.bind_groups.clear()  # a stated bound: buffers combine in many ways
             self.bind_groups[key] = group
         return group
 

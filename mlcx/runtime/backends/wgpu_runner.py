@@ -15,6 +15,7 @@ from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import COPY_PAGES, DECODE, KV_PAGES, PARAMS, PREFILL, entry_inputs
 from mlcx.runtime.backends.forward_batch import ForwardBatch
+from mlcx.runtime.backends.runner import RunnerMemory
 from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
 from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
 from mlcx.runtime.backends.wgpu_kernels import KernelSet
@@ -72,6 +73,12 @@ class WgpuRunner:
             for _ in range(config.model.num_layers)
         ]
         self.num_blocks = num_blocks
+
+    def memory(self) -> RunnerMemory:
+        def total(tensors):
+            return sum(t.buffer.size for t in tensors)
+
+        return RunnerMemory(total(self.params), total(self.kv_pages), self.pool.bytes)
 
     def _check_binding(self, nbytes: int, what: str) -> None:
         limit = self.gpu.limits.get("max-storage-buffer-binding-size", 1 << 27)

@@ -250,7 +250,16 @@ class Engine:
             computed_tokens=counts.computed_tokens,
             preemptions=counts.preemptions,
             **self._spec_stats(),
+            **self._memory_stats(),
         )
+
+    def _memory_stats(self) -> dict[str, int | None]:
+        memory = self.runner.memory()
+        return {
+            "weights_bytes": memory.weights,
+            "kv_pool_bytes": memory.kv_pages,
+            "step_pool_bytes": memory.step_pool,
+        }
 
     def _spec_stats(self) -> dict[str, int]:
         if self.speculator is None:

@@ -19,3 +19,6 @@ class EngineStats:
     spec_proposed_tokens: int = 0  # drafted tokens verified (speculative decoding)
     spec_accepted_tokens: int = 0  # of those, kept
     spec_off_steps: int = 0  # steps without drafts because the batch was too large
+    weights_bytes: int = 0  # device memory of the runner's weights
+    kv_pool_bytes: int = 0  # device memory of its KV pages (allocated at start)
+    step_pool_bytes: int | None = None  # step buffers a runner pools itself (wgpu)
