@@ -37,3 +37,25 @@ def test_streamed_greedy_tokens_equal_the_python_backend(served, tmp_path):
     assert reply["tokenIds"] == want.token_ids
     assert reply["text"] == want.text and "tok/s" in shown
     assert reply["stats"]["tokPerS"] > 0
+
+
+def test_a_long_chat_adds_no_step_buffers(served):
+    """A tab that chats on keeps its step buffers bounded (issue 32): the pool keeps power-of-two
+    size classes, so once a mix of prompt lengths has been seen (with and without prefix-cache
+    hits), turns of that mix create no new buffer and the JS heap stays put."""
+    from mlcx.web.browser import browser_page, wait_ready
+
+    _, url = served
+    with browser_page(url) as page:
+        wait_ready(page)
+        seen = []
+        for turn in range(16):
+            page.evaluate("window.mlcx.reset()")
+            words = " ".join(["capital"] * (1 + 7 * (turn % 4)))
+            page.evaluate("(t) => window.mlcx.chat(t, {maxTokens: 6, temperature: 0})", words)
+            seen.append(page.evaluate("window.mlcx.memory()"))
+        warm = seen[8:]
+        assert warm[0]["poolBuffers"] > 0
+        assert {m["poolBuffers"] for m in warm} == {warm[0]["poolBuffers"]}
+        heap = [m["jsHeapBytes"] for m in warm]
+        assert max(heap) < 1.5 * min(heap)

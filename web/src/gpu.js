@@ -52,6 +52,9 @@ function adapterName(adapter) {
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 const align = (n, a) => Math.ceil(n / a) * a;
 
+// Bind groups kept for reuse (they hold their buffers alive); a decode step uses a few hundred.
+const MAX_BIND_GROUPS = 4096;
+
 export function sizeClass(nbytes) {
   const n = Math.max(256, nbytes);
   if (n <= 64 << 20) return 2 ** Math.ceil(Math.log2(n));
@@ -62,12 +65,16 @@ export class BufferPool {
   constructor(device) {
     this.device = device;
     this.free = new Map();
+    this.buffers = 0; // created, in all size classes: bounded by the live set of one step
+    this.bytes = 0;
   }
 
   acquire(nbytes) {
     const size = sizeClass(nbytes);
     const list = this.free.get(size);
     if (list && list.length) return list.pop();
+    this.buffers += 1;
+    this.bytes += size;
     return this.device.createBuffer({ size, usage: STORAGE() });
   }
 
@@ -161,6 +168,7 @@ export class KernelSet {
         resource: { buffer: this.arena, offset: 0, size: pipe.podBytes },
       });
       group = this.device.createBindGroup({ layout: pipe.layout, entries });
+      if (this.groups.size >= MAX_BIND_GROUPS) this.groups.clear(); // as the Python runner does
       this.groups.set(key, group);
     }
     return group;

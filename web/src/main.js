@@ -133,7 +133,14 @@ $("prompt").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) $("composer").requestSubmit();
 });
 
-window.mlcx = { chat: (text, options) => chat(text, { ...currentOptions(), ...options }), bench, reset, info: {} };
+// What a long-lived tab holds: the runner's pooled step buffers and, where Chromium tells, the JS heap.
+function memory() {
+  const pool = engine?.runner.pool;
+  return { poolBuffers: pool?.buffers ?? 0, poolBytes: pool?.bytes ?? 0,
+           jsHeapBytes: performance.memory?.usedJSHeapSize ?? null };
+}
+
+window.mlcx = { chat: (text, options) => chat(text, { ...currentOptions(), ...options }), bench, reset, memory, info: {} };
 window.mlcx.ready = start().catch((err) => {
   showError(err);
   throw err;
