@@ -18,6 +18,7 @@ from tvm.s_tir import dlight as dl
 
 from mlcx.kernels.gpu.config import GpuConfig, gpu_config  # noqa: F401 (re-exported)
 from mlcx.passes.fuse_rope_append import fuse_rope_append
+from mlcx.passes.gpu.cuda_graph import mark_decode_capturable, rewrite_cuda_graph
 from mlcx.passes.gpu.elementwise import Elementwise
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
 from mlcx.passes.gpu.schedule import apply_rules
@@ -62,10 +63,14 @@ def gpu_graph_passes(
     ]
 
 
-def vm_lowering_passes() -> list[tvm.transform.Pass]:
-    """Memory planning and lowering to TVM's Relax VM builtins."""
+def vm_lowering_passes(graph_batch: int | None = None) -> list[tvm.transform.Pass]:
+    """Memory planning and lowering to TVM's Relax VM builtins; with `graph_batch`, decode
+    (batches up to it) runs as CUDA graphs (mlcx.passes.gpu.cuda_graph)."""
+    graphs = [rewrite_cuda_graph()] if graph_batch else []
     return [
+        *([mark_decode_capturable(graph_batch)] if graph_batch else []),
         relax.transform.StaticPlanBlockMemory(),
+        *graphs,
         relax.transform.LowerAllocTensor(),
         relax.transform.KillAfterLastUse(),
         relax.transform.LowerRuntimeBuiltin(),
@@ -75,11 +80,13 @@ def vm_lowering_passes() -> list[tvm.transform.Pass]:
     ]
 
 
-def gpu_pipeline(target: tvm.target.Target, dtype: str, config: GpuConfig) -> tvm.transform.Pass:
+def gpu_pipeline(
+    target: tvm.target.Target, dtype: str, config: GpuConfig, graph_batch: int | None = None
+) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:
-            passes = gpu_graph_passes(target, dtype, config) + vm_lowering_passes()
+            passes = gpu_graph_passes(target, dtype, config) + vm_lowering_passes(graph_batch)
             return tvm.transform.Sequential(passes)(mod)
 
     return _pipeline

@@ -25,6 +25,8 @@ class BuildOptions:
     # GPU targets: mlcx's kernels share activations through subgroup shuffles; off for WebGPU
     # adapters without the subgroups feature (OpenCL/android never uses them)
     subgroups: bool = True
+    # cuda: decode runs as CUDA graphs, one per batch bucket (mlcx.passes.gpu.cuda_graph)
+    cuda_graphs: bool = True
     # Mobile targets: prefix of every symbol in the static library, so several models can be
     # linked into one app; the app finds a model with TVM's SystemLib(prefix).
     system_lib_prefix: str | None = None
