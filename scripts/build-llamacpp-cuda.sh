@@ -5,18 +5,18 @@
 # (CUDA_ARCH, default 90: H100/H200) with CUDA graphs on; ggml is linked in statically and the
 # binary stripped, so it needs only the driver, libcudart.so.13 and libcublas.so.13 where it
 # runs. Also writes llama-bench.xz beside it: the file scripts/gpu-bench.sh carries to a GPU
-# machine. Cached under $MLCX_CACHE (default ~/.cache/mlcx)/peers/llama.cpp-cuda-VERSION-smARCH/bin;
-# a second run does nothing. Hours on 2 cores (start it early: nice -n 19, JOBS=1).
+# machine. Cached under $MLCX_CACHE (default ~/.cache/mlcx)/peers/llama.cpp-cuda-VERSION/bin
+# (its arch in bin/arch); a second run for the same arch does nothing. Hours on 2 cores (start it early: nice -n 19, JOBS=1).
 # Prints the folder holding the binary on its last line.
 set -euo pipefail
 
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 CACHE="${MLCX_CACHE:-$HOME/.cache/mlcx}"
 ARCH="${CUDA_ARCH:-90}"
-PREFIX="$CACHE/peers/llama.cpp-cuda-$VERSION-sm$ARCH"
+PREFIX="$CACHE/peers/llama.cpp-cuda-$VERSION"
 JOBS="${JOBS:-$(nproc)}"
 
-if [ -x "$PREFIX/bin/llama-bench" ] && [ -f "$PREFIX/bin/llama-bench.xz" ]; then
+if [ -x "$PREFIX/bin/llama-bench" ] && [ "$(cat "$PREFIX/bin/arch" 2>/dev/null)" = "$ARCH" ]; then
   echo "$PREFIX/bin"
   exit 0
 fi
@@ -74,5 +74,6 @@ mkdir -p "$PREFIX/bin"
 cp "$BUILD/bin/llama-bench" "$PREFIX/bin/"
 strip "$PREFIX/bin/llama-bench"
 xz -T1 -9 -c "$PREFIX/bin/llama-bench" >"$PREFIX/bin/llama-bench.xz"
+echo "$ARCH" >"$PREFIX/bin/arch"
 ls -l "$PREFIX/bin" >&2
 echo "$PREFIX/bin"

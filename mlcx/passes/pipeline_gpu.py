@@ -1,11 +1,11 @@
 """The Relax pipeline for GPU targets (cuda, metal, webgpu, opencl): dlight schedules.
 
-dlight's `gpu.Matmul` rule segfaults inside TVM 0.27's Tensorize on its tensor-core path for
-cuda with float16 and for metal (every dtype); a crash kills the whole process, so those
-targets leave the rule out and their matmuls fall through to GEMV/Reduction/Fallback.
-`MATMUL_RULE_UNSAFE` records where. tests/targets/test_gpu_rules.py checks that those targets
-leave the rule out and still compile, and re-runs each crash in a subprocess: when TVM fixes
-one, that test fails and names the entry to remove.
+dlight's `gpu.Matmul` rule tensorizes for cuda with float16 (wmma) and for metal (simdgroup
+matrices). Tensorize copies the tensor intrinsic through TVM's JSON serializer, which segfaults
+when TVM 0.27.0.post1 runs on apache-tvm-ffi 0.1.15 (any `tvm.ir.save_json` does; 0.1.14.post1
+works, and pyproject pins it): `MATMUL_RULE_UNSAFE` lists the configurations that tensorize,
+which leave the rule out under such an ffi (mlcx.kernels.gpu.tensor_core.tensorize_works).
+tests/targets/test_gpu_rules.py reproduces the crash without mlcx in a subprocess.
 """
 
 from __future__ import annotations
@@ -17,18 +17,22 @@ from tvm import relax
 from tvm.s_tir import dlight as dl
 
 from mlcx.kernels.gpu.config import GpuConfig, gpu_config  # noqa: F401 (re-exported)
+from mlcx.kernels.gpu.tensor_core import tensorize_works
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.gpu.cuda_graph import mark_decode_capturable, rewrite_cuda_graph
 from mlcx.passes.gpu.elementwise import Elementwise
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
 from mlcx.passes.gpu.schedule import apply_rules
+from mlcx.passes.gpu.tensor_core_prefill import tensor_core_prefill
 
-# (target kind, activation dtype or "*") where dlight.gpu.Matmul crashes in TVM 0.27.
+# (target kind, activation dtype or "*") where dlight.gpu.Matmul tensorizes, which crashes
+# TVM 0.27 under apache-tvm-ffi 0.1.15.
 MATMUL_RULE_UNSAFE = {("cuda", "float16"), ("metal", "*")}
 
 
 def matmul_rule_safe(kind: str, dtype: str) -> bool:
-    return (kind, dtype) not in MATMUL_RULE_UNSAFE and (kind, "*") not in MATMUL_RULE_UNSAFE
+    tensorizes = (kind, dtype) in MATMUL_RULE_UNSAFE or (kind, "*") in MATMUL_RULE_UNSAFE
+    return not tensorizes or tensorize_works()
 
 
 def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
@@ -47,6 +51,7 @@ def gpu_graph_passes(
     WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`."""
     return [
         fuse_rope_append(),
+        tensor_core_prefill(target, dtype),
         fuse_linear_gpu(config),
         relax.backend.DispatchSampling(),
         relax.backend.DispatchSortScan(),
