@@ -10,7 +10,9 @@
    - `mlcx bench MODEL --target cuda --against llama.cpp-cuda` (prompt 512, decode 128) for
      smollm2-135m (the default model's own GGUF), llama-3.2-1b-random, llama-3.1-8b-random;
    - greedy tokens of the default model's cuda artifact against the cpu artifact's (packed);
-   - kernel launches per decode step of the default model (from its lowered module).
+   - kernel launches per decode step of the default model (from its lowered module);
+   - if time is left, the default model again without CUDA graphs and with mlcx's own decode
+     GEMV instead of dlight's LowBatchGEMV, to see what each is worth.
 Prints one line per result and a summary table; writes gpu-bench.json under $OUT if set.
 """
 
@@ -268,6 +270,63 @@ def greedy(env, payload: Path, artifact: str) -> None:
     say(f"  cpu:  {expected['cpu']['text']!r}")
 
 
+VARIANT = """
+import sys
+from pathlib import Path
+from mlcx.compile import CompileRequest, compile_model
+from mlcx.targets.base import BuildOptions
+options = BuildOptions(**{k: v == "True" if v in ("True", "False") else v
+                          for k, v in (a.split("=") for a in sys.argv[2:])})
+compile_model(CompileRequest("smollm2-135m", "cuda", None, Path(sys.argv[1]), options=options))
+"""
+VARIANTS = {"no CUDA graphs": ["cuda_graphs=False"], "mlcx decode GEMV": ["decode_gemv=mlcx"]}
+
+
+def variants(env) -> None:
+    RESULTS["variants"] = {}
+    for label, options in VARIANTS.items():
+        if left() < 150:
+            say(f"{label}: skipped ({left():.0f} s left)")
+            continue
+        out = WORK / label.replace(" ", "-")
+        built = subprocess.run(
+            [sys.executable, "-c", VARIANT, str(out), *options],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=left() - 60,
+        )
+        if built.returncode:
+            say(f"{label}: compile failed:", built.stderr.strip().splitlines()[-3:])
+            continue
+        argv = [
+            sys.executable,
+            "-m",
+            "mlcx",
+            "bench",
+            str(out),
+            "--prompt",
+            "512",
+            "--decode",
+            "128",
+            "--reps",
+            "3",
+            "--json",
+        ]
+        result = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=max(30, left() - 10)
+        )
+        if result.returncode:
+            say(f"{label}: bench failed:", result.stderr.strip().splitlines()[-3:])
+            continue
+        speed = json.loads(result.stdout)["speeds"]["mlcx"]
+        RESULTS["variants"][label] = speed
+        say(
+            f"smollm2-135m, {label}: prefill {speed['prefill']:.0f} tok/s, decode "
+            f"{speed['decode']:.1f} tok/s"
+        )
+
+
 LAUNCHES = """
 import tvm
 from mlcx.compile import CompileRequest, export_model
@@ -347,6 +406,7 @@ def main() -> None:
         if model == MODELS[0] and RESULTS["models"][model]:
             greedy(env, payload, RESULTS["models"][model]["artifact"])
     launches(env)
+    variants(env)
     summary()
 
 

@@ -60,20 +60,14 @@ def _copy_tvm(site: Path) -> None:
     shutil.copytree(src, site / "tvm", ignore=skip)
 
 
-def _wheels(out: Path) -> None:
-    ffi = _run(
-        sys.executable,
-        "-c",
-        "from importlib import metadata as m; "
-        "print([r for r in m.requires('mlcx') or [] if r.startswith('apache-tvm-ffi')])",
-        capture_output=True,
-        text=True,
-    ).stdout
-    pinned = "apache-tvm-ffi==0.1.14.post1"
-    if "apache-tvm-ffi" in ffi and "==" in ffi:
-        pinned = ffi.strip().strip("[]'\"")
+def _wheels(out: Path, python: str) -> None:
+    """The pinned tvm-ffi (pyproject) and what mlcx imports that the GPU machine lacks."""
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pinned = next(d for d in deps if d.startswith("apache-tvm-ffi=="))
     platforms = []
-    for n in (17, 24, 27, 28):
+    for n in (17, 24, 27, 28, 31, 34, 35):
         platforms += ["--platform", f"manylinux_2_{n}_x86_64"]
     for req in [pinned, *WHEELS]:
         _run(
@@ -85,7 +79,7 @@ def _wheels(out: Path) -> None:
             "--no-deps",
             "--only-binary=:all:",
             "--python-version",
-            DEVICE_PYTHON,
+            python,
             "--implementation",
             "cp",
             *platforms,
@@ -167,12 +161,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / ".gpu")
     parser.add_argument("--no-expected", action="store_true", help="skip the cpu greedy run")
+    parser.add_argument(
+        "--python", default=DEVICE_PYTHON, help="the device's Python (wheels are for it)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpu-pack-") as tmp:
         payload = Path(tmp) / "payload"
         (payload / "site").mkdir(parents=True)
         _copy_tvm(payload / "site")
-        _wheels(payload / "wheels")
+        _wheels(payload / "wheels", args.python)
         gguf = _default_gguf()
         models = payload / "cache" / "models" / gguf.parent.name
         models.mkdir(parents=True)
@@ -195,7 +192,7 @@ def main() -> None:
         f"in {len(parts)} parts of <= {part_bytes / MIB:.0f} MiB under {args.out}"
     )
     print("llama-bench:", peer or "not built (scripts/build-llamacpp-cuda.sh): mlcx runs alone")
-    rel = args.out.resolve().relative_to(ROOT)
+    rel = os.path.relpath(args.out.resolve(), ROOT)
     print("device calls, one after another (each within 30 s of the last, or the machine")
     print("goes back and the parts it held are lost), every one the same command:")
     for part in parts:

@@ -20,10 +20,11 @@ from mlcx.kernels.gpu.config import GpuConfig, gpu_config  # noqa: F401 (re-expo
 from mlcx.kernels.gpu.tensor_core import tensorize_works
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.gpu.cuda_graph import mark_decode_capturable, rewrite_cuda_graph
+from mlcx.passes.gpu.decode_gemv_rule import DecodeGEMV
 from mlcx.passes.gpu.elementwise import Elementwise
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
 from mlcx.passes.gpu.schedule import apply_rules
-from mlcx.passes.gpu.tensor_core_prefill import tensor_core_prefill
+from mlcx.passes.gpu.tensor_core_prefill import decode_gemv, tensor_core_prefill
 
 # (target kind, activation dtype or "*") where dlight.gpu.Matmul tensorizes, which crashes
 # TVM 0.27 under apache-tvm-ffi 0.1.15.
@@ -39,19 +40,25 @@ def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
     """The rules in order: dlight's for reductions, `extra`, mlcx's Elementwise for injective
     kernels, and dlight's Fallback last (no kernel of the default model reaches it: the linear
     layers are mlcx's own kernels, tests/targets/test_gpu_rules.py checks the rest)."""
-    rules = [dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else []
+    rules = [DecodeGEMV(), *([dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else [])]
     rest = [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), *extra]
     return rules + rest + [Elementwise(), dl.gpu.Fallback()]
 
 
 def gpu_graph_passes(
-    target: tvm.target.Target, dtype: str, config: GpuConfig, extra_rules: Sequence = ()
+    target: tvm.target.Target,
+    dtype: str,
+    config: GpuConfig,
+    extra_rules: Sequence = (),
+    low_batch_gemv: bool = True,
 ) -> list[tvm.transform.Pass]:
     """Fusion, dlight schedules and call_tir lowering: the graph a non-VM executor walks (the
-    WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`."""
+    WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`.
+    `low_batch_gemv`: on cuda (f16), decode's linears are dlight's LowBatchGEMV, else mlcx's."""
     return [
         fuse_rope_append(),
         tensor_core_prefill(target, dtype),
+        decode_gemv(target, dtype, low_batch_gemv),
         fuse_linear_gpu(config),
         relax.backend.DispatchSampling(),
         relax.backend.DispatchSortScan(),
@@ -86,12 +93,17 @@ def vm_lowering_passes(graph_batch: int | None = None) -> list[tvm.transform.Pas
 
 
 def gpu_pipeline(
-    target: tvm.target.Target, dtype: str, config: GpuConfig, graph_batch: int | None = None
+    target: tvm.target.Target,
+    dtype: str,
+    config: GpuConfig,
+    graph_batch: int | None = None,
+    low_batch_gemv: bool = True,
 ) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:
-            passes = gpu_graph_passes(target, dtype, config) + vm_lowering_passes(graph_batch)
+            graph = gpu_graph_passes(target, dtype, config, low_batch_gemv=low_batch_gemv)
+            passes = graph + vm_lowering_passes(graph_batch)
             return tvm.transform.Sequential(passes)(mod)
 
     return _pipeline

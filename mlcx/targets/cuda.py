@@ -65,7 +65,11 @@ class CudaTarget:
 
     def build(self, mod, target, options):
         return device_code.build_gpu(
-            mod, target, options.subgroups, cuda_graphs=options.cuda_graphs
+            mod,
+            target,
+            options.subgroups,
+            cuda_graphs=options.cuda_graphs,
+            decode_gemv=options.decode_gemv,
         )
 
     def export(self, executable, out_dir: Path, options: BuildOptions) -> str:

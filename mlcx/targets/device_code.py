@@ -61,12 +61,14 @@ def build_gpu(
     subgroups: bool = True,
     system_lib_prefix: str | None = None,
     cuda_graphs: bool = True,
+    decode_gemv: str = "dlight",
 ) -> tvm.runtime.Executable:
     if system_lib_prefix is not None:
         mod = mod.with_attr("system_lib_prefix", system_lib_prefix)
     config = gpu_config(target, subgroups)
     graph_batch = graph_max_batch(target.kind.name, cuda_graphs)
-    pipeline = gpu_pipeline(target, activation_dtype(mod), config, graph_batch)
+    low_batch = decode_gemv == "dlight"
+    pipeline = gpu_pipeline(target, activation_dtype(mod), config, graph_batch, low_batch)
     with _device_code_kept_as_source():
         return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 

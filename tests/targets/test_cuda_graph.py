@@ -23,45 +23,58 @@ from tests.support.tiny_models import TinySpec
 
 # Kernels of one decode step of a Llama: per layer RMSNorm, qkv, RoPE + KV append, attention
 # (split-K and its merge), o + residual, RMSNorm, gate/up, SwiGLU + down + residual; once:
-# embedding, the final RMSNorm, the head and the logits' cast to float32.
+# embedding, the final RMSNorm, the head (and the logits' cast, where the head leaves it).
 KERNELS_PER_LAYER = 9
 KERNELS_ONCE = 4
-# What the CPU issues per decode step with graphs: one graph, the logits' cast.
+# What the CPU issues per decode step with graphs: one graph, then the head or the cast (the
+# function's output is allocated per call, outside the graph).
 CPU_LAUNCHES_WITH_GRAPHS = 2
+# Wide enough that decode's linears are dlight's LowBatchGEMV (the default on cuda) and
+# prefill's are tensor-core GEMMs where tensorize works, as for real models.
+WIDE = {"hidden": 128, "intermediate": 256}
 
 
 @pytest.fixture(scope="module")
 def lowered(tiny_model):
-    """layers -> (module lowered for cuda with decode graphs, its target)."""
+    """(layers, decode GEMV) -> (module lowered for cuda with decode graphs, its target)."""
     out = {}
-    for layers in (1, 2):
-        folder = tiny_model(TinySpec(layers=layers))
+    for layers, low_batch in ((1, True), (2, True), (2, False)):
+        folder = tiny_model(TinySpec(layers=layers, **WIDE))
         exported = export_model(CompileRequest(str(folder), "cuda", "q4f16"))
         target = exported.tvm_target
-        pipeline = gpu_pipeline(
-            target, activation_dtype(exported.mod), gpu_config(target), DECODE_BUCKETS[-1]
-        )
-        out[layers] = pipeline(exported.mod), target
+        dtype, config = activation_dtype(exported.mod), gpu_config(target)
+        pipeline = gpu_pipeline(target, dtype, config, DECODE_BUCKETS[-1], low_batch)
+        out[layers, low_batch] = pipeline(exported.mod), target
     return out
 
 
 def test_decode_calls_the_capture_builtins_and_prefill_does_not(lowered):
-    mod, _ = lowered[2]
+    mod, _ = lowered[2, True]
     assert capture_builtins(mod["decode"]) == set(CAPTURE_BUILTINS)
     assert capture_builtins(mod["prefill"]) == set()
 
 
 def test_launches_per_decode_step_stay_under_the_stated_numbers(lowered):
-    (one, target), (two, _) = lowered[1], lowered[2]
+    (one, target), (two, _) = lowered[1, True], lowered[2, True]
     steps = {n: step_launches(m, "decode", target) for n, m in ((1, one), (2, two))}
     per_layer = steps[2].launches - steps[1].launches
     once = steps[1].launches - per_layer
     assert per_layer <= KERNELS_PER_LAYER and once <= KERNELS_ONCE, (per_layer, once)
-    # every kernel but the logits' cast runs inside the one captured graph
+    # all but the last kernel run inside the one captured graph
     assert steps[2].graph_launches == 1
     assert steps[2].cpu_launches <= CPU_LAUNCHES_WITH_GRAPHS
+    # the SwiGLU is computed inside the down projection's GEMV, not a kernel of its own
+    assert not any("silu" in name for name, _ in steps[2].calls)
     prefill = step_launches(two, "prefill", target)
     assert prefill.graph_launches == 0 and prefill.cpu_launches == prefill.launches
+
+
+def test_mlcx_decode_gemv_keeps_the_same_counts(lowered):
+    mod, target = lowered[2, False]
+    step = step_launches(mod, "decode", target)
+    assert step.launches <= 2 * KERNELS_PER_LAYER + KERNELS_ONCE
+    assert step.cpu_launches <= CPU_LAUNCHES_WITH_GRAPHS
+    assert any(name.startswith("gpu_linear") for name, _ in step.calls)
 
 
 def test_buckets():

@@ -52,25 +52,37 @@ def test_matrix_units_by_target():
 
 
 @pytest.mark.parametrize(
-    "name", ["int4-sym-g32-float16", "int4-affine-g32-float16", "int8-sym-g32-float32", "float16"]
+    "name,swiglu",
+    [
+        ("int4-sym-g32-float16", False),
+        ("int4-affine-g32-float16", False),
+        ("int8-sym-g32-float32", False),
+        ("float16", False),
+        ("int4-affine-g32-float16", True),
+    ],
 )
-def test_the_tensorized_definition_is_the_linear_layer(name):
-    """The function dlight tensorizes, run unscheduled on the CPU, against numpy."""
+def test_the_scheduled_definition_is_the_linear_layer(name, swiglu):
+    """The function dlight tensorizes (prefill) or LowBatchGEMV schedules (decode, with the
+    SwiGLU of the down projection inside), run unscheduled on the CPU, against numpy."""
     fmt = format_from_name(name)
     n, k, tokens = 96, 128, 5
     rng = np.random.default_rng(0)
     w = rng.standard_normal((n, k)).astype(np.float32) * 0.1
     planes = fmt.pack(w)
     reference = fmt.unpack(planes)
-    x = rng.standard_normal((tokens, k)).astype(np.float16)
-    func = tensor_core_matmul_te(TensorCoreSpec(fmt, k, n, "float32"))
+    x = rng.standard_normal((tokens, 2 * k if swiglu else k)).astype(np.float16)
+    func = tensor_core_matmul_te(TensorCoreSpec(fmt, k, n, "float32", swiglu, swiglu))
     run = tvm.compile(tvm.IRModule({"main": func}), target="llvm")["main"]
     dev = tvm.cpu()
     args = [tvm.runtime.tensor(x, dev)]
     args += [tvm.runtime.tensor(np.asarray(planes[s]), dev) for s in fmt.suffixes]
     out = tvm.runtime.empty((tokens, n), "float16", dev)
     run(*args, out)
-    want = x.astype(np.float32) @ np.asarray(reference, np.float32).T
+    act = x.astype(np.float32)
+    if swiglu:
+        gate, up = act[:, :k], act[:, k:]
+        act = gate / (1 + np.exp(-gate)) * up
+    want = act @ np.asarray(reference, np.float32).T
     np.testing.assert_allclose(out.numpy().astype(np.float32), want, atol=2e-2, rtol=1e-2)
 
 
@@ -85,12 +97,15 @@ def test_cuda_prefill_linears_use_tensor_cores(cuda_artifact):
     kernels = _kernels(source, r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(')
     tensor = {name for name, body in kernels.items() if "wmma::mma_sync" in body}
     assert tensor and all("tc_matmul" in name for name in tensor)
-    # every prefill linear but the head (logit rows only) is one: qkv, o, gate/up, down
+    # every prefill linear but the head (logit rows only) is one: qkv, o, gate/up, down (with
+    # the SwiGLU before it inside)
     assert len({re.sub(r"_kernel\d*$", "", n) for n in tensor}) >= 4
+    assert any("swiglu" in name for name in tensor)
     # the packed weights are dequantized into shared memory, the matrix loads read it there
     assert all("qweight_ptr" in kernels[name] for name in tensor)
     assert all("__shared__" in kernels[name] or "buf_dyn_shmem" in kernels[name] for name in tensor)
-    # decode's linears stay mlcx's kernels
+    # decode's linears are dlight's LowBatchGEMV, the head of prefill (logit rows) mlcx's GEMV
+    assert any("gemv_dq" in name for name in kernels) and not any("gemv_dq" in n for n in tensor)
     assert any(name.startswith("gpu_linear") for name in kernels)
 
 

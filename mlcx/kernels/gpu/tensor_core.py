@@ -1,4 +1,5 @@
-"""Prefill GEMMs on matrix units: CUDA tensor cores (wmma) and Apple simdgroup matrices.
+"""Prefill GEMMs on matrix units (CUDA tensor cores, Apple simdgroup matrices) and decode
+GEMVs, both as a dequantize block + matmul that a dlight rule schedules.
 
 y [tokens, N] = x [tokens, K] @ W.T over weights in their stored format, written so that
 dlight's `gpu.Matmul` rule tensorizes it: the dequantization is its own spatial block, which the
@@ -10,6 +11,9 @@ What the rule needs per target (tvm.s_tir.dlight.gpu.matmul, TVM 0.27):
 - cuda, sm >= 70: float16 inputs, float32 accumulation (wmma 16x16x16), N and K > 64;
 - metal: float16 inputs and a float16 accumulator (simdgroup_half8x8: its only dtype).
 Tensorize needs TVM's JSON serializer (it copies the intrinsic); see `tensorize_works`.
+The SwiGLU of a down projection is a block in front of the matmul (both rules inline it into
+the activation loads). Decode (cuda): the same definition, scheduled by dlight's LowBatchGEMV
+(mlcx.passes.gpu.decode_gemv_rule), the weights dequantized in registers.
 """
 
 from __future__ import annotations
@@ -60,17 +64,26 @@ def supports(fmt: WeightFormat, in_features: int, out_features: int) -> bool:
     return isinstance(fmt, GroupIntFormat) and not fmt.tiled
 
 
+# Block annotation of the matmul of a decode GEMV (mlcx.passes.gpu.decode_gemv), which survives
+# operator fusion: the schedule rule that picks those functions out looks for it.
+DECODE_GEMV_ATTR = "mlcx.decode_gemv"
+
+
 @dataclass(frozen=True)
 class TensorCoreSpec:
     fmt: WeightFormat
     in_features: int
     out_features: int
     accumulate: str  # float32 (cuda) or float16 (metal)
+    decode: bool = False  # a decode GEMV (dlight's LowBatchGEMV), not a tensor-core GEMM
+    swiglu: bool = False  # x is [gate | up]; the input is silu(gate) * up, computed in a block
 
     @property
     def name(self) -> str:
         fmt = self.fmt.name.replace("-", "_")
-        return f"tc_matmul_{fmt}_{self.accumulate}_{self.in_features}x{self.out_features}"
+        kind = "gemv_dq" if self.decode else "tc_matmul"
+        src = "swiglu_" if self.swiglu else ""
+        return f"{kind}_{src}{fmt}_{self.accumulate}_{self.in_features}x{self.out_features}"
 
 
 def _i64(value: int) -> tirx.IntImm:
@@ -81,7 +94,14 @@ def tensor_core_matmul_te(spec: TensorCoreSpec):
     """The TE function (x, weight planes..., y): the arguments of the linear it replaces."""
     n, k = spec.out_features, spec.in_features
     tokens = tirx.Var("tokens", "int64")
-    x = te.placeholder((tokens, _i64(k)), "float16", name="x")
+    x = te.placeholder((tokens, _i64(2 * k if spec.swiglu else k)), "float16", name="x")
+    inputs = x
+    if spec.swiglu:
+        x = te.compute(
+            (tokens, _i64(k)),
+            lambda t, j: inputs[t, j] * te.sigmoid(inputs[t, j]) * inputs[t, j + k],
+            name="swiglu",
+        )
     planes = {
         suffix: te.placeholder(tuple(_i64(d) for d in shape), dtype, name=suffix)
         for suffix, (shape, dtype) in spec.fmt.param_specs(n, k).items()
@@ -97,6 +117,8 @@ def tensor_core_matmul_te(spec: TensorCoreSpec):
         (tokens, _i64(n)),
         lambda t, i: te.sum(x[t, red].astype(acc) * weight[i, red].astype(acc), axis=red),
         name="matmul",
+        attrs={DECODE_GEMV_ATTR: 1} if spec.decode else None,
     )
     y = te.compute(total.shape, lambda t, i: total[t, i].astype("float16"), name="matmul_cast")
-    return te.create_prim_func([x, *planes.values(), y]).with_attr("global_symbol", spec.name)
+    func = te.create_prim_func([inputs, *planes.values(), y])
+    return func.with_attr("global_symbol", spec.name)
