@@ -10,9 +10,9 @@
    - `mlcx bench MODEL --target cuda --against llama.cpp-cuda` (prompt 512, decode 128) for
      smollm2-135m (the default model's own GGUF), llama-3.2-1b-random, llama-3.1-8b-random;
    - greedy tokens of the default model's cuda artifact against the cpu artifact's (packed);
-   - kernel launches per decode step of the default model (from its lowered module);
    - if time is left, the default model again without CUDA graphs and with mlcx's own decode
-     GEMV instead of dlight's LowBatchGEMV, to see what each is worth.
+     GEMV instead of dlight's LowBatchGEMV, to see what each is worth;
+   - if time is left, kernel launches per decode step of the default model (lowered module).
 Prints one line per result and a summary table; writes gpu-bench.json under $OUT if set.
 """
 
@@ -109,6 +109,7 @@ def install(payload: Path) -> dict[str, str]:
             "--no-index",
             "--no-deps",
             "--no-compile",
+            "--upgrade",
             "--target",
             str(site),
             *map(str, wheels),
@@ -137,11 +138,14 @@ def python(env, code: str, timeout: float) -> subprocess.CompletedProcess:
 
 
 def device_info(env) -> None:
-    smi = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-    )
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        )
+    except FileNotFoundError:
+        smi = subprocess.CompletedProcess([], 1, "no nvidia-smi", "")
     RESULTS["gpu"] = smi.stdout.strip()
     say("GPU:", RESULTS["gpu"])
     check = python(env, "import tvm; d = tvm.cuda(0); print(d.exist, d.compute_version)", 120)
@@ -405,8 +409,8 @@ def main() -> None:
         RESULTS["models"][model] = bench(env, model, peer, bandwidth)
         if model == MODELS[0] and RESULTS["models"][model]:
             greedy(env, payload, RESULTS["models"][model]["artifact"])
-    launches(env)
     variants(env)
+    launches(env)
     summary()
 
 
