@@ -1,4 +1,4 @@
-"""Where mlcx keeps downloaded models and just-in-time compiled artifacts."""
+"""Where mlcx keeps downloaded models and just-in-time compiled artifacts (mlcx/jit.py)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,3 @@ def cache_dir() -> Path:
         return Path(os.environ["MLCX_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "mlcx"
-
-
-# Part of the name of every cached compile: bumped when what the same compile request
-# produces changes (kernels, weight layouts), so that caches built by an older mlcx are
-# compiled again instead of reused. 2: CPU weights stored row-tiled.
-COMPILE_GENERATION = 2
-
-
-def compiled_dir(kind: str, name: str) -> Path:
-    """The cache folder of one compile (`kind`: "artifacts" for JIT, "bench/artifacts")."""
-    return cache_dir() / kind / f"{name}-g{COMPILE_GENERATION}"

@@ -85,9 +85,10 @@ class ExportedModel:
     options: BuildOptions  # the request's, with the linear-kernel choice resolved
 
 
-def _resolved(options: BuildOptions, target: Target) -> BuildOptions:
-    """The linear kernels are a CPU choice; resolved here (a tuning database may decide them)
-    so that a bad combination fails before anything is built."""
+def resolve_options(options: BuildOptions, target: Target) -> BuildOptions:
+    """The options a target builds with. The linear kernels are a CPU choice, resolved here
+    alone (a tuning database may decide them), so that a bad combination fails before
+    anything is built and the JIT cache key (mlcx/jit.py) names what is built."""
     if target.name != "cpu":
         return replace(options, linear_kernels=None)
     kernels = resolve_linear_kernels(options.linear_kernels, options.tuning_db)
@@ -106,7 +107,7 @@ def _check_kv_dtype(target: Target, kv_dtype: str, activation_dtype: str) -> Non
 def export_model(req: CompileRequest) -> ExportedModel:
     """Load the source, plan weight formats and export the graph (also used by `mlcx tune`)."""
     target = get_target(req.target)
-    options = _resolved(req.options, target)
+    options = resolve_options(req.options, target)
     source = load_source(req.model)
     context_window = _context_window(source, req.context_window)
     quant = get_quantization(req.quantization or target.default_quantization(source.kind == "gguf"))
@@ -149,8 +150,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
     out.mkdir(parents=True)
     library = target.export(executable, out, options)
     _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
-    assets = source.tokenizer_assets()
-    assets.write(out)
+    source.tokenizer_assets().write(out)
     config = ArtifactConfig(
         model_name=source.name,
         architecture=source.arch.name,
@@ -166,12 +166,6 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         prefill_chunk=req.prefill_chunk,
         page_size=req.page_size,
         sampling=recorded_defaults(source.generation_config),
-        conversation={
-            "chat_template": assets.chat_template,
-            "bos_token": assets.bos_token,
-            "eos_token": assets.eos_token,
-            "stop_token_ids": list(assets.eos_token_ids),
-        },
         weight_formats={name: fmt.name for name, fmt in formats.items()},
         source=req.model if req.model in PRESETS else str(source.path.resolve()),
         tuning_db=str(options.tuning_db.resolve()) if options.tuning_db else None,

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from mlcx.errors import ArtifactError
+from mlcx.formats import FORMAT_VERSION, check_format_version
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.kv_layout import KV_CACHE_DTYPES, KVLayout
 
 CONFIG_FILE = "mlcx-config.json"
-FORMAT_VERSION = 1
 KV_DTYPES = tuple(KV_CACHE_DTYPES)  # what the KV pages may be stored in
 
 
@@ -40,9 +40,6 @@ class ArtifactConfig:
     prefill_chunk: int
     page_size: int
     sampling: dict[str, Any] = field(default_factory=dict)
-    # chat template, bos/eos tokens and stop ids, as written to mlcx-tokenizer.json in the
-    # same compile: apps read it here, the runtime's tokenizer from its own file
-    conversation: dict[str, Any] = field(default_factory=dict)
     weight_formats: dict[str, str] = field(default_factory=dict)
     # where the model came from (a preset name or an absolute path), so that `mlcx tune` can
     # take the artifact; and the tuning database it was compiled with, if any
@@ -81,19 +78,25 @@ class ArtifactConfig:
         heads = (m.num_heads, m.num_kv_heads, m.head_dim)
         return KVLayout(*heads, self.page_size, self.activation_dtype, self.cache_dtype)
 
+    @property
+    def kv_block_bytes(self) -> int:
+        """Device bytes of one KV block (page_size tokens) across all layers: what every
+        runner allocates per block, and what budgets count in."""
+        return self.model.num_layers * self.kv_layout.pages_bytes(1)
+
     def to_json(self) -> str:
         data = asdict(self)
         data["model"] = self.model.to_dict()
+        data["kv_block_bytes"] = self.kv_block_bytes  # derived; for readers in other languages
         return json.dumps(data, indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> ArtifactConfig:
+    def from_json(cls, text: str, path: Path | str = CONFIG_FILE) -> ArtifactConfig:
         data = json.loads(text)
-        if data.get("format_version") != FORMAT_VERSION:
-            raise ArtifactError(
-                f"artifact format {data.get('format_version')} is not {FORMAT_VERSION}; "
-                "recompile the model with this version of mlcx"
-            )
+        try:
+            check_format_version(data, str(path), "recompile the model with this mlcx")
+        except ValueError as err:
+            raise ArtifactError(str(err)) from None
         known = {f.name for f in fields(cls)}
         data["model"] = DecoderConfig.from_dict(data["model"])
         return cls(**{k: v for k, v in data.items() if k in known})
@@ -109,7 +112,7 @@ class Artifact:
                 "`mlcx compile MODEL -o DIR`"
             )
         try:
-            self.config = ArtifactConfig.from_json(config_path.read_text())
+            self.config = ArtifactConfig.from_json(config_path.read_text(), config_path)
         except (ValueError, KeyError, TypeError) as err:
             raise ArtifactError(
                 f"{config_path} is malformed ({err}); recompile the model"

@@ -1,7 +1,7 @@
 """How many concurrent sequences of a given length a KV memory budget holds.
 
-Counts what the engine allocates: whole blocks of page_size tokens across all layers, each
-KVLayout.pages_bytes(1) per layer (an int8 cache's bytes include its row scales), and a
+Counts what the engine allocates: whole blocks of page_size tokens across all layers
+(`ArtifactConfig.kv_block_bytes`: an int8 cache's bytes include its row scales), and a
 sequence holds ceil(tokens / page_size) blocks of its own (no shared prefix).
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mlcx.kernels.kv_layout import KVLayout
+from mlcx.artifact.config import ArtifactConfig
 
 
 @dataclass(frozen=True)
@@ -30,16 +30,14 @@ class KVCapacity:
         )
 
 
-def kv_capacity(
-    layout: KVLayout, num_layers: int, budget_bytes: int, seq_tokens: int
-) -> KVCapacity:
+def kv_capacity(config: ArtifactConfig, budget_bytes: int, seq_tokens: int) -> KVCapacity:
     if budget_bytes < 1 or seq_tokens < 1:
         raise ValueError(
             f"budget and sequence length must be positive, got {budget_bytes}, {seq_tokens}"
         )
-    block = num_layers * layout.pages_bytes(1)
+    block = config.kv_block_bytes
     blocks = budget_bytes // block
-    per_seq = math.ceil(seq_tokens / layout.page_size)
+    per_seq = math.ceil(seq_tokens / config.page_size)
     return KVCapacity(
-        layout.cache_dtype, budget_bytes, block, blocks, seq_tokens, blocks // per_seq
+        config.cache_dtype, budget_bytes, block, blocks, seq_tokens, blocks // per_seq
     )

@@ -30,11 +30,11 @@ def ensure_llama_server(build: bool, say) -> Path:
 
 
 def server_argv(binary: Path, setup: ServingSetup, port: int) -> list[str]:
-    """llama-server on the same GGUF: `threads` for decode and prompt, `slots` parallel
-    sequences sharing one context of `ctx_per_slot` tokens each (llama-server splits -c)."""
+    """llama-server on the same GGUF: `threads` for decode and prompt, `max_batch` parallel
+    sequences (slots) sharing one context of `ctx_per_seq` tokens each (llama-server splits -c)."""
     threads = str(setup.threads)
     argv = [str(binary), "-m", str(setup.gguf), "-t", threads, "-tb", threads]
-    argv += ["-np", str(setup.slots), "-c", str(setup.ctx_per_slot * setup.slots)]
+    argv += ["-np", str(setup.max_batch), "-c", str(setup.ctx_per_seq * setup.max_batch)]
     # repacked weights stay on: the build leaves out the AMX kernels that die on some VMs
     # (mlcx.bench.llamacpp_flags)
     return argv + ["--host", "127.0.0.1", "--port", str(port)]

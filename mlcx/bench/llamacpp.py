@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mlcx.bench.llamacpp_flags import cmake_args, cpu_flags
-from mlcx.bench.peers import PeerSetup
+from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.workload import RunTiming, Workload
 from mlcx.cache import cache_dir
 from mlcx.errors import MlcxError

@@ -15,7 +15,7 @@ import shlex
 
 from mlcx.bench.llamacpp_build import LlamaCppBuild
 from mlcx.bench.llamacpp_vulkan import CACHE_TYPES, _run, parse_llama_bench
-from mlcx.bench.peers import PeerSetup
+from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.workload import RunTiming, Workload
 from mlcx.errors import ToolchainError
 

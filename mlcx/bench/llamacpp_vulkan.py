@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from mlcx.bench.llamacpp_build import LlamaCppBuild
-from mlcx.bench.peers import PeerSetup
+from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.workload import RunTiming, Workload
 from mlcx.errors import MlcxError, ToolchainError
 

@@ -9,44 +9,42 @@ import.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from typing import Protocol
 
-from mlcx.bench.workload import Workload
-
-
-@dataclass(frozen=True)
-class PeerSetup:
-    """What a peer is asked to run: the same model, workload and KV dtype as mlcx."""
-
-    gguf: Path
-    workload: Workload
-    threads: int
-    kv_dtype: str
-    device: str  # what mlcx runs on, for peers that should run on the same device
-    build: bool = False  # build a missing peer that takes long to build (llama.cpp-vulkan)
-    say: Callable[[str], None] = print
+from mlcx.bench.peer_setup import PeerSetup
+from mlcx.bench.workload import RunTiming, Workload
 
 
-def _llama_cpp(setup: PeerSetup):
+class PeerEngine(Protocol):
+    name: str
+    device: str
+    command: str | None
+    notes: tuple[str, ...]
+
+    def warm_up(self, ids: list[int], workload: Workload) -> None: ...
+
+    def run(self, ids: list[int], workload: Workload) -> RunTiming: ...
+
+
+def _llama_cpp(setup: PeerSetup) -> PeerEngine:
     from mlcx.bench.llamacpp import LlamaCppEngine
 
     return LlamaCppEngine(setup)
 
 
-def _llama_cpp_cuda(setup: PeerSetup):
+def _llama_cpp_cuda(setup: PeerSetup) -> PeerEngine:
     from mlcx.bench.llamacpp_cuda import LlamaCppCudaEngine
 
     return LlamaCppCudaEngine(setup)
 
 
-def _llama_cpp_vulkan(setup: PeerSetup):
+def _llama_cpp_vulkan(setup: PeerSetup) -> PeerEngine:
     from mlcx.bench.llamacpp_vulkan import LlamaCppVulkanEngine
 
     return LlamaCppVulkanEngine(setup)
 
 
-PEERS: dict[str, Callable[[PeerSetup], object]] = {
+PEERS: dict[str, Callable[[PeerSetup], PeerEngine]] = {
     "llama.cpp": _llama_cpp,  # llama-cpp-python on the CPU, in process
     "llama.cpp-vulkan": _llama_cpp_vulkan,  # llama.cpp's Vulkan backend: llama-bench
     "llama.cpp-cuda": _llama_cpp_cuda,  # llama.cpp's CUDA backend (CUDA graphs): llama-bench

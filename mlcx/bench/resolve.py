@@ -1,19 +1,17 @@
 """What `mlcx bench MODEL` runs: MODEL itself when it is an artifact directory, else MODEL
-compiled (timed, in a child process) for the requested target into the bench cache, with the
-GGUF file a peer can load when MODEL names one."""
+compiled (timed, in a child process) for the requested target into the JIT cache (mlcx/jit.py,
+the one `mlcx generate` uses), with the GGUF file a peer can load when MODEL names one."""
 
 from __future__ import annotations
 
 import multiprocessing
-import re
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mlcx.artifact.config import CONFIG_FILE, Artifact
 from mlcx.bench.random_models import RANDOM_MODELS, ensure_random_gguf
-from mlcx.cache import compiled_dir
 
 
 @dataclass(frozen=True)
@@ -62,32 +60,33 @@ def _timed_compile(compile_req) -> float:
     return time.perf_counter() - start
 
 
-def _artifact_dir(source: str, choice: CompileChoice) -> Path:
-    quant, kv = choice.quantization or "auto", choice.kv_dtype or "auto"
-    name = f"{Path(source).name}-{choice.target}-{quant}-kv-{kv}"
-    return compiled_dir("bench/artifacts", re.sub(r"[^A-Za-z0-9._-]+", "-", name))
+def _request(source: str, choice: CompileChoice):
+    """The compile request of `choice` (its output: the JIT cache's folder for it)."""
+    from mlcx.compile import CompileRequest
+    from mlcx.jit import artifact_dir
+    from mlcx.targets.base import BuildOptions
+
+    options = BuildOptions(num_threads=choice.threads, tuning_db=choice.tuning_db)
+    req = CompileRequest(
+        source, choice.target, choice.quantization, options=options, kv_dtype=choice.kv_dtype
+    )
+    return replace(req, output=artifact_dir(req))
 
 
 def cached_artifact(model: str, choice: CompileChoice) -> Path | None:
-    """MODEL itself if it is an artifact, else its compile in the bench cache if there."""
+    """MODEL itself if it is an artifact, else its compile in the JIT cache if there."""
     if is_artifact(model):
         return Path(model)
     source = str(ensure_random_gguf(model, print)) if model in RANDOM_MODELS else model
-    out = _artifact_dir(source, choice)
+    out = _request(source, choice).output
     return out if is_artifact(str(out)) else None
 
 
 def _compile(source: str, choice: CompileChoice, say) -> tuple[Path, float]:
     """Compile in a child process, so that this process's peak memory is the run's alone."""
-    from mlcx.compile import CompileRequest
-    from mlcx.targets.base import BuildOptions
-
-    out = _artifact_dir(source, choice)
+    compile_req = _request(source, choice)
+    out = compile_req.output
     say(f"compiling {source} for {choice.target} -> {out}")
-    options = BuildOptions(num_threads=choice.threads, tuning_db=choice.tuning_db)
-    compile_req = CompileRequest(
-        source, choice.target, choice.quantization, out, options=options, kv_dtype=choice.kv_dtype
-    )
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         seconds = pool.submit(_timed_compile, compile_req).result()
     return out, seconds

@@ -11,7 +11,8 @@ from pathlib import Path
 from mlcx.artifact.config import Artifact
 from mlcx.bench.bandwidth import measure_read_bandwidth
 from mlcx.bench.mlcx_engine import MlcxEngine, peak_memory_bytes, weight_bytes_per_token
-from mlcx.bench.peers import PEERS, PeerSetup
+from mlcx.bench.peer_setup import PeerSetup
+from mlcx.bench.peers import PEERS
 from mlcx.bench.profile import check_profilable, profile_steps
 from mlcx.bench.report import BenchReport
 from mlcx.bench.resolve import CompileChoice, Resolved, artifact_target, resolve

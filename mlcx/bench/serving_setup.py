@@ -11,13 +11,13 @@ from pathlib import Path
 class ServingSetup:
     gguf: Path  # the model file mlcx's server was compiled from
     threads: int
-    slots: int  # sequences served in parallel (mlcx: --max-batch)
-    ctx_per_slot: int = 2048  # context of each sequence
+    max_batch: int  # sequences served in parallel (llama-server: slots)
+    ctx_per_seq: int = 2048  # context of each sequence
     build: bool = False  # build a missing peer (takes long)
     say: Callable[[str], None] = print
 
     def __post_init__(self) -> None:
-        for name in ("threads", "slots", "ctx_per_slot"):
+        for name in ("threads", "max_batch", "ctx_per_seq"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.gguf.suffix != ".gguf" or not self.gguf.is_file():

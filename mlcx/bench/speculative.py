@@ -1,4 +1,4 @@
-"""`mlcx bench --speculative`: decode speed with and without speculative decoding, in the same
+"""`mlcx bench speculative`: decode speed with and without speculative decoding, in the same
 run, on the echo workload (echo_workload.py), greedy, through the whole engine (scheduler,
 sampler, detokenizer), at one stream and at many (where speculation turns itself off).
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from mlcx.artifact.config import Artifact
 from mlcx.bench.echo_workload import echo_messages
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.speculative.config import DEFAULT_NUM_SPECULATIVE, SpeculativeConfig
 
 MAX_TOKENS = 400  # the default model's echo answer ends (EOS) well before
 
@@ -127,14 +127,12 @@ def run_spec_bench(
     reps: int,
     max_tokens: int = MAX_TOKENS,
     say=print,
+    max_batch: int | None = None,
 ) -> SpecBenchReport:
-    config = EngineConfig(max_running=max(streams))
-    spec_config = EngineConfig(
-        max_running=max(streams),
-        speculative=speculative,
-        draft=draft,
-        num_speculative=num_speculative,
-    )
+    """`max_batch`: of both engines (None: the most streams)."""
+    config = EngineConfig(max_batch=max_batch or max(streams))
+    spec = SpeculativeConfig(speculative, num_speculative, draft)
+    spec_config = EngineConfig(max_batch=config.max_batch, speculative=spec)
     plain, spec = LLM(artifact, config), LLM(artifact, spec_config)
     prompt = plain.chat_prompt(echo_messages())
     runs = [_streams_run(plain, spec, prompt, n, reps, max_tokens, say) for n in streams]
@@ -155,6 +153,7 @@ class SpecBenchRequest:
     kv_dtype: str | None = "float16"
     threads: int | None = None
     max_tokens: int = MAX_TOKENS
+    max_batch: int | None = None  # None: the most streams
 
     def __post_init__(self) -> None:
         if self.speculative == "draft" and (self.draft is None) == (self.draft_blocks is None):
@@ -162,7 +161,7 @@ class SpecBenchRequest:
         if self.speculative != "draft" and (self.draft or self.draft_blocks):
             raise ValueError("--draft and --draft-blocks go with --speculative draft")
         if not self.streams or min(self.streams) < 1 or min(self.reps, self.max_tokens) < 1:
-            raise ValueError("--streams, --reps and --decode must be positive")
+            raise ValueError("--concurrency, --reps and --max-tokens must be positive")
 
 
 def run_spec_request(req: SpecBenchRequest, say=print) -> SpecBenchReport:
@@ -192,6 +191,7 @@ def run_spec_request(req: SpecBenchRequest, say=print) -> SpecBenchReport:
         req.reps,
         req.max_tokens,
         say,
+        req.max_batch,
     )
 
 

@@ -1,9 +1,8 @@
 """Where an engine step's time goes, with `streams` requests decoding together in process.
 
-Each phase is one engine collaborator's method, shadowed by an instance attribute that times
-it (the same trick as mlcx.bench.profile); the engine's code is untouched, so the steps are
-exactly those `mlcx serve` runs. `other` is the rest of `Engine.step`: its own bookkeeping
-(the inbox, stats snapshots, the batch arrays).
+The engine enters its step hooks around each phase (mlcx/runtime/core/hooks.py); the hooks
+here time them, so the steps are exactly those `mlcx serve` runs. `other` is the rest of
+`Engine.step`: its own bookkeeping (the inbox, stats snapshots, the batch arrays).
 """
 
 from __future__ import annotations
@@ -16,17 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.core.hooks import PHASES, StepHooks
+from mlcx.runtime.sample.params import SamplingParams
 
-# phase -> (engine attribute holding the object, method name)
-PHASES: dict[str, tuple[tuple[str, str], ...]] = {
-    "schedule": (("scheduler", "schedule"), ("scheduler", "update_from_output")),
-    "page tables": (("kv", "build_arrays"),),
-    "forward": (("runner", "forward"),),
-    "sample": (("outputs", "sample"),),
-    "detokenize": (("outputs", "process"),),
-}
 PROMPT = "Write a short story about a lighthouse keeper."
 
 
@@ -50,30 +42,28 @@ class StepBreakdown:
         return out
 
 
+class PhaseTimer(StepHooks):
+    """Adds each phase's wall time to `totals`."""
+
+    def __init__(self, totals: dict[str, float]):
+        self.totals = totals
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.totals[name] += time.perf_counter() - start
+
+
 @contextmanager
 def _timed(engine: Engine, totals: dict[str, float]) -> Iterator[None]:
-    shadowed = []
-    for phase, methods in PHASES.items():
-        for owner_name, method in methods:
-            owner = getattr(engine, owner_name)
-            setattr(owner, method, _timer(getattr(owner, method), phase, totals))
-            shadowed.append((owner, method))
+    before, engine.hooks = engine.hooks, PhaseTimer(totals)
     try:
         yield
     finally:
-        for owner, method in shadowed:
-            delattr(owner, method)
-
-
-def _timer(fn, phase: str, totals: dict[str, float]):
-    def timed(*args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            totals[phase] += time.perf_counter() - start
-
-    return timed
+        engine.hooks = before
 
 
 def _prompts(engine: Engine, streams: int, prompt_tokens: int | None) -> list:

@@ -2,7 +2,9 @@
 
 `mlcx bench [run] [MODEL] [--target vulkan] --against llama.cpp[-vulkan] [--profile]`
 (prefill/decode speed side by side; `run` is the default subcommand), `mlcx bench serve` (load
-an OpenAI-compatible server) and `mlcx bench web` (wgpu-native vs the browser)."""
+an OpenAI-compatible server), `mlcx bench web` (wgpu-native vs the browser), `mlcx bench
+speculative` (decode with and without speculation) and `mlcx bench profile` (where an engine
+step's time goes)."""
 
 from __future__ import annotations
 
@@ -15,13 +17,11 @@ from typer.core import TyperGroup
 
 from mlcx.bench.peers import PEERS
 from mlcx.bench.run import BenchRequest, run_bench
-from mlcx.bench.speculative import MAX_TOKENS, SpecBenchRequest, run_spec_request
 from mlcx.bench.workload import DEFAULT_SIZES
-from mlcx.cli import bench_serve_cmd, web_cmd
-from mlcx.cli.options import KVDtype, QuantizationName
-from mlcx.cli.speculative_options import DraftOption, NumSpeculativeOption, SpeculativeOption
+from mlcx.cli import bench_profile_cmd, bench_serve_cmd, bench_spec_cmd, web_cmd
+from mlcx.cli.engine_options import KVDtypeOption
+from mlcx.cli.options import QuantizationName
 from mlcx.runtime.backends.registry import RUNNERS
-from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 from mlcx.targets.registry import TARGETS
 
 Peer = Enum("Peer", {p: p for p in PEERS}, type=str)  # type: ignore[misc]
@@ -31,6 +31,10 @@ BenchTarget = Enum(  # type: ignore[misc]
 )
 
 _CPU, _GPU = DEFAULT_SIZES["cpu"], DEFAULT_SIZES["gpu"]
+HELP = (
+    "Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`, `speculative`, "
+    "`profile`."
+)
 _SIZES_BY = "the artifact's target, or --target when compiling"
 
 
@@ -94,49 +98,12 @@ def bench_command(
         ),
     ] = False,
     tuning_db: Annotated[Path | None, typer.Option(help="Tuning database, when compiling.")] = None,
-    kv_dtype: Annotated[
-        KVDtype | None,
-        typer.Option(
-            help="KV cache dtype of every engine, when compiling. Default: float16 on cpu "
-            "(llama.cpp's default); GPU targets keep the math's."
-        ),
-    ] = None,
+    kv_dtype: KVDtypeOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
-    speculative: SpeculativeOption = None,
-    draft: DraftOption = None,
-    draft_blocks: Annotated[
-        tuple[int, int] | None,
-        typer.Option(
-            help="With --speculative draft: the draft is MODEL's GGUF cut to its first N and "
-            "last M blocks (FIRST LAST)."
-        ),
-    ] = None,
-    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
-    streams: Annotated[
-        list[int] | None,
-        typer.Option(help="With --speculative: concurrent streams to measure (repeatable)."),
-    ] = None,
 ) -> None:
     """Measure prefill and decode tokens/s at batch 1 (and compile time, peak memory, and on cpu
     the memory-bandwidth bound on decode); with --against, the peer runs interleaved in the same
-    run; with --profile, a per-kernel table of one prefill and one decode step follows. With
-    --speculative: decode tok/s with and without it on an echo task (rewrite a paragraph with
-    one word changed), and the acceptance rate, at 1 and 16 streams."""
-    if speculative is not None:
-        spec = SpecBenchRequest(
-            model,
-            speculative.value,
-            draft,
-            draft_blocks,
-            num_speculative,
-            tuple(streams or (1, 16)),
-            reps,
-            kv_dtype.value if kv_dtype else "float16",
-            threads,
-            decode or MAX_TOKENS,
-        )
-        typer.echo("\n".join(run_spec_request(spec, lambda m: typer.echo(m, err=True)).lines()))
-        return
+    run; with --profile, a per-kernel table of one prefill and one decode step follows."""
     request = BenchRequest(
         model=model,
         target=target.value if target else None,
@@ -170,10 +137,12 @@ class DefaultRunGroup(TyperGroup):
 def register(app: typer.Typer) -> None:
     bench = typer.Typer(
         cls=DefaultRunGroup,
-        help="Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`.",
+        help=HELP,
         no_args_is_help=False,
     )
     bench.command("run")(bench_command)
     bench_serve_cmd.register(bench)
     web_cmd.register_bench(bench)
+    bench_spec_cmd.register(bench)
+    bench_profile_cmd.register(bench)
     app.add_typer(bench, name="bench")

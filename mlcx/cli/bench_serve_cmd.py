@@ -17,7 +17,6 @@ from mlcx.bench.serve_compare import LevelRatio, ratios, run_levels, run_on_peer
 from mlcx.bench.serve_load import LoadReport, LoadSpec, prefix_ttft
 from mlcx.bench.serving_peers import SERVING_PEERS, serving_peer
 from mlcx.bench.serving_setup import ServingSetup
-from mlcx.cli.options import KVDtypeOption, kv_dtype_value
 
 
 def bench_serve_command(
@@ -68,38 +67,17 @@ def bench_serve_command(
     threads: Annotated[
         int | None, typer.Option(help="The peer's threads (default: every core).")
     ] = None,
-    slots: Annotated[
+    max_batch: Annotated[
         int | None,
-        typer.Option(help="The peer's parallel sequences (default: the largest -c)."),
+        typer.Option(help="The peer's sequences decoded together (default: the largest -c)."),
     ] = None,
-    ctx_per_slot: Annotated[int, typer.Option(help="The peer's context per sequence.")] = 2048,
+    ctx_per_seq: Annotated[int, typer.Option(help="The peer's context per sequence.")] = 2048,
     build_peer: Annotated[
         bool,
         typer.Option(help="Build the peer when it is missing (scripts/build-llamacpp-cpu.sh)."),
     ] = False,
-    profile: Annotated[
-        str | None,
-        typer.Option(
-            help="Instead of a server: run this model's engine in process at each -c and print "
-            "where a step's time goes (schedule, page tables, forward, sample, detokenize)."
-        ),
-    ] = None,
-    kv_dtype: KVDtypeOption = None,
-    prompt_tokens: Annotated[
-        int | None,
-        typer.Option(
-            help="With --profile: prompts of this many random tokens, and only the decode "
-            "steps after them counted (decoding at that context)."
-        ),
-    ] = None,
 ) -> None:
     """Send concurrent streaming chat requests; report TTFT, inter-token latency, tok/s."""
-    if prompt_tokens is not None and not profile:
-        raise typer.BadParameter("--prompt-tokens goes with --profile")
-    if profile:
-        levels = concurrency or [1]
-        _profile(profile, levels, max_tokens, as_json, kv_dtype_value(kv_dtype), prompt_tokens)
-        return
     formats = [None] if response_format is None else [None, _read_format(response_format)]
     levels = concurrency or [1]
     base = LoadSpec(
@@ -117,8 +95,8 @@ def bench_serve_command(
         setup = ServingSetup(
             _peer_gguf(gguf),
             threads or os.cpu_count() or 1,
-            slots or max(levels),
-            ctx_per_slot,
+            max_batch or max(levels),
+            ctx_per_seq,
             build_peer,
             say,
         )
@@ -144,37 +122,8 @@ def bench_serve_command(
         print(json.dumps(result) if as_json else _prefix_line(result))
 
 
-CAPACITY_TOKENS = 2048  # the sequence length --profile counts KV capacity in
-
 # Wide enough for every column unabridged; rich's 80 when piped would cut "json_schema".
 _WIDTH = 110
-
-
-def _profile(
-    model: str,
-    levels: list[int],
-    max_tokens: int,
-    as_json: bool,
-    kv_dtype: str | None,
-    prompt_tokens: int | None,
-) -> None:
-    from mlcx.bench.kv_capacity import kv_capacity
-    from mlcx.bench.step_profile import profile_steps
-    from mlcx.cli.runtime_options import resolve_artifact
-    from mlcx.runtime.engine import Engine
-    from mlcx.runtime.engine_config import EngineConfig
-
-    artifact = resolve_artifact(model, kv_dtype=kv_dtype)
-    engine = Engine(artifact, EngineConfig(max_running=max(levels)))
-    if not as_json:
-        config = artifact.config
-        budget = engine.config.kv_cache_bytes
-        fit = kv_capacity(config.kv_layout, config.model.num_layers, budget, CAPACITY_TOKENS)
-        print(fit.line())
-    profile_steps(engine, 1, 2)  # first-call costs stay out of the numbers
-    for level in levels:
-        breakdown = profile_steps(engine, level, max_tokens, prompt_tokens)
-        print(json.dumps(asdict(breakdown)) if as_json else "\n".join(breakdown.lines()))
 
 
 def _say(as_json: bool):

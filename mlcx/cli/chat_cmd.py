@@ -7,18 +7,10 @@ from typing import Annotated
 
 import typer
 
-from mlcx.cli.runtime_options import resolve_artifact
-from mlcx.cli.speculative_options import (
-    DraftOption,
-    NumSpeculativeOption,
-    SpeculativeOption,
-    speculation,
-)
+from mlcx.cli.engine_options import EngineOptions, with_engine_options
 from mlcx.errors import ContextWindowError
 from mlcx.runtime.chat_session import ChatSession
-from mlcx.runtime.engine_config import EngineConfig
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
 
 HELP = "Type a message. /reset starts over, /exit quits (or Ctrl-D)."
 
@@ -37,13 +29,11 @@ def chat_command(
     temperature: Annotated[float | None, typer.Option(help="0 = greedy.")] = None,
     top_p: Annotated[float | None, typer.Option()] = None,
     seed: Annotated[int | None, typer.Option()] = None,
-    speculative: SpeculativeOption = None,
-    draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
+    *,
+    engine: EngineOptions,
 ) -> None:
     """Chat with a model; the conversation is kept until /reset."""
-    spec = speculation(speculative, draft, num_speculative)
-    llm = LLM(resolve_artifact(model), EngineConfig(**spec))
+    llm = LLM(engine.artifact(model), engine.engine_config())
     params = llm.default_params(
         max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
     )
@@ -71,4 +61,4 @@ def _reply(session: ChatSession, line: str) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("chat")(chat_command)
+    app.command("chat")(with_engine_options(chat_command))

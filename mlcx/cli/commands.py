@@ -55,7 +55,8 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "bench": CommandEntry(
         "mlcx.cli.bench_cmd",
-        "Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`.",
+        "Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`, "
+        "`speculative`, `profile`.",
     ),
     "tune": CommandEntry(
         "mlcx.cli.tune_cmd",

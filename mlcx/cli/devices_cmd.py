@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mlcx.runtime.devices import DeviceReport, list_devices
+from mlcx.runtime.backends.devices import DeviceReport, list_devices
 
 
 def _table(report: DeviceReport) -> Table:

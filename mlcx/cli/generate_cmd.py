@@ -9,17 +9,9 @@ from typing import Annotated
 
 import typer
 
-from mlcx.cli.runtime_options import resolve_artifact
-from mlcx.cli.speculative_options import (
-    DraftOption,
-    NumSpeculativeOption,
-    SpeculativeOption,
-    speculation,
-)
-from mlcx.runtime.constraint_files import output_constraint
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.cli.engine_options import EngineOptions, with_engine_options
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
+from mlcx.runtime.structured.files import output_constraint
 
 
 def generate_command(
@@ -47,14 +39,12 @@ def generate_command(
         Path | None,
         typer.Option(help="The output is in the grammar in FILE: Lark, or GBNF if FILE is .gbnf."),
     ] = None,
-    speculative: SpeculativeOption = None,
-    draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
+    *,
+    engine: EngineOptions,
 ) -> None:
     """Generate a completion for one prompt, streaming it to stdout."""
     constraint = output_constraint(json_schema, regex, grammar)
-    spec = speculation(speculative, draft, num_speculative, quiet=as_json)
-    llm = LLM(resolve_artifact(model, quiet=as_json), EngineConfig(**spec))
+    llm = LLM(engine.artifact(model, quiet=as_json), engine.engine_config(quiet=as_json))
     params = llm.default_params(
         max_tokens=max_tokens,
         temperature=temperature,
@@ -94,4 +84,4 @@ def generate_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("generate")(generate_command)
+    app.command("generate")(with_engine_options(generate_command))

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
-
-import typer
 
 from mlcx.artifact.config import KV_DTYPES
 from mlcx.quantization.schemes import QUANTIZATIONS
+from mlcx.runtime.speculative.config import PROPOSERS
 from mlcx.targets.registry import TARGETS
 
 
@@ -19,21 +17,7 @@ def _choices(name: str, registry: dict) -> type[Enum]:
 TargetName = _choices("TargetName", TARGETS)
 QuantizationName = _choices("QuantizationName", QUANTIZATIONS)
 KVDtype = _choices("KVDtype", dict.fromkeys(KV_DTYPES))
-# for run commands that may compile MODEL first (mlcx.cli.runtime_options.resolve_artifact)
-KVDtypeOption = Annotated[
-    KVDtype | None,
-    typer.Option(
-        "--kv-dtype",
-        help="KV cache dtype when MODEL is compiled here (default: the math's; see `mlcx "
-        "compile --kv-dtype`); an artifact must have been compiled with it.",
-    ),
-]
-
-
-def kv_dtype_value(option: Enum | None) -> str | None:
-    return option.value if option is not None else None
-
-
+SpeculativeName = _choices("SpeculativeName", PROPOSERS)
 LINEAR_KERNELS_HELP = (
     "cpu: kernels of the linear layers. int16: mlcx's (int16 activations, fast); float: "
     "TVM's float32 dequantize-matmul for quantized weights (exact to the reference, slower); "

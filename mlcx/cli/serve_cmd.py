@@ -6,17 +6,8 @@ from typing import Annotated
 
 import typer
 
-from mlcx.cli.options import KVDtypeOption, kv_dtype_value
-from mlcx.cli.runtime_options import resolve_artifact
-from mlcx.cli.speculative_options import (
-    DraftOption,
-    NumSpeculativeOption,
-    SpeculativeOption,
-    speculation,
-)
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.engine_config import EngineConfig
-from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
+from mlcx.cli.engine_options import EngineOptions, with_engine_options
+from mlcx.runtime.core.engine import Engine
 
 
 def serve_command(
@@ -33,7 +24,6 @@ def serve_command(
         list[str] | None,
         typer.Option(help="Enable CORS for this origin (repeatable; '*' for any)."),
     ] = None,
-    max_batch: Annotated[int, typer.Option(help="Sequences decoded together at most.")] = 16,
     max_waiting: Annotated[
         int, typer.Option(help="Queued requests beyond which new ones get 503.")
     ] = 256,
@@ -56,16 +46,13 @@ def serve_command(
     routing: Annotated[
         str, typer.Option(help="Replica choice: prefix (KV prefix affinity) or round-robin.")
     ] = "prefix",
-    speculative: SpeculativeOption = None,
-    draft: DraftOption = None,
-    num_speculative: NumSpeculativeOption = DEFAULT_NUM_SPECULATIVE,
-    kv_dtype: KVDtypeOption = None,
+    *,
+    engine: EngineOptions,
 ) -> None:
     """Serve a model over an OpenAI-compatible HTTP API (/v1/completions, /v1/chat/completions)."""
     from mlcx.server import ServerConfig, serve  # fastapi & co. are the optional "serve" extra
 
-    spec = speculation(speculative, draft, num_speculative)
-    engine_config = EngineConfig(max_running=max_batch, max_waiting=max_waiting, **spec)
+    engine_config = engine.engine_config(max_waiting=max_waiting)
     replica_config = None
     if replicas is not None:
         from mlcx.server.replicas import ReplicaConfig
@@ -79,9 +66,7 @@ def serve_command(
             engine=engine_config,
         )
         require_ray()
-    artifact = resolve_artifact(
-        model, kv_dtype=kv_dtype_value(kv_dtype)
-    )  # compiled once, here: replicas load this directory
+    artifact = engine.artifact(model)  # compiled once, here: replicas load this directory
     config = ServerConfig(
         host=host,
         port=port,
@@ -99,4 +84,4 @@ def serve_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("serve")(serve_command)
+    app.command("serve")(with_engine_options(serve_command))

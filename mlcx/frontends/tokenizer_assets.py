@@ -3,7 +3,7 @@
 A model source (a Hugging Face folder or a GGUF file) is read once into `TokenizerAssets`, which a
 compiled artifact stores as two files: `tokenizer.json` (the `tokenizers` library's own format,
 loadable by any of its bindings) and `mlcx-tokenizer.json` (the rest: chat template, BOS/EOS).
-`mlcx.runtime.tokenizer.Tokenizer.from_dir` reads them back.
+`mlcx.runtime.text.tokenizer.Tokenizer.from_dir` reads them back.
 
 `add_bos` is authoritative: the runtime encodes without the `tokenizer.json` post-processor and
 prepends BOS itself, so a model is encoded the same way whichever source it came from.
@@ -22,7 +22,6 @@ from mlcx.errors import ArtifactError, ModelSourceError
 
 TOKENIZER_JSON = "tokenizer.json"
 MLCX_TOKENIZER_JSON = "mlcx-tokenizer.json"
-_FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,6 @@ class TokenizerAssets:
         (out / TOKENIZER_JSON).write_text(self.tokenizer_json, encoding="utf-8")
         rest = {key: value for key, value in asdict(self).items() if key != "tokenizer_json"}
         rest["eos_token_ids"] = list(self.eos_token_ids)
-        rest["format_version"] = _FORMAT_VERSION
         text = json.dumps(rest, indent=2, ensure_ascii=False)
         (out / MLCX_TOKENIZER_JSON).write_text(text + "\n", encoding="utf-8")
 

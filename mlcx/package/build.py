@@ -164,7 +164,5 @@ def _bundle(
 
 def _estimate(artifact: Artifact, weight_bytes: int) -> int:
     """Weights plus a KV cache holding one full context window."""
-    from mlcx.runtime.backends.registry import kv_block_bytes
-
     pages = -(-artifact.config.context_window // artifact.config.page_size)
-    return weight_bytes + pages * kv_block_bytes(artifact)
+    return weight_bytes + pages * artifact.config.kv_block_bytes

@@ -1,1 +1,9 @@
-
+"""The engine every front door shares, one folder per concept, bottom-up: `kv/` (which KV
+blocks each sequence holds, no tensors), `backends/` (runners that execute a compiled
+artifact's step on a device, behind the `Runner` protocol), `text/` (tokenizer, chat
+template, prompt encoding, detokenizing, stop strings), `structured/` (constraints on the
+output and their token masks), `sample/` (sampling parameters and the sampler), `speculative/`
+(draft proposers and verification), `core/` (the engine: scheduler, sequences, outputs). At the
+top, the APIs built on the engine: `llm.py` (Python), `async_engine.py` (servers),
+`chat_session.py` (a kept conversation). tests/test_layering.py holds that order.
+"""

@@ -21,10 +21,11 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from mlcx.artifact.config import Artifact
-from mlcx.runtime.engine import Engine, EngineStats
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 Prompt = str | list[int]
 log = logging.getLogger(__name__)

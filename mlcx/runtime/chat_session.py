@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 
 
 class ChatSession:

@@ -14,10 +14,10 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 from mlcx.artifact.config import Artifact
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.engine_config import EngineConfig
-from mlcx.runtime.outputs import Completion, Delta
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.core.outputs import Completion, Delta
+from mlcx.runtime.sample.params import SamplingParams
 
 Prompt = str | list[int]
 
@@ -37,7 +37,7 @@ class LLM:
 
     def chat_prompt(self, messages: list[dict]) -> list[int]:
         """Token ids of the conversation rendered with the model's chat template."""
-        return self.engine.chat_template.prompt_ids(messages, self.tokenizer)
+        return self.engine.prompts.chat(messages)
 
     def generate(
         self, prompts: Sequence[Prompt], params: SamplingParams | None = None

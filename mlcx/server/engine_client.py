@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from mlcx.artifact.config import Artifact
-from mlcx.runtime.engine import EngineStats
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 
 class EngineStream(Protocol):

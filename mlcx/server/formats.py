@@ -6,8 +6,8 @@ import time
 import uuid
 from typing import Any
 
-from mlcx.runtime.outputs import Completion, Delta
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.core.outputs import Completion, Delta
+from mlcx.runtime.text.tokenizer import Tokenizer
 from mlcx.server.logprobs import chat_logprobs, completion_logprobs
 from mlcx.server.tool_calls import ToolReply
 from mlcx.server.tools import ToolPlan

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, Response
 
 from mlcx.errors import ContextWindowError, InvalidFieldError, QueueFullError
 from mlcx.runtime.async_engine import EngineFailedError
-from mlcx.runtime.outputs import Completion, Delta
+from mlcx.runtime.core.outputs import Completion, Delta
 from mlcx.server.disconnect import run_until_disconnect
 from mlcx.server.engine_client import EngineClient, EngineStream
 from mlcx.server.errors import SERVER_ERROR, APIError, bad_request

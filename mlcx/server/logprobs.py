@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mlcx.runtime.sampler import SampleResult
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.sample.sampler import SampleResult
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 
 def token_text(tokenizer: Tokenizer, token_id: int) -> str:

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mlcx.runtime.async_engine import AsyncEngine
-from mlcx.runtime.engine import Engine, EngineStats
+from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.core.stats import EngineStats
 from mlcx.server.engine_client import EngineClient
 from mlcx.server.errors import SERVER_ERROR, APIError
 

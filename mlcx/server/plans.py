@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 from mlcx.server.errors import APIError, bad_request
 from mlcx.server.response_format import (
     extension_constraints,

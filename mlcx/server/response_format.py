@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.constraint import Constraint
+from mlcx.runtime.structured.constraint import Constraint
 from mlcx.server.errors import bad_request
 from mlcx.server.schemas import SamplingFields
 

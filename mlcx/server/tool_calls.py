@@ -2,7 +2,7 @@
 
 A call is the JSON object `{"name": "...", "arguments": {...}}` with the name first: what a
 constrained reply is (a call or an array of calls, mlcx/server/tools.py) and what the generic
-format puts in each `<tool_call>` block (mlcx/runtime/tool_prompt.py). Text around the calls
+format puts in each `<tool_call>` block (mlcx/runtime/text/tool_prompt.py). Text around the calls
 (brackets, commas, the block tags) is skipped. An unconstrained reply holds calls only when it
 begins with `<tool_call>`; otherwise it is content, and so is a reply in which no call is found.
 """
@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlcx.runtime.tool_prompt import CALL_OPEN
+from mlcx.runtime.text.tool_prompt import CALL_OPEN
 
 HEAD = re.compile(r'\{\s*"name"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"arguments"\s*:\s*')
 

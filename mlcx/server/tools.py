@@ -3,7 +3,7 @@ receives, and what the output is constrained to.
 
 - `none`: the template still sees the tools; the reply is content, never parsed.
 - `auto` (the default with tools): the reply is parsed for calls in the generic format
-  (mlcx/runtime/tool_prompt.py); anything else is content.
+  (mlcx/runtime/text/tool_prompt.py); anything else is content.
 - `required`: the output is constrained to calls of any of the tools; with
   `parallel_tool_calls` (the default) to a JSON array of one or more calls, without it to one.
 - a named function: the output is constrained to one call of that function.
@@ -22,8 +22,8 @@ from typing import Any
 import llguidance
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.constraint_matcher import grammar_text, one_line
+from mlcx.runtime.structured.constraint import Constraint
+from mlcx.runtime.structured.matcher import grammar_text, one_line
 from mlcx.server.errors import bad_request
 from mlcx.server.schemas import ChatCompletionRequest, Tool
 

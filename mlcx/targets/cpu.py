@@ -9,7 +9,6 @@ import tvm
 from tvm.target import codegen
 
 from mlcx.passes.pipeline_cpu import cpu_pipeline
-from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.targets.base import BuildOptions
 
 
@@ -29,8 +28,9 @@ class CpuTarget:
         return "gguf" if from_gguf else "q4f32"
 
     def build(self, mod, target, options):
-        kernels = resolve_linear_kernels(options.linear_kernels, options.tuning_db)
-        pipeline = cpu_pipeline(target, kernels, options.tuning_db)
+        if options.linear_kernels is None:  # a bug, not a user's mistake
+            raise ValueError("build options come from mlcx.compile.resolve_options")
+        pipeline = cpu_pipeline(target, options.linear_kernels, options.tuning_db)
         return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 
     def export(self, executable, out_dir: Path, options: BuildOptions) -> str:

@@ -98,7 +98,7 @@ def _timed_stream(llm, prompt, params) -> tuple[float, list[float], list]:
 
 
 def _run(llm, request: dict) -> dict:
-    from mlcx.runtime.sampling_params import SamplingParams
+    from mlcx.runtime.sample.params import SamplingParams
 
     params = SamplingParams.greedy(max_tokens=request["decode"] + 1, ignore_eos=True)
     started, stamps, deltas = _timed_stream(llm, request["prompt"], params)
@@ -111,7 +111,7 @@ def _run(llm, request: dict) -> dict:
 
 
 def _chat(llm, request: dict) -> dict:
-    from mlcx.runtime.sampling_params import SamplingParams
+    from mlcx.runtime.sample.params import SamplingParams
 
     prompt = llm.chat_prompt([{"role": "user", "content": request["text"]}])
     params = SamplingParams.greedy(max_tokens=request["max_tokens"])
@@ -128,11 +128,11 @@ def main(artifact: str) -> None:
     (drivers, libraries) is sent to stderr."""
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    from mlcx.runtime.engine_config import EngineConfig
+    from mlcx.runtime.core.config import EngineConfig
     from mlcx.runtime.llm import LLM
 
     config = EngineConfig(
-        kv_blocks=KV_BLOCKS, max_running=1, enable_prefix_caching=False, device="vulkan"
+        kv_blocks=KV_BLOCKS, max_batch=1, enable_prefix_caching=False, device="vulkan"
     )
     llm = LLM(artifact, config)
     print(json.dumps({"adapter": llm.engine.runner.gpu.adapter_name}), file=out, flush=True)

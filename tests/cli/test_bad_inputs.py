@@ -100,3 +100,12 @@ def test_bad_option_value(compiled):
         )
     )
     assert "temperature" in line
+
+
+def test_an_artifact_of_another_format_asks_for_a_recompile(compiled, tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(compiled(), old)
+    config = json.loads((old / "mlcx-config.json").read_text())
+    (old / "mlcx-config.json").write_text(json.dumps({**config, "format_version": 1}))
+    line = one_line_error(run_mlcx("generate", str(old), "-p", "hi"))
+    assert "format 1" in line and "recompile the model with this mlcx" in line

@@ -1,4 +1,4 @@
-"""`mlcx bench --speculative` on tiny models (the echo workload needs a 2k context), and the
+"""`mlcx bench speculative` on tiny models (the echo workload needs a 2k context), and the
 truncated-GGUF draft it can cut. Speeds themselves are never asserted."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mlcx.bench.truncated_gguf import write_truncated_gguf
-from mlcx.runtime.speculative.proposer import DEFAULT_NUM_SPECULATIVE
+from mlcx.runtime.speculative.config import DEFAULT_NUM_SPECULATIVE
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import TinySpec
@@ -30,8 +30,8 @@ def rows(stdout: str) -> dict[int, tuple]:
 
 
 def test_prompt_lookup_bench_reports_both_speeds_and_the_acceptance(artifact):
-    args = ["bench", str(artifact), "--speculative", "ngram", "--streams", "1"]
-    result = run_mlcx(*args, "--streams", "6", "--reps", "1", "--decode", "12")
+    args = ["bench", "speculative", str(artifact), "--speculative", "ngram", "-c", "1"]
+    result = run_mlcx(*args, "-c", "6", "--reps", "1", "--max-tokens", "12")
     assert result.returncode == 0, result.stderr
     table = rows(result.stdout)
     assert set(table) == {1, 6}
@@ -41,13 +41,15 @@ def test_prompt_lookup_bench_reports_both_speeds_and_the_acceptance(artifact):
 
 
 def test_draft_bench_with_the_target_as_draft_keeps_every_draft(artifact):
-    args = ["bench", str(artifact), "--speculative", "draft", "--draft", str(artifact)]
-    result = run_mlcx(*args, "--streams", "1", "--reps", "1", "--decode", "10")
+    args = ["bench", "speculative", str(artifact), "--speculative", "draft", "--draft"]
+    result = run_mlcx(*args, str(artifact), "-c", "1", "--reps", "1", "--max-tokens", "10")
     assert result.returncode == 0, result.stderr
     _, _, _, accepted, proposed, rate, _ = rows(result.stdout)[1]
     assert accepted == proposed > 0 and rate == 100.0
-    lone = run_mlcx("bench", str(artifact), "--speculative", "draft")
+    lone = run_mlcx("bench", "speculative", str(artifact), "--speculative", "draft")
     assert "--draft MODEL or --draft-blocks" in one_line_error(lone)
+    off = run_mlcx("bench", "speculative", str(artifact))
+    assert off.returncode != 0 and "--speculative" in off.stderr
 
 
 def test_truncated_gguf_keeps_the_first_and_last_blocks_renumbered(tiny_model, tmp_path):

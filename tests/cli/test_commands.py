@@ -8,7 +8,7 @@ import pytest
 
 from mlcx.runtime.chat_session import ChatSession
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 from tests.support.cli import run_mlcx
 from tests.support.tiny_models import TinySpec
 
@@ -59,12 +59,12 @@ def test_generate_chat_applies_the_template(artifact):
     assert text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
 
-def test_config_carries_the_conversation_template(artifact):
+def test_the_chat_template_is_stored_once_beside_the_config(artifact):
     config = json.loads((artifact / "mlcx-config.json").read_text())
-    conversation = config["conversation"]
-    assert "<|im_start|>" in conversation["chat_template"]
-    assert conversation["eos_token"] == "<|im_end|>"
-    assert conversation["stop_token_ids"] == list(LLM(artifact).tokenizer.eos_token_ids)
+    assert "conversation" not in config and "chat_template" not in json.dumps(config)
+    tokenizer = json.loads((artifact / "mlcx-tokenizer.json").read_text())
+    assert "<|im_start|>" in tokenizer["chat_template"]
+    assert tokenizer["eos_token"] == "<|im_end|>"
     assert config["architecture"] == "llama" and config["target"] == "cpu"
     assert config["context_window"] == 256 and config["prefill_chunk"] == 512
 

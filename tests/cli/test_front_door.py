@@ -15,7 +15,14 @@ from tests.support.cli import one_line_error
 
 OPTIONAL = ("ray", "playwright", "llama_cpp", "torch", "transformers", "openai", "scipy")
 # a group command's own subcommand modules load with it
-SUBCOMMAND_MODULES = {"bench": {"mlcx.cli.bench_serve_cmd", "mlcx.cli.web_cmd"}}
+SUBCOMMAND_MODULES = {
+    "bench": {
+        "mlcx.cli.bench_serve_cmd",
+        "mlcx.cli.web_cmd",
+        "mlcx.cli.bench_spec_cmd",
+        "mlcx.cli.bench_profile_cmd",
+    }
+}
 
 
 def _run(blocked: str, *args: str) -> subprocess.CompletedProcess:

@@ -8,9 +8,9 @@ import re
 import jsonschema
 import pytest
 
-from mlcx.runtime.constraint import Constraint
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.structured.constraint import Constraint
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_models import TinySpec
 

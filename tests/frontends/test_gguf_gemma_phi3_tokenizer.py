@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from mlcx.frontends.gguf.tokenizer import assets_from_gguf
-from mlcx.runtime.chat_template import ChatTemplate
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.chat_template import ChatTemplate
+from mlcx.runtime.text.tokenizer import Tokenizer
 from tests.frontends.test_gguf_tokenizer import CORPUS, trained
 
 GEMMA_TEMPLATE = (

@@ -21,7 +21,7 @@ import tokenizers
 from tokenizers import Regex, decoders, normalizers, pre_tokenizers
 
 from mlcx.frontends.gguf.tokenizer import assets_from_gguf
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.tokenizer import Tokenizer
 from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 QWEN2_SPLIT = (

@@ -12,8 +12,8 @@ from tokenizers import models, pre_tokenizers, trainers
 
 from mlcx.errors import ModelSourceError, UnsupportedModelError
 from mlcx.frontends.gguf.tokenizer import assets_from_gguf
-from mlcx.runtime.chat_template import ChatTemplate
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.chat_template import ChatTemplate
+from mlcx.runtime.text.tokenizer import Tokenizer
 from tests.support.default_model import default_gguf
 
 CORPUS = [
@@ -252,7 +252,7 @@ def test_smollm2_gguf_matches_transformers():
         [{"role": "user", "content": "Hi!"}],
         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}],
     ]
-    template = ours.chat_template()
+    template = ChatTemplate.of(ours.assets)
     for messages in conversations:
         want = reference.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         assert template.render(messages) == want

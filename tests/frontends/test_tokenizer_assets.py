@@ -7,7 +7,7 @@ from tokenizers import processors
 
 from mlcx.errors import ArtifactError, ModelSourceError
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.tokenizer import Tokenizer
 from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 CORPUS = [

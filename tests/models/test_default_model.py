@@ -7,9 +7,9 @@ import json
 import jsonschema
 import pytest
 
-from mlcx.runtime.constraint import Constraint
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.structured.constraint import Constraint
 from tests.support.cli import run_mlcx
 from tests.support.default_model import default_gguf
 

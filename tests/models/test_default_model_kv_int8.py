@@ -8,7 +8,7 @@ import pytest
 
 from mlcx.artifact.config import Artifact
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 from tests.support.harness import Harness
 
 pytestmark = pytest.mark.slow

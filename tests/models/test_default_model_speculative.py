@@ -8,11 +8,12 @@ import pytest
 
 from mlcx.bench.echo_workload import echo_messages
 from mlcx.bench.truncated_gguf import write_truncated_gguf
-from mlcx.cli.runtime_options import resolve_artifact
 from mlcx.compile import CompileRequest, compile_model
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.jit import resolve_artifact
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.speculative.config import SpeculativeConfig
 from tests.support.default_model import DEFAULT, default_gguf
 
 pytestmark = pytest.mark.slow
@@ -39,7 +40,7 @@ def plain(artifact, prompts):
 
 
 def test_prompt_lookup_keeps_greedy_tokens(artifact, prompts, plain):
-    llm = LLM(artifact, EngineConfig(speculative="ngram", num_speculative=4))
+    llm = LLM(artifact, EngineConfig(speculative=SpeculativeConfig("ngram", num_tokens=4)))
     assert [c[0].token_ids for c in llm.generate(prompts, PARAMS)] == plain
     stats = llm.engine.stats()
     assert stats.spec_accepted_tokens > 20  # the echo prompt repeats its paragraph
@@ -49,7 +50,7 @@ def test_prompt_lookup_keeps_greedy_tokens(artifact, prompts, plain):
 def test_a_truncated_self_draft_keeps_greedy_tokens(artifact, prompts, plain, tmp_path):
     cut = write_truncated_gguf(default_gguf(), tmp_path / "draft.gguf", 6, 2)
     draft = compile_model(CompileRequest(model=str(cut), target="cpu", output=tmp_path / "d"))
-    config = EngineConfig(speculative="draft", draft=str(draft), num_speculative=3)
+    config = EngineConfig(speculative=SpeculativeConfig("draft", num_tokens=3, draft=str(draft)))
     llm = LLM(artifact, config)
     assert [c[0].token_ids for c in llm.generate(prompts, PARAMS)] == plain
     assert llm.engine.stats().spec_proposed_tokens > 0

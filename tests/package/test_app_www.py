@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from mlcx.runtime.backends.registry import kv_block_bytes
 from tests.support.tiny_models import TinySpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +93,7 @@ def _serve_dist(dist: Path, requested: list[str]):
 def _cpu_greedy(compiled, prompt: str):
     """The CPU artifact's greedy reply (same q4f32 weights) to the chat prompt."""
     from mlcx.runtime.llm import LLM
-    from mlcx.runtime.sampling_params import SamplingParams
+    from mlcx.runtime.sample.params import SamplingParams
 
     llm = LLM(str(compiled(TinySpec(), "q4f32")))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": prompt}])
@@ -164,7 +163,7 @@ def test_phone_webview_answers_like_the_cpu_artifact(app_dist, browser_ready, co
     [model] = _www_config(app_dist)["models"]
     spare = model["estimated_memory_bytes"] - model["variants"][1]["weights_bytes"]
     full = -(-reference.config.context_window // reference.config.page_size)
-    assert info["kvBlocks"] == min(full, spare // kv_block_bytes(reference)) < full
+    assert info["kvBlocks"] == min(full, spare // reference.config.kv_block_bytes) < full
     # the native bridge saw the model become ready, then the reply token by token
     kinds = [e["type"] for e in events]
     assert kinds.index("ready") < kinds.index("token") and kinds[-1] == "done"

@@ -15,7 +15,7 @@ from mlcx.passes.tuning.apply import apply_records
 from mlcx.passes.tuning.records import MANIFEST, RECORDS, open_db
 from mlcx.passes.tuning.tasks import extract_tasks
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 from mlcx.targets.base import BuildOptions
 from mlcx.tune import TuneConfig, fused_module, model_of, tune_model
 from tests.support.cli import one_line_error, run_mlcx

@@ -8,10 +8,10 @@ import pytest
 
 from mlcx.errors import ContextWindowError, InvalidFieldError, MaxTokensTooLargeError, PromptError
 from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
-from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.engine import Engine
+from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.structured.constraint import Constraint
 from tests.support.event_loop import on_event_loop
 from tests.support.slow_runner import SlowRunner
 
@@ -132,7 +132,7 @@ def test_prepare_encodes_off_the_event_loop(artifact, monkeypatch):
     (text, ids), chat = asyncio.run(main())
     assert loop_running == [False, False]  # the text prompt, then the rendered chat
     assert text == encode("hello world", add_special_tokens=True) and ids == [5, 6]
-    assert chat == core.chat_template.prompt_ids(messages, core.tokenizer)
+    assert chat == core.prompts.chat(messages)
 
 
 def test_constraints_compile_off_the_event_loop(artifact, monkeypatch):

@@ -6,7 +6,7 @@ import tokenizers
 from tokenizers import models
 
 from mlcx.errors import MessagesError
-from mlcx.runtime.chat_template import FALLBACK_TEMPLATE, ChatTemplate
+from mlcx.runtime.text.chat_template import FALLBACK_TEMPLATE, ChatTemplate
 
 BOS, EOS = "<s>", "</s>"
 

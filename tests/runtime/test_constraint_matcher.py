@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.constraint_matcher import ConstraintCompiler, one_line
-from mlcx.runtime.sampler import sample
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.sampling_state import SamplingState
-from mlcx.runtime.token_masks import TokenMasks
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import sample
+from mlcx.runtime.sample.sampling_state import SamplingState
+from mlcx.runtime.structured.constraint import Constraint
+from mlcx.runtime.structured.matcher import ConstraintCompiler, one_line
+from mlcx.runtime.structured.token_masks import TokenMasks
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 WORDS = ["cat", "cats", "dog", "dogs", "cow"]
 REGEX = Constraint("regex", "(cat|dog)s?|cow")

@@ -6,8 +6,8 @@ import tokenizers
 from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
-from mlcx.runtime.detokenizer import IncrementalDetokenizer
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.detokenizer import IncrementalDetokenizer
+from mlcx.runtime.text.tokenizer import Tokenizer
 from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 # Frequent enough to get merged, so other multi-byte characters stay split across byte tokens.

@@ -11,10 +11,10 @@ import random
 import pytest
 
 from mlcx.errors import QueueFullError
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 
 GREEDY = SamplingParams.greedy(max_tokens=24, ignore_eos=True)
 SEEDED = SamplingParams(max_tokens=24, ignore_eos=True, temperature=1.0, seed=7)
@@ -33,7 +33,7 @@ def prompts() -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def one_at_a_time(artifact, prompts):
-    llm = LLM(artifact, EngineConfig(max_running=1))
+    llm = LLM(artifact, EngineConfig(max_batch=1))
     return {
         params: [llm.generate([p], params)[0][0].token_ids for p in prompts]
         for params in (GREEDY, SEEDED)
@@ -47,7 +47,7 @@ CONFIGS = {
     "tight-pool-no-prefix-cache": EngineConfig(
         kv_blocks=17, prefill_chunk=5, enable_prefix_caching=False
     ),
-    "batch-3": EngineConfig(max_running=3, prefill_chunk=16),
+    "batch-3": EngineConfig(max_batch=3, prefill_chunk=16),
 }
 
 
@@ -75,7 +75,7 @@ def test_n_choices_fork_the_prompt(artifact, prompts, one_at_a_time):
 
 def test_requests_join_and_leave_a_running_batch(artifact, prompts, one_at_a_time):
     """Random arrivals and aborts between steps: survivors still match, no block leaks."""
-    engine = Engine(artifact, EngineConfig(kv_blocks=24, prefill_chunk=16, max_running=4))
+    engine = Engine(artifact, EngineConfig(kv_blocks=24, prefill_chunk=16, max_batch=4))
     rng = random.Random(1)
     pending = list(enumerate(prompts)) * 2
     outputs: dict[str, list[int]] = {}

@@ -71,10 +71,10 @@ def test_window_must_be_positive():
 
 def test_the_scheduler_releases_pages_behind_every_layers_window():
     """A long generation in 3 blocks: without release it would need 5 and be preempted."""
-    from mlcx.runtime.scheduler import Scheduler
+    from mlcx.runtime.core.scheduler import Scheduler
 
     kv = KVCacheManager(3, PAGE, enable_prefix_caching=True)
-    sched = Scheduler(kv, max_running=1, token_budget=32, kv_window=WINDOW)
+    sched = Scheduler(kv, max_batch=1, token_budget=32, kv_window=WINDOW)
     seq = sched.add_request("a", list(range(10)), max_new_tokens=8)
     while sched.running or sched.waiting:
         out = sched.schedule()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
-from mlcx.runtime.output_processor import OutputProcessor
-from mlcx.runtime.sampler import SampleResult
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.sequence import Sequence, SequenceStatus
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.core.output_processor import OutputProcessor
+from mlcx.runtime.core.sequence import Sequence, SequenceStatus
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import SampleResult
+from mlcx.runtime.text.tokenizer import Tokenizer
 from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 CORPUS = ["hello world, say hello again. The end of the xylophone world."] * 20

@@ -12,14 +12,14 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
-from mlcx.runtime.sampler import (
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import (
     SampleResult,
     SamplingState,
     processed_logits,
     processed_probs,
     sample,
 )
-from mlcx.runtime.sampling_params import SamplingParams
 from tests.support.sampler_inputs import VOCAB
 from tests.support.sampler_inputs import random_logits as _logits
 from tests.support.sampler_inputs import sampling_state as _state

@@ -6,9 +6,9 @@ row's own seeded generator over the kept tokens in id order."""
 import numpy as np
 import pytest
 
-from mlcx.runtime.logits_buffer import LogitsBuffer
-from mlcx.runtime.sampler import SamplingState, sample
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.logits_buffer import LogitsBuffer
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import SamplingState, sample
 from tests.support.sampler_inputs import random_logits
 
 MIXED = [

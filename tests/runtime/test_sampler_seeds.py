@@ -1,8 +1,8 @@
 """Seeded sampling: reproducible per seed, choice i of a request draws like seed + i, and a
 row's draw does not depend on the other rows of the batch."""
 
-from mlcx.runtime.sampler import SamplingState, sample
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import SamplingState, sample
 from tests.support.sampler_inputs import random_logits as _logits
 from tests.support.sampler_inputs import sampling_state as _state
 

@@ -8,7 +8,7 @@ import pytest
 
 from mlcx.artifact.sampling import DEFAULTABLE, FALLBACK, recorded_defaults
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 
 BAD_FIELDS = [
     ("max_tokens", 0),

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
+from mlcx.runtime.core.sequence import SequenceStatus
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.scheduler import Scheduler, SchedulerOutput
-from mlcx.runtime.sequence import SequenceStatus
 from tests.support.kv_state import refcounts
 
 PAGE = 4
@@ -16,10 +16,10 @@ TOKEN = 100  # what the fake model samples unless a test picks
 
 
 def make_scheduler(
-    num_blocks: int = 12, max_running: int = 4, token_budget: int = 32, prefix_caching=True
+    num_blocks: int = 12, max_batch: int = 4, token_budget: int = 32, prefix_caching=True
 ) -> Scheduler:
     kv = KVCacheManager(num_blocks, PAGE, enable_prefix_caching=prefix_caching)
-    return Scheduler(kv, max_running, token_budget)
+    return Scheduler(kv, max_batch, token_budget)
 
 
 def step(sched: Scheduler, tokens: list[int] | None = None):
@@ -203,7 +203,7 @@ def test_n_choices_fork_at_the_first_sample_and_copy_the_shared_last_page():
 
 
 def test_abort_frees_every_block_of_running_waiting_and_forked_sequences():
-    sched = make_scheduler(max_running=1)
+    sched = make_scheduler(max_batch=1)
     sched.add_request("a", list(range(1, 7)), max_new_tokens=5, n=2)
     sched.add_request("b", list(range(10, 20)), max_new_tokens=5)
     sched.add_request("c", [1, 2], max_new_tokens=5)

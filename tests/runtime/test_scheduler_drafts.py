@@ -3,9 +3,9 @@ the token rules (stop token, max_tokens) inside kept drafts."""
 
 from __future__ import annotations
 
+from mlcx.runtime.core.scheduler import Scheduler
+from mlcx.runtime.core.sequence import SequenceStatus
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.scheduler import Scheduler
-from mlcx.runtime.sequence import SequenceStatus
 
 PAGE = 4
 

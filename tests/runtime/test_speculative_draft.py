@@ -12,9 +12,10 @@ import shutil
 import pytest
 
 from mlcx.errors import ArtifactError
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.speculative.config import SpeculativeConfig
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_models import TinySpec
 
@@ -43,8 +44,8 @@ def plain(target, prompts):
 
 
 def spec_config(draft, **kw) -> EngineConfig:
-    base = dict(speculative="draft", draft=str(draft), num_speculative=3, speculative_max_batch=8)
-    return EngineConfig(**{**base, **kw})
+    speculative = SpeculativeConfig("draft", num_tokens=3, draft=str(draft), max_batch=8)
+    return EngineConfig(speculative=speculative, **kw)
 
 
 def assert_clean(llm: LLM) -> None:
@@ -54,7 +55,7 @@ def assert_clean(llm: LLM) -> None:
 
 @pytest.mark.parametrize(
     "kw",
-    [{}, {"prefill_chunk": 7, "max_running": 3}, {"kv_blocks": 12, "prefill_chunk": 16}],
+    [{}, {"prefill_chunk": 7, "max_batch": 3}, {"kv_blocks": 12, "prefill_chunk": 16}],
     ids=["default", "chunked-batch-3", "tight-pool"],
 )
 def test_greedy_output_equals_plain_decoding(target, draft, prompts, plain, kw):

@@ -10,14 +10,15 @@ import random
 
 import pytest
 
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.speculative.config import SpeculativeConfig
 from mlcx.runtime.speculative.proposer import Draft
 from mlcx.runtime.speculative.speculator import Speculator
 
 GREEDY = SamplingParams.greedy(max_tokens=40, ignore_eos=True)
-NGRAM = dict(speculative="ngram", num_speculative=4, speculative_max_batch=16)
+NGRAM = dict(speculative=SpeculativeConfig("ngram", num_tokens=4, max_batch=16))
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +52,15 @@ class OracleProposer:
 
     def propose(self, requests):
         drafts = {}
-        for seq, k, _ in requests:
-            full = self.reference[tuple(seq.token_ids[: seq.num_prompt_tokens])]
-            draft = full[seq.num_tokens : seq.num_tokens + self.rng.randint(0, k)]
+        for req in requests:
+            n = len(req.token_ids)
+            prompt = max((p for p in self.reference if list(p) == req.token_ids[: len(p)]), key=len)
+            full = self.reference[prompt]
+            draft = full[n : n + self.rng.randint(0, req.k)]
             if draft and self.rng.random() < 0.5:
                 draft[self.rng.randrange(len(draft))] = self.rng.randrange(3, 384)
             if draft:
-                drafts[seq.seq_id] = Draft(tuple(draft))
+                drafts[req.seq_id] = Draft(tuple(draft))
         return drafts
 
     def release(self, live):
@@ -84,7 +87,7 @@ def test_prompt_lookup_greedy_equals_plain_decoding(artifact, prompts, plain):
     "config",
     [
         EngineConfig(),
-        EngineConfig(prefill_chunk=7, max_running=3),
+        EngineConfig(prefill_chunk=7, max_batch=3),
         EngineConfig(kv_blocks=14, prefill_chunk=16),
         EngineConfig(kv_blocks=14, prefill_chunk=5, enable_prefix_caching=False),
     ],
@@ -124,7 +127,9 @@ def test_drafts_stop_at_stop_tokens_strings_and_max_tokens(artifact, prompts, pl
 
 def test_speculation_turns_off_when_the_batch_is_large(artifact, prompts, plain):
     """8 requests of different lengths: no drafts while more than 4 run, drafts after."""
-    engine = LLM(artifact, EngineConfig(**{**NGRAM, "speculative_max_batch": 4})).engine
+    engine = LLM(
+        artifact, EngineConfig(speculative=SpeculativeConfig("ngram", num_tokens=4, max_batch=4))
+    ).engine
     tokens: dict[str, list[int]] = {}
     for i, prompt in enumerate(prompts):
         engine.add_request(str(i), prompt, GREEDY.with_updates(max_tokens=5 + 5 * i))
@@ -139,7 +144,7 @@ def test_speculation_turns_off_when_the_batch_is_large(artifact, prompts, plain)
 
 
 def test_constrained_and_logprobs_choices_decode_plainly(artifact, prompts):
-    from mlcx.runtime.constraint import Constraint
+    from mlcx.runtime.structured.constraint import Constraint
 
     params = [
         GREEDY.with_updates(constraint=Constraint("regex", "[a-z ]{5,30}"), ignore_eos=False),
@@ -156,9 +161,9 @@ def test_constrained_and_logprobs_choices_decode_plainly(artifact, prompts):
 
 def test_config_refuses_unknown_proposers_and_a_stray_draft():
     with pytest.raises(ValueError, match="choose from ngram, draft"):
-        EngineConfig(speculative="medusa")
+        SpeculativeConfig("medusa")
     with pytest.raises(ValueError, match="--speculative draft --draft"):
-        EngineConfig(speculative="ngram", draft="x")
+        SpeculativeConfig("ngram", draft="x")
 
 
 def test_sampled_speculation_is_seeded_and_leaks_nothing(artifact, prompts, plain):

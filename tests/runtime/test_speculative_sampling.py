@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.sampling_state import SamplingState
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampling_state import SamplingState
 from mlcx.runtime.speculative.rejection import verify
 from mlcx.runtime.speculative.verify import verify_batch
 

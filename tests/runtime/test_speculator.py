@@ -3,10 +3,9 @@ to a probe every PROBE_EVERY steps for one that is always wrong, none under load
 
 from __future__ import annotations
 
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.sampling_state import SamplingState
-from mlcx.runtime.sequence import Sequence
-from mlcx.runtime.speculative.proposer import Draft
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampling_state import SamplingState
+from mlcx.runtime.speculative.proposer import Draft, DraftRequest
 from mlcx.runtime.speculative.speculator import PROBE_EVERY, Speculator, best_length
 
 
@@ -18,8 +17,8 @@ class Fixed:
         self.released: list[set] = []
 
     def propose(self, requests):
-        self.asked += [k for _, k, _ in requests]
-        return {seq.seq_id: Draft((7,) * k) for seq, k, _ in requests}
+        self.asked += [req.k for req in requests]
+        return {req.seq_id: Draft((7,) * req.k) for req in requests}
 
     def release(self, live):
         self.released.append(set(live))
@@ -28,11 +27,10 @@ class Fixed:
 def run(kept_fraction: float, steps: int, cost: float = 0.45) -> list[int]:
     proposer = Fixed()
     spec = Speculator(proposer, 3, 4, token_cost=cost)
-    seq = Sequence(0, "r", 0, [1, 2, 3], 3)
     state = SamplingState(SamplingParams.greedy())
     lengths = []
     for _ in range(steps):
-        drafts = spec.propose([(seq, 100, state)], running=1)
+        drafts = spec.propose([DraftRequest(0, [1, 2, 3], 100, state)], running=1)
         draft = drafts[0].tokens if drafts else ()
         lengths.append(len(draft))
         kept = round(kept_fraction * len(draft))
@@ -61,11 +59,10 @@ def test_an_always_wrong_proposer_is_only_probed():
 def test_no_drafts_under_load_and_finished_sequences_are_forgotten():
     proposer = Fixed()
     spec = Speculator(proposer, 3, 4, token_cost=0.45)
-    seq = Sequence(0, "r", 0, [1, 2, 3], 3)
     state = SamplingState(SamplingParams.greedy())
-    assert spec.propose([(seq, 100, state)], running=5) == {}
+    assert spec.propose([DraftRequest(0, [1, 2, 3], 100, state)], running=5) == {}
     assert spec.stats.off_steps == 1 and proposer.asked == []
-    spec.propose([(seq, 2, state)], running=1)
+    spec.propose([DraftRequest(0, [1, 2, 3], 2, state)], running=1)
     assert proposer.asked == [1]  # PRIOR 0.7 asks for one token, within the room of 2
     spec.record([0], [(7,)], [[7, 8]])
     spec.release(())

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from mlcx.runtime.stop import StopCheck, StopStringMatcher
+from mlcx.runtime.text.stop import StopCheck, StopStringMatcher
 
 
 def stream(stop: list[str], deltas: list[str]) -> tuple[str, str | None]:

@@ -13,12 +13,12 @@ import lark
 import pytest
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.core.outputs import Completion
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.outputs import Completion
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.structured.constraint import Constraint
 
 PROMPTS = ["The capital of France is", "hello world", "Numbers 2024", "what is the answer?"]
 GREEDY = SamplingParams.greedy(max_tokens=200)
@@ -191,7 +191,7 @@ def test_unconstrained_requests_are_unchanged_by_constrained_neighbours(compiled
     mixed = {f"u{i}": (p, params) for i, p in enumerate(PROMPTS)}
     mixed |= {f"r{i}": (p, regex) for i, p in enumerate(PROMPTS)}
     mixed |= {f"s{i}": (p, schema) for i, p in enumerate(PROMPTS)}
-    engine = Engine(compiled(), EngineConfig(max_running=12))
+    engine = Engine(compiled(), EngineConfig(max_batch=12))
     out = _run(engine, mixed)
     assert {rid: out[rid] for rid in alone} == alone
     for i in range(len(PROMPTS)):

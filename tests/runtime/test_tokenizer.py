@@ -5,7 +5,8 @@ import pytest
 from tokenizers import processors
 
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.chat_template import ChatTemplate
+from mlcx.runtime.text.tokenizer import Tokenizer
 from tests.support.tiny_tokenizers import train_byte_level_bpe
 
 CORPUS = [
@@ -93,6 +94,6 @@ def test_encode_rejects_non_text(ours):
 
 
 def test_chat_template_comes_from_assets(ours):
-    template = ours.chat_template()
+    template = ChatTemplate.of(ours.assets)
     assert template.source == "x"
     assert template.bos_token == "<|endoftext|>"

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import openai
 import pytest
 
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.engine import Engine
 from mlcx.server.app import create_app
 from mlcx.server.config import ServerConfig
 from tests.support.live_server import live_server

@@ -6,7 +6,7 @@ import httpx
 import openai
 import pytest
 
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.server import ServerConfig
 from tests.server.conftest import serving
 
@@ -178,7 +178,7 @@ def test_cors_is_off_unless_an_origin_is_allowed(served, artifact):
 
 
 def test_full_waiting_queue_is_503(artifact):
-    engine_config = EngineConfig(max_running=1, max_waiting=1)
+    engine_config = EngineConfig(max_batch=1, max_waiting=1)
     with serving(artifact, engine_config) as s:
         client = s.client(max_retries=0)
         long = dict(model=s.model, prompt="hi", max_tokens=200, extra_body={"ignore_eos": True})

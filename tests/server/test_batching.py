@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from tests.server.conftest import serving
 
 GREEDY = {"max_tokens": 24, "temperature": 0, "logprobs": 0, "extra_body": {"ignore_eos": True}}

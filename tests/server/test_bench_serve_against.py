@@ -30,7 +30,7 @@ def _gguf(tmp_path: Path) -> Path:
 
 
 def test_the_server_command_uses_the_same_gguf_threads_and_slots(tmp_path):
-    setup = ServingSetup(_gguf(tmp_path), threads=2, slots=16, ctx_per_slot=1024)
+    setup = ServingSetup(_gguf(tmp_path), threads=2, max_batch=16, ctx_per_seq=1024)
     argv = server_argv(Path("/bin/llama-server"), setup, 4242)
     flags = dict(zip(argv[1::2], argv[2::2], strict=True))
     assert flags == {
@@ -46,17 +46,17 @@ def test_the_server_command_uses_the_same_gguf_threads_and_slots(tmp_path):
 
 @pytest.mark.parametrize(
     "field, value, message",
-    [("threads", 0, "threads must be >= 1"), ("slots", 0, "slots must be >= 1")],
+    [("threads", 0, "threads must be >= 1"), ("max_batch", 0, "max_batch must be >= 1")],
 )
 def test_setup_refuses_bad_values(tmp_path, field, value, message):
-    kw = {"threads": 2, "slots": 4, field: value}
+    kw = {"threads": 2, "max_batch": 4, field: value}
     with pytest.raises(ValueError, match=message):
         ServingSetup(_gguf(tmp_path), **kw)
 
 
 def test_setup_refuses_a_model_that_is_no_gguf(tmp_path):
     with pytest.raises(ValueError, match="needs a GGUF file"):
-        ServingSetup(tmp_path, threads=2, slots=4)
+        ServingSetup(tmp_path, threads=2, max_batch=4)
 
 
 def test_an_unknown_peer_names_the_known_ones(tmp_path):
@@ -114,7 +114,7 @@ def test_against_runs_the_same_levels_on_the_peer_and_gives_ratios(served, monke
     reason="llama-server is not built (scripts/build-llamacpp-cpu.sh)",
 )
 def test_llama_server_serves_the_default_gguf_and_stops():
-    peer = LlamaServer(ServingSetup(default_gguf(), threads=2, slots=2, ctx_per_slot=256))
+    peer = LlamaServer(ServingSetup(default_gguf(), threads=2, max_batch=2, ctx_per_seq=256))
     with peer.running() as url:
         # two requests per stream: a second request after a streamed answer once failed
         spec = LoadSpec(url=url, concurrency=2, num_requests=4, max_tokens=4)

@@ -7,14 +7,14 @@ import asyncio
 import httpx
 import pytest
 
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from tests.server.conftest import serving
 
 LONG = {"max_tokens": 200, "extra_body": {"ignore_eos": True}}
 
 
 def test_fifty_aborted_streams_leave_no_blocks_in_use(artifact):
-    with serving(artifact, EngineConfig(max_running=16)) as s:
+    with serving(artifact, EngineConfig(max_batch=16)) as s:
 
         async def open_and_drop(aclient, i: int) -> None:
             stream = await aclient.completions.create(

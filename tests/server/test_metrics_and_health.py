@@ -10,9 +10,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from mlcx.artifact.config import Artifact
-from mlcx.runtime.backends.registry import kv_block_bytes
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.engine import Engine
 from mlcx.server import create_app
 from tests.server.conftest import serving
 from tests.support.live_server import live_server
@@ -87,7 +86,7 @@ def test_kv_usage_of_int8_pages_counts_blocks_sized_by_their_real_bytes(compiled
     """An int8 cache (head_dim 16: 16 + 4 bytes a row, f32's 64) fits 3.2x f32's blocks in
     the same budget; the pages allocated stay within it, and the usage ratio counts them."""
     f32, int8 = compiled(), compiled(kv_dtype="int8")
-    budget = 20 * kv_block_bytes(Artifact(f32))
+    budget = 20 * Artifact(f32).config.kv_block_bytes
     f32_blocks = Engine(f32, EngineConfig(kv_cache_bytes=budget)).num_blocks
     with serving(int8, EngineConfig(kv_cache_bytes=budget), step_delay_s=0.005) as s:
         blocks, page = s.engine.num_blocks, s.engine.artifact.config.page_size
@@ -179,11 +178,15 @@ def test_an_engine_failure_fails_requests_but_not_the_server(artifact):
 def test_metrics_count_speculative_tokens(artifact):
     """Prompt lookup on a prompt whose greedy continuation repeats: the counters are the
     engine's, and the completion equals the one without speculation."""
-    from mlcx.runtime.engine_config import EngineConfig
+    from mlcx.runtime.core.config import EngineConfig
+    from mlcx.runtime.speculative.config import SpeculativeConfig
 
     prompt = [5, 6, 7, 8, 9] * 8
     texts = []
-    for config in (EngineConfig(), EngineConfig(speculative="ngram", num_speculative=4)):
+    for config in (
+        EngineConfig(),
+        EngineConfig(speculative=SpeculativeConfig("ngram", num_tokens=4)),
+    ):
         with serving(artifact, config) as s:
             out = s.client().completions.create(
                 model=s.model,

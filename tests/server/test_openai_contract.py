@@ -18,7 +18,7 @@ LONG = {"max_tokens": 12, "extra_body": {"ignore_eos": True}, "temperature": 0}
 
 
 def chat_prompt_tokens(engine, messages) -> int:
-    text = engine.chat_template.render(messages, add_generation_prompt=True)
+    text = engine.prompts.chat_template.render(messages, add_generation_prompt=True)
     return len(engine.tokenizer.encode(text, add_special_tokens=False))
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mlcx.runtime.engine import Engine
+from mlcx.runtime.core.engine import Engine
 from mlcx.server.app import create_app
 from mlcx.server.config import ServerConfig
 from tests.server.conftest import serving

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 from mlcx.server.errors import APIError
 from mlcx.server.plans import plan_chat, plan_completion
 from mlcx.server.schemas import ChatCompletionRequest, CompletionRequest

@@ -6,7 +6,7 @@ import re
 
 import httpx
 
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from tests.server.conftest import serving
 from tests.support.tiny_models import CORPUS
 
@@ -21,7 +21,7 @@ def ask(served, question: str):
 
 def prompt_ids(engine, question: str) -> list[int]:
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
-    text = engine.chat_template.render(messages)
+    text = engine.prompts.chat_template.render(messages)
     return engine.tokenizer.encode(text, add_special_tokens=False)
 
 

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from mlcx.errors import MlcxError
-from mlcx.runtime.engine import Engine
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.sample.params import SamplingParams
 from mlcx.server.replicas import ReplicaConfig
 from mlcx.server.replicas.launch import require_ray
 from mlcx.server.replicas.policies import PrefixAffinity, RoundRobin

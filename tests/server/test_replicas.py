@@ -15,7 +15,7 @@ import httpx
 import openai
 import pytest
 
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.server.replicas import ReplicaConfig
 from tests.server.conftest import serving
 from tests.support.replicas import serving_replicas
@@ -28,7 +28,7 @@ SYSTEM = " ".join(CORPUS[:8])  # ~150 tokens with the tiny tokenizer: 9 full 16-
 
 @pytest.fixture(scope="module")
 def replicas(artifact):
-    config = ReplicaConfig(replicas=2, threads_per_replica=1, engine=EngineConfig(max_running=24))
+    config = ReplicaConfig(replicas=2, threads_per_replica=1, engine=EngineConfig(max_batch=24))
     with serving_replicas(artifact, config) as served:
         yield served
 

@@ -154,19 +154,19 @@ def test_a_conversation_with_calls_and_results_runs(served, client):
         {"role": "tool", "tool_call_id": "call_1", "content": "18 degrees"},
     ]
     seen = []
-    render = served.engine.chat_template.render
+    render = served.engine.prompts.chat_template.render
 
     def recording(messages, add_generation_prompt=True, tools=None):
         seen.append(render(messages, add_generation_prompt, tools))
         return seen[-1]
 
-    served.engine.chat_template.render = recording
+    served.engine.prompts.chat_template.render = recording
     try:
         client.chat.completions.create(
             model=served.model, messages=messages, tools=TOOLS, max_tokens=2
         )
     finally:
-        del served.engine.chat_template.render
+        del served.engine.prompts.chat_template.render
     [prompt] = seen
     assert '"name": "get_weather"' in prompt and '"city": "Paris"' in prompt
     assert "18 degrees" in prompt and "get_time" in prompt

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from mlcx.artifact.config import Artifact
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
-from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager
 
 

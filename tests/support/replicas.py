@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import openai
 
 from mlcx.artifact.config import Artifact
-from mlcx.runtime.engine import EngineStats
+from mlcx.runtime.core.stats import EngineStats
 from mlcx.server.app import create_app
 from mlcx.server.replicas import ReplicaConfig
 from mlcx.server.replicas.launch import start_replicas

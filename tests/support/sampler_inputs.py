@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlcx.runtime.sampler import SamplingState
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import SamplingState
 
 VOCAB = 1000
 

@@ -16,7 +16,7 @@ from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS, capture_builtins
 from mlcx.passes.gpu.launch_count import step_launches
 from mlcx.passes.pipeline_gpu import gpu_config, gpu_pipeline
 from mlcx.runtime.backends.decode_graph import DecodeGraphs, padded_decode_inputs
-from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager
 from mlcx.targets.device_code import activation_dtype
 from tests.support.tiny_models import TinySpec

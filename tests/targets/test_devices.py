@@ -8,7 +8,7 @@ import json
 import pytest
 import tvm
 
-from mlcx.runtime import devices
+from mlcx.runtime.backends import devices
 from tests.support.cli import run_mlcx
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mlcx.runtime.llm import LLM
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 
 pytestmark = pytest.mark.browser
 PROMPT = "The capital of France is"

@@ -10,8 +10,8 @@ import pytest
 from mlcx.artifact.config import Artifact
 from mlcx.kernels.decode_buckets import DECODE_BUCKETS, bucket_for, page_capacity
 from mlcx.runtime.backends.decode_graph import padded_decode_inputs
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
-from mlcx.runtime.forward_batch import ForwardBatch
 from tests.support.harness import Harness
 
 

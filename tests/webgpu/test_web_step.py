@@ -14,7 +14,7 @@ import pytest
 
 from mlcx.kernels.kv_layout import NUM_PAGES, KVLayout
 from mlcx.kernels.step_params import DECODE, KV_PAGES, PAGE_TABLES, PREFILL, entry_inputs
-from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.kv import SequenceStep, build_page_table_arrays
 
 SCRIPT = Path(__file__).resolve().parents[2] / "web" / "test" / "step.test.mjs"

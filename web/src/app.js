@@ -3,10 +3,8 @@
 // says where the weights are (the app's bundle/ folder, or a download URL). The app config is
 // dist/www/mlcx-app.json, written by `mlcx package --app` (mlcx/package/www.py).
 
-import { chooseVariant, kvBlockBytes, kvBlocksForBudget } from "./device_fit.js";
+import { chooseVariant, kvBlocksForBudget } from "./device_fit.js";
 import { requestAdapter } from "./gpu.js";
-import { itemSize } from "./plan.js";
-import { kvPagesTensors } from "./step.js";
 
 export async function appModel(appUrl, modelId) {
   const app = await (await fetch(appUrl)).json();
@@ -19,7 +17,7 @@ export async function appModel(appUrl, modelId) {
   const blocks = (plan, config) => kvBlocksForBudget({
     budget: model.estimated_memory_bytes,
     weightBytes: variant.weights_bytes,
-    blockBytes: kvBlockBytes(kvPagesTensors(plan, 1), itemSize),
+    blockBytes: config.kv_block_bytes,  // derived once, by mlcx (ArtifactConfig.kv_block_bytes)
     contextWindow: config.context_window,
     pageSize: config.page_size,
     deviceMemoryBytes: navigator.deviceMemory ? navigator.deviceMemory * 2 ** 30 : null,

@@ -16,11 +16,6 @@ export function chooseVariant(variants, adapterFeatures) {
       'variant too: "fallback_quantization": "q4f32" in package.json.');
 }
 
-// Bytes of one KV page over all layers; layers: [{shape, dtype}] of a one-page cache.
-export function kvBlockBytes(layers, itemSize) {
-  return layers.reduce((sum, t) => sum + t.shape.reduce((a, b) => a * b, 1) * itemSize(t.dtype), 0);
-}
-
 // KV pages for the memory budget: one full context window when it fits, fewer when the
 // budget (capped at half the device's memory when the browser tells it) is short.
 export function kvBlocksForBudget({ budget, weightBytes, blockBytes, contextWindow, pageSize,

@@ -1,4 +1,4 @@
-// Token sampling, ported from mlcx/runtime/sampler.py: greedy argmax (ties to the lowest id)
+// Token sampling, ported from mlcx/runtime/sample/sampler.py: greedy argmax (ties to the lowest id)
 // when temperature is 0, otherwise temperature -> top_p (the shortest most likely set holding
 // top_p of the mass, ties at the cutoff kept) -> one draw.
 

@@ -1,11 +1,11 @@
 // Text <-> token ids for an artifact (tokenizer.json + mlcx-tokenizer.json), as
-// mlcx/runtime/tokenizer.py does it: the tokenizer.json post-processor never runs, BOS is
+// mlcx/runtime/text/tokenizer.py does it: the tokenizer.json post-processor never runs, BOS is
 // prepended here when the model wants one, and the chat template renders with Jinja.
 
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
 
-// mlcx/runtime/chat_template.py's FALLBACK_TEMPLATE, for models that ship none.
+// mlcx/runtime/text/chat_template.py's FALLBACK_TEMPLATE, for models that ship none.
 const FALLBACK_TEMPLATE =
   "{% for message in messages %}{{ message['role'] + ': ' + message['content'] + '\n' }}" +
   "{% endfor %}{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";

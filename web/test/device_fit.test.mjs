@@ -2,7 +2,7 @@
 // tests/webgpu/test_web_node.py).
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { DeviceUnfit, chooseVariant, kvBlockBytes, kvBlocksForBudget } from "../src/device_fit.js";
+import { DeviceUnfit, chooseVariant, kvBlocksForBudget } from "../src/device_fit.js";
 
 const F16 = { quantization: "q4f16", features: ["shader-f16", "subgroups"] };
 const F32 = { quantization: "q4f32", features: ["subgroups"] };
@@ -20,11 +20,6 @@ test("no runnable variant: the missing features and the fix", () => {
   assert.throws(() => chooseVariant([F16], new Set(["subgroups"])), (err) =>
     err instanceof DeviceUnfit && /shader-f16/.test(err.message) && /fallback_quantization/.test(err.message));
   assert.throws(() => chooseVariant([F16, F32], new Set()), /shader-f16, subgroups/);
-});
-
-test("block bytes over all layers", () => {
-  const layer = { shape: [1, 2, 2, 16, 16], dtype: "float16" };
-  assert.equal(kvBlockBytes([layer, layer, layer], () => 2), 3 * 2 * 2 * 16 * 16 * 2);
 });
 
 const MODEL = { weightBytes: 1000, blockBytes: 100, contextWindow: 256, pageSize: 16 }; // 16 pages

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlcx.errors import MlcxError
+from mlcx.formats import FORMAT_VERSION, check_format_version
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 
 MANIFEST = "mlcx-tuning.json"
 RECORDS = "records.jsonl"
-FORMAT_VERSION = 1
 
 
 class TuningDbError(MlcxError):
@@ -97,8 +97,7 @@ def open_db(path: Path) -> TuningDb:
         )
     try:
         meta = json.loads(manifest.read_text())
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"format {meta.get('format_version')} is not {FORMAT_VERSION}")
+        check_format_version(meta, str(manifest), "tune again")
         records = _read_records(path / RECORDS)
         return TuningDb(path, _linear_kernels(meta), records)
     except (ValueError, KeyError, TypeError, OSError) as err:

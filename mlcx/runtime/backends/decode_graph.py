@@ -18,7 +18,7 @@ import numpy as np
 
 from mlcx.kernels.decode_buckets import bucket_for, page_capacity
 from mlcx.kernels.step_params import DECODE, step_params
-from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 
 log = logging.getLogger(__name__)
 

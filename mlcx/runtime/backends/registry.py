@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from mlcx.artifact.config import Artifact
 from mlcx.errors import ArtifactError
-from mlcx.runtime.backends.tvm_vm import TVMRunner, kv_block_bytes
-
-RunnerFactory = Callable[[Artifact, int, str | None], object]
-
-RUNNERS: dict[str, RunnerFactory] = {
-    "tvm": lambda artifact, blocks, device: TVMRunner(artifact, blocks, device),
-    "wgpu": lambda artifact, blocks, device: _wgpu_runner()(artifact, blocks, device),
-}
-
-__all__ = ["RUNNERS", "create_runner", "kv_block_bytes"]
+from mlcx.runtime.backends.runner import Runner, RunnerFactory
+from mlcx.runtime.backends.tvm_vm import TVMRunner
 
 
-def _wgpu_runner():
-    from mlcx.runtime.backends.wgpu_runner import WgpuRunner  # needs the optional wgpu package
+def _wgpu_runner(artifact: Artifact, num_blocks: int, device: str | None) -> Runner:
+    from mlcx.runtime.backends.wgpu_runner import WgpuRunner  # imports wgpu: only when used
 
-    return WgpuRunner
+    return WgpuRunner(artifact, num_blocks, device)
 
 
-def create_runner(artifact: Artifact, num_blocks: int, device: str | None = None):
+RUNNERS: dict[str, RunnerFactory] = {"tvm": TVMRunner, "wgpu": _wgpu_runner}
+
+
+def create_runner(artifact: Artifact, num_blocks: int, device: str | None = None) -> Runner:
     runtime = artifact.config.runtime
     if runtime not in RUNNERS:
         raise ArtifactError(

@@ -18,16 +18,10 @@ from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import COPY_PAGES, DECODE
 from mlcx.runtime.backends.decode_graph import DecodeGraphs
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.host_tensors import host_int32
-from mlcx.runtime.forward_batch import ForwardBatch
 
 DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
-
-
-def kv_block_bytes(artifact: Artifact) -> int:
-    """Device bytes of one KV block across all layers."""
-    config = artifact.config
-    return config.model.num_layers * config.kv_layout.pages_bytes(1)
 
 
 def use_compiled_threads(tvm_target: dict) -> None:

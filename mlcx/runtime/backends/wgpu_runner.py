@@ -1,8 +1,9 @@
 """Runs a WebGPU-plan artifact (targets webgpu and vulkan) through wgpu-native.
 
-Same interface as TVMRunner: the engine's KV cache manager decides pages, this runner keeps the
-weights and one page buffer per layer on the GPU and runs the plan's prefill, decode and
-copy_pages functions; only the page-table arrays go up and only the logits come back.
+A Runner (backends/runner.py), as TVMRunner is: the engine's KV cache manager decides pages,
+this runner keeps the weights and one page buffer per layer on the GPU and runs the plan's
+prefill, decode and copy_pages functions; only the page-table arrays go up and only the logits
+come back.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import COPY_PAGES, DECODE, KV_PAGES, PARAMS, PREFILL, entry_inputs
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
 from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
 from mlcx.runtime.backends.wgpu_kernels import KernelSet
-from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.targets.webgpu_plan.schema import Plan
 
 # The wgpu backend each target asks for; None: the best adapter of any backend.

@@ -27,7 +27,7 @@ from mlcx.runtime.kv.page_tables import (
     build_page_table_arrays,
     token_steps,
 )
-from mlcx.runtime.kv.prefix_hash import hash_block
+from mlcx.runtime.kv.prefix_cache import cached_prefix, register_full_blocks
 from mlcx.runtime.kv.sequence_blocks import RELEASED, SeqId, SequenceBlocks
 
 _MAX_SLOT = 2**31 - 1
@@ -168,7 +168,7 @@ class KVCacheManager:
                 f"commit got {len(token_ids)} token id(s)"
             )
         if self._prefix_caching:
-            self._register_full_blocks(seq, token_ids)
+            register_full_blocks(self._pool, self._page_size, seq, token_ids)
 
     def fork(self, parent_id: SeqId, child_id: SeqId) -> None:
         """Register `child_id` sharing every block of `parent_id`.
@@ -252,18 +252,7 @@ class KVCacheManager:
     def _match(self, prompt_token_ids: Sequence[int]) -> tuple[list[int], list[int]]:
         if not self._prefix_caching:
             return [], []
-        blocks: list[int] = []
-        hashes: list[int] = []
-        # (n - 1) // page_size full blocks at most: the last prompt token stays uncached.
-        for i in range((len(prompt_token_ids) - 1) // self._page_size):
-            chunk = prompt_token_ids[i * self._page_size : (i + 1) * self._page_size]
-            block_hash = hash_block(hashes[-1] if hashes else None, chunk)
-            block_id = self._pool.lookup(block_hash)
-            if block_id is None:
-                break
-            blocks.append(block_id)
-            hashes.append(block_hash)
-        return blocks, hashes
+        return cached_prefix(self._pool, self._page_size, prompt_token_ids)
 
     def _needs_copy_on_write(self, seq: SequenceBlocks) -> bool:
         last_is_partial = seq.num_tokens % self._page_size != 0
@@ -276,17 +265,6 @@ class KVCacheManager:
         # The other holders keep src referenced, so it is not reallocated before the copy.
         self._pool.free(src)
         return src, dst
-
-    def _register_full_blocks(self, seq: SequenceBlocks, token_ids: Sequence[int]) -> None:
-        page = self._page_size
-        for i in range(len(seq.block_hashes), seq.num_tokens // page):
-            parent = seq.block_hashes[-1] if seq.block_hashes else None
-            block_hash = hash_block(parent, token_ids[i * page : (i + 1) * page])
-            seq.block_hashes.append(block_hash)
-            # Returns False when another block already caches this prefix; this block then
-            # stays private, and later blocks still chain on the content hash.
-            if seq.page_table[i] != RELEASED:
-                self._pool.register(seq.page_table[i], block_hash)
 
 
 def _held(page_table: list[int]) -> list[int]:

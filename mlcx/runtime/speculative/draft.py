@@ -12,22 +12,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mlcx.artifact.config import Artifact
 from mlcx.errors import ArtifactError
+from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
-from mlcx.runtime.forward_batch import ForwardBatch
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.sampler import draw, processed_probs
-from mlcx.runtime.sequence import Sequence
-from mlcx.runtime.speculative.proposer import Draft, DraftRequest
-from mlcx.runtime.tokenizer import Tokenizer
-
-if TYPE_CHECKING:
-    from mlcx.runtime.engine import Engine
+from mlcx.runtime.sample.sampler import draw, processed_probs
+from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 
 def check_same_tokenizer(target: Tokenizer, draft: Tokenizer, draft_path: str) -> None:
@@ -57,19 +52,19 @@ class DraftProposer:
         self.rng = np.random.default_rng(0)
 
     @classmethod
-    def for_target(cls, engine: Engine) -> DraftProposer:
-        config = engine.config
-        artifact = Artifact(config.draft)
-        check_same_tokenizer(engine.tokenizer, Tokenizer.from_dir(artifact.path), config.draft)
-        target_vocab = engine.artifact.config.model.vocab_size
-        if artifact.config.model.vocab_size != target_vocab:
+    def for_target(cls, draft: str, target: ProposalTarget, max_batch: int) -> DraftProposer:
+        """The draft model at `draft` checked against the target, with KV blocks for
+        `max_batch` sequences (no drafts are asked for beyond it)."""
+        artifact = Artifact(draft)
+        check_same_tokenizer(target.tokenizer, Tokenizer.from_dir(artifact.path), draft)
+        if artifact.config.model.vocab_size != target.vocab_size:
             raise ArtifactError(
-                f"the draft model {config.draft} has {artifact.config.model.vocab_size} logits "
-                f"per token, the target {target_vocab}; they must be equal"
+                f"the draft model {draft} has {artifact.config.model.vocab_size} logits "
+                f"per token, the target {target.vocab_size}; they must be equal"
             )
-        window = min(artifact.config.context_window, engine.context_window)
+        window = min(artifact.config.context_window, target.context_window)
         per_seq = math.ceil(window / artifact.config.page_size) + 1
-        return cls(artifact, per_seq * config.speculative_max_batch, config.device)
+        return cls(artifact, per_seq * max_batch, target.device)
 
     def release(self, live: Collection[int]) -> None:
         for seq_id in [s for s in self.seen if s not in live]:
@@ -77,46 +72,51 @@ class DraftProposer:
             del self.seen[seq_id]
 
     def propose(self, requests: list[DraftRequest]) -> dict[int, Draft]:
-        ready = [(seq, k, state) for seq, k, state in requests if self._catch_up_room(seq, k)]
+        ready = [req for req in requests if self._catch_up_room(req)]
         if not ready:
             return {}
-        feeds = {seq.seq_id: seq.token_ids[len(self.seen[seq.seq_id]) :] for seq, _, _ in ready}
-        tokens: dict[int, list[int]] = {seq.seq_id: [] for seq, _, _ in ready}
-        probs: dict[int, list[np.ndarray]] = {seq.seq_id: [] for seq, _, _ in ready}
-        for j in range(max(k for _, k, _ in ready)):
-            active = [(seq, state) for seq, k, state in ready if k > j]
-            logits = self._forward({seq.seq_id: feeds[seq.seq_id] for seq, _ in active})
-            q = processed_probs(logits, [state for _, state in active])
-            for (seq, state), row in zip(active, q, strict=True):
-                token = int(np.argmax(row)) if state.params.is_greedy else draw(row, self.rng)
-                tokens[seq.seq_id].append(token)
-                probs[seq.seq_id].append(row)
-                feeds[seq.seq_id] = [token]
+        feeds = {req.seq_id: req.token_ids[len(self.seen[req.seq_id]) :] for req in ready}
+        tokens: dict[int, list[int]] = {req.seq_id: [] for req in ready}
+        probs: dict[int, list[np.ndarray]] = {req.seq_id: [] for req in ready}
+        for j in range(max(req.k for req in ready)):
+            active = [req for req in ready if req.k > j]
+            logits = self._forward({req.seq_id: feeds[req.seq_id] for req in active})
+            q = processed_probs(logits, [req.state for req in active])
+            for req, row in zip(active, q, strict=True):
+                greedy = req.state.params.is_greedy
+                token = int(np.argmax(row)) if greedy else draw(row, self.rng)
+                tokens[req.seq_id].append(token)
+                probs[req.seq_id].append(row)
+                feeds[req.seq_id] = [token]
         return {
-            sid: Draft(tuple(tokens[sid]), None if _greedy(ready, sid) else np.stack(probs[sid]))
-            for sid in tokens
+            req.seq_id: Draft(
+                tuple(tokens[req.seq_id]),
+                None if req.state.params.is_greedy else np.stack(probs[req.seq_id]),
+            )
+            for req in ready
         }
 
-    def _catch_up_room(self, seq: Sequence, k: int) -> bool:
-        """Roll the draft's KV back to what `seq` still shares with it; whether the blocks for
-        the rest and k drafted tokens are there (if not, no draft this step)."""
-        seen = self.seen.get(seq.seq_id, [])
+    def _catch_up_room(self, req: DraftRequest) -> bool:
+        """Roll the draft's KV back to what the sequence still shares with it; whether the
+        blocks for the rest and k drafted tokens are there (if not, no draft this step)."""
+        seq_id, token_ids = req.seq_id, req.token_ids
+        seen = self.seen.get(seq_id, [])
         common = 0
-        for a, b in zip(seen, seq.token_ids, strict=False):
+        for a, b in zip(seen, token_ids, strict=False):
             if a != b:
                 break
             common += 1
-        common = min(common, seq.num_tokens - 1)  # the last token is always fed again
-        if seq.seq_id in self.seen and common == 0:
-            self.kv.free(seq.seq_id)
-            del self.seen[seq.seq_id]
-        if seq.seq_id not in self.seen:
-            self.kv.add_sequence(seq.seq_id, seq.token_ids[:1])
-            self.seen[seq.seq_id] = []
+        common = min(common, len(token_ids) - 1)  # the last token is always fed again
+        if seq_id in self.seen and common == 0:
+            self.kv.free(seq_id)
+            del self.seen[seq_id]
+        if seq_id not in self.seen:
+            self.kv.add_sequence(seq_id, token_ids[:1])
+            self.seen[seq_id] = []
         elif common < len(seen):
-            self.kv.truncate(seq.seq_id, common)
-            del self.seen[seq.seq_id][common:]
-        return self.kv.can_append(seq.seq_id, seq.num_tokens - len(self.seen[seq.seq_id]) + k)
+            self.kv.truncate(seq_id, common)
+            del self.seen[seq_id][common:]
+        return self.kv.can_append(seq_id, len(token_ids) - len(self.seen[seq_id]) + req.k)
 
     def _forward(self, feeds: dict[int, list[int]]) -> np.ndarray:
         """Run each sequence's fed tokens (long feeds in prefill chunks); the logits of each
@@ -134,7 +134,3 @@ class DraftProposer:
         for sid, f in feeds.items():
             self.seen[sid].extend(f)
         return logits
-
-
-def _greedy(ready: list[DraftRequest], seq_id: int) -> bool:
-    return next(state.params.is_greedy for seq, _, state in ready if seq.seq_id == seq_id)

@@ -31,10 +31,10 @@ def lookup(tokens: np.ndarray, k: int, max_n: int = MAX_NGRAM, min_n: int = MIN_
 class NgramProposer:
     def propose(self, requests: list[DraftRequest]) -> dict[int, Draft]:
         drafts = {}
-        for seq, k, _ in requests:
-            found = lookup(np.asarray(seq.token_ids, dtype=np.int64), k)
+        for req in requests:
+            found = lookup(np.asarray(req.token_ids, dtype=np.int64), req.k)
             if found:
-                drafts[seq.seq_id] = Draft(found)
+                drafts[req.seq_id] = Draft(found)
         return drafts
 
     def release(self, live: Collection[int]) -> None:

@@ -1,18 +1,26 @@
-"""The proposer interface and registry: what drafts tokens for the target to verify."""
+"""The proposer interface: what drafts tokens for the target to verify, and the values it is
+given (the target, described; each sequence to draft for) and returns."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
-from mlcx.runtime.sampling_state import SamplingState
-from mlcx.runtime.sequence import Sequence
+from mlcx.runtime.sample.sampling_state import SamplingState
+from mlcx.runtime.text.tokenizer import Tokenizer
 
-if TYPE_CHECKING:
-    from mlcx.runtime.engine import Engine
+
+@dataclass(frozen=True)
+class ProposalTarget:
+    """What a proposer may know of the model it drafts for."""
+
+    tokenizer: Tokenizer
+    vocab_size: int  # logits per token
+    context_window: int
+    device: str | None  # the runner device override, for a draft model to run beside it
 
 
 @dataclass(frozen=True, eq=False)
@@ -22,36 +30,20 @@ class Draft:
     probs: np.ndarray | None = None
 
 
-# (sequence, most tokens to draft for it, its sampling state)
-DraftRequest = tuple[Sequence, int, SamplingState]
+@dataclass(frozen=True, eq=False)
+class DraftRequest:
+    seq_id: int
+    token_ids: list[int]  # the sequence's prompt and output so far (not copied: read only)
+    k: int  # most tokens to draft
+    state: SamplingState  # the choice's sampling state (its parameters, penalties, generator)
 
 
 class Proposer(Protocol):
     def propose(self, requests: list[DraftRequest]) -> dict[int, Draft]:
-        """Drafts by seq_id; a sequence may get none. Sequences are not modified."""
+        """Drafts by seq_id; a sequence may get none. Requests are not modified."""
         ...
 
     def release(self, live: Collection[int]) -> None:
         """Forget every sequence whose seq_id is not in `live` (finished, preempted, or no
         longer drafted for)."""
         ...
-
-
-def _ngram(engine: Engine) -> Proposer:
-    from mlcx.runtime.speculative.ngram import NgramProposer
-
-    return NgramProposer()
-
-
-def _draft(engine: Engine) -> Proposer:
-    from mlcx.runtime.speculative.draft import DraftProposer
-
-    return DraftProposer.for_target(engine)
-
-
-PROPOSERS: dict[str, Callable[[Engine], Proposer]] = {"ngram": _ngram, "draft": _draft}
-PROPOSER_NAMES = tuple(PROPOSERS)
-# Most tokens drafted per sequence and step unless asked otherwise: 8 because verifying 9
-# tokens costs ~3 decode steps on the 2-core CPU (row-tiled kernels), so long agreeing drafts
-# (echoed text) pay, and the speculator drafts fewer where they are rejected.
-DEFAULT_NUM_SPECULATIVE = 8

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mlcx.runtime.sampler import draw
+from mlcx.runtime.sample.sampler import draw
 
 
 def _residual(p: np.ndarray, q: np.ndarray | None, token: int) -> np.ndarray:

@@ -13,9 +13,10 @@ sequences run: a large batch already reads each weight once for many tokens."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from mlcx.runtime.speculative.proposer import Draft, DraftRequest, Proposer
+from mlcx.runtime.speculative.config import SpeculativeConfig
+from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget, Proposer
 
 PRIOR = 0.7  # the acceptance a sequence starts with: optimistic enough to try drafting
 SMOOTHING = 0.5  # weight of the latest step in the moving estimate
@@ -50,19 +51,24 @@ class Speculator:
         self._acceptance: dict[int, float] = {}  # by seq_id
         self._idle: dict[int, int] = {}  # steps since the sequence last drafted
 
+    @classmethod
+    def from_config(cls, config: SpeculativeConfig, target: ProposalTarget) -> Speculator:
+        proposer = config.proposer(target)
+        return cls(proposer, config.num_tokens, config.max_batch, config.token_cost)
+
     def propose(self, requests: list[DraftRequest], running: int) -> dict[int, Draft]:
-        """Drafts for `requests` (each with its room for tokens)."""
+        """Drafts for `requests`, each `k` its room for tokens (it drafts fewer)."""
         if running > self.max_batch:
             self.stats.off_steps += 1
             self.release(())
             return {}
-        self.release({seq.seq_id for seq, _, _ in requests})
+        self.release({req.seq_id for req in requests})
         wanted = []
-        for seq, room, state in requests:
-            k = min(room, self._length(seq.seq_id))
-            self._idle[seq.seq_id] = 0 if k else self._idle.get(seq.seq_id, 0) + 1
+        for req in requests:
+            k = min(req.k, self._length(req.seq_id))
+            self._idle[req.seq_id] = 0 if k else self._idle.get(req.seq_id, 0) + 1
             if k:
-                wanted.append((seq, k, state))
+                wanted.append(replace(req, k=k))
         return self.proposer.propose(wanted) if wanted else {}
 
     def _length(self, seq_id: int) -> int:

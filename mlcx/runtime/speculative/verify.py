@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mlcx.runtime.sampler import processed_probs
-from mlcx.runtime.sampling_state import SamplingState
+from mlcx.runtime.sample.sampler import processed_probs
+from mlcx.runtime.sample.sampling_state import SamplingState
 from mlcx.runtime.speculative.rejection import verify
 
 

@@ -18,11 +18,11 @@ from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableE
 
 from mlcx.artifact.config import Artifact
 from mlcx.runtime.async_engine import EngineFailedError
-from mlcx.runtime.engine import EngineStats
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.prompt_encoder import PromptEncoder
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.text.prompt_encoder import PromptEncoder
+from mlcx.runtime.text.tokenizer import Tokenizer
 from mlcx.server.errors import SERVER_ERROR, APIError
 from mlcx.server.replicas.config import ReplicaConfig
 from mlcx.server.replicas.deployment import Failed, Rejected
@@ -42,7 +42,7 @@ class RayEngineClient:
         self._config = config
         self._on_close = on_close
         tokenizer = Tokenizer.from_dir(artifact.path)
-        self._prompts = PromptEncoder(tokenizer, tokenizer.chat_template())
+        self._prompts = PromptEncoder(tokenizer)
 
     @property
     def artifact(self) -> Artifact:

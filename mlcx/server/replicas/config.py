@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlcx.runtime.engine_config import EngineConfig
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.server.replicas.policies import POLICIES
 
 ROUTING_POLICIES = tuple(POLICIES)
@@ -42,4 +42,4 @@ class ReplicaConfig:
     def max_ongoing_requests(self) -> int:
         """Requests Ray Serve lets a replica hold: its batch plus its queue (the engine
         answers 503 past that), so Ray never queues what the engine would take."""
-        return self.engine.max_running + self.engine.max_waiting
+        return self.engine.max_batch + self.engine.max_waiting

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from mlcx.errors import MlcxError
 from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
-from mlcx.runtime.engine import Engine, EngineStats
-from mlcx.runtime.engine_config import EngineConfig
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.sample.params import SamplingParams
 from mlcx.server.replicas.route_key import RouteKey
 
 

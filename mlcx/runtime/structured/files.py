@@ -11,8 +11,8 @@ from pathlib import Path
 from llguidance.gbnf_to_lark import gbnf_to_lark
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.constraint_matcher import one_line
+from mlcx.runtime.structured.constraint import Constraint
+from mlcx.runtime.structured.matcher import one_line
 
 GBNF_SUFFIXES = (".gbnf",)
 

@@ -9,7 +9,7 @@ from typing import Any, TypeGuard
 
 from mlcx.artifact.sampling import DEFAULTABLE
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.constraint import Constraint
+from mlcx.runtime.structured.constraint import Constraint
 
 MAX_TOP_LOGPROBS = 20
 MAX_N = 16
@@ -135,7 +135,7 @@ class SamplingParams:
     logprobs: bool = False
     top_logprobs: int = 0
     n: int = 1
-    constraint: Constraint | None = None  # the output must match it (mlcx/runtime/constraint.py)
+    constraint: Constraint | None = None  # the output must match it (structured/constraint.py)
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:

@@ -1,103 +1,97 @@
 """The engine every front door shares (CLI, REST server, benchmarks).
 
-`step()` is the whole loop: schedule, run, sample, update the scheduler, report. Requests and
-aborts arriving from other threads are queued and applied at the start of the next step, so
-only the thread that calls `step()` touches the scheduler and the KV cache manager. The
-scheduler owns request state (tokens, forks, finishing, KV blocks); the output processor owns
-what each choice reports (sampling state, text, stop strings).
+`step()` is the whole loop: schedule, run, sample, update the scheduler, report; each phase
+runs inside `hooks.phase(...)` (core/hooks.py: nothing by default, timers when profiled).
+Requests and aborts arriving from other threads go through the inbox (core/inbox.py) and are
+applied at the start of the next step, so only the thread that calls `step()` touches the
+scheduler and the KV cache manager. The scheduler owns request state (tokens, forks,
+finishing, KV blocks); the output processor owns what each choice reports (sampling state,
+text, stop strings).
 """
 
 from __future__ import annotations
 
 import math
-import queue
-import threading
-from dataclasses import dataclass
 
 import numpy as np
 
 from mlcx.artifact.config import Artifact
-from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError, QueueFullError
-from mlcx.runtime.backends.registry import create_runner, kv_block_bytes
-from mlcx.runtime.constraint_matcher import CompiledConstraint, ConstraintCompiler
-from mlcx.runtime.engine_config import EngineConfig
-from mlcx.runtime.forward_batch import ForwardBatch
+from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
+from mlcx.runtime.backends.forward_batch import ForwardBatch
+from mlcx.runtime.backends.registry import create_runner
+from mlcx.runtime.backends.runner import Runner
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.core.hooks import (
+    DETOKENIZE,
+    FORWARD,
+    NO_HOOKS,
+    PAGE_TABLES,
+    SAMPLE,
+    SCHEDULE,
+    StepHooks,
+)
+from mlcx.runtime.core.inbox import Inbox, NewRequest
+from mlcx.runtime.core.output_processor import OutputProcessor
+from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
+from mlcx.runtime.core.sequence import Sequence, SequenceStatus
+from mlcx.runtime.core.stats import EngineStats
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.output_processor import OutputProcessor
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.prompt_encoder import PromptEncoder
-from mlcx.runtime.sampler import SampleResult
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.scheduler import Scheduler, SchedulerOutput
-from mlcx.runtime.sequence import Sequence, SequenceStatus
-from mlcx.runtime.speculative.proposer import PROPOSERS, Draft
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import SampleResult
+from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget
 from mlcx.runtime.speculative.speculator import Speculator
-from mlcx.runtime.tokenizer import Tokenizer
-
-
-@dataclass(frozen=True)
-class EngineStats:
-    running: int  # sequences in the running batch
-    waiting: int  # sequences queued or preempted, not yet running
-    kv_usage: float  # blocks held by live sequences / all blocks
-    prefix_hit_tokens: int  # tokens found in the prefix cache at admission (SchedulerStats)
-    prefix_query_tokens: int  # tokens looked up at admission
-    prompt_tokens: int  # prompt tokens of requests that produced a first token
-    generated_tokens: int
-    computed_tokens: int  # tokens run through the model (prefill chunks and decodes)
-    preemptions: int
-    spec_proposed_tokens: int = 0  # drafted tokens verified (speculative decoding)
-    spec_accepted_tokens: int = 0  # of those, kept
-    spec_off_steps: int = 0  # steps without drafts because the batch was too large
+from mlcx.runtime.structured.matcher import ConstraintCompiler
+from mlcx.runtime.text.prompt_encoder import PromptEncoder
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 
 class Engine:
     def __init__(
-        self, artifact: Artifact | str, config: EngineConfig = EngineConfig(), runner=None
+        self,
+        artifact: Artifact | str,
+        config: EngineConfig = EngineConfig(),
+        hooks: StepHooks = NO_HOOKS,
     ):
         self.artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
         self.config = config
+        self.hooks = hooks  # may be swapped between steps (mlcx/bench/step_profile.py)
         art = self.artifact.config
         self.context_window = art.context_window
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)
-        self.chat_template = self.tokenizer.chat_template()
-        self.prompts = PromptEncoder(self.tokenizer, self.chat_template)
+        self.prompts = PromptEncoder(self.tokenizer)
         self.num_blocks = self._num_blocks()
-        self.runner = runner or create_runner(self.artifact, self.num_blocks, config.device)
+        self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device)
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
         chunk = config.prefill_chunk or art.prefill_chunk
-        budget = max(chunk, config.max_running)
-        self.scheduler = Scheduler(self.kv, config.max_running, budget, art.model.kv_window)
+        budget = max(chunk, config.max_batch)
+        self.scheduler = Scheduler(self.kv, config.max_batch, budget, art.model.kv_window)
         self.outputs = OutputProcessor(self.tokenizer)
         self.constraints = ConstraintCompiler(self.tokenizer)
         self.speculator = self._speculator()
-        self._inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self._inbox_lock = threading.Lock()
-        self._queued_adds = 0  # adds in the inbox, not yet in the scheduler
-        self._queued_ids: set[str] = set()  # their request ids
+        self.inbox = Inbox(config.max_waiting)
         # Taken by `step` once scheduled and once done: other threads read this, not `stats()`,
         # and see the batch that a long model step is running.
         self.snapshot = self.stats()
 
     def _speculator(self) -> Speculator | None:
-        config = self.config
-        if config.speculative is None:
+        if self.config.speculative is None:
             return None
-        proposer = PROPOSERS[config.speculative](self)
-        return Speculator(
-            proposer,
-            config.num_speculative,
-            config.speculative_max_batch,
-            config.speculative_token_cost,
+        target = ProposalTarget(
+            self.tokenizer,
+            self.artifact.config.model.vocab_size,
+            self.context_window,
+            self.config.device,
         )
+        return Speculator.from_config(self.config.speculative, target)
 
     def _num_blocks(self) -> int:
         page = self.artifact.config.page_size
         per_seq = math.ceil(self.context_window / page)
         if self.config.kv_blocks is not None:
             return self.config.kv_blocks
-        budget = self.config.kv_cache_bytes // kv_block_bytes(self.artifact)
-        return max(per_seq + 1, min(budget, per_seq * self.config.max_running))
+        budget = self.config.kv_cache_bytes // self.artifact.config.kv_block_bytes
+        return max(per_seq + 1, min(budget, per_seq * self.config.max_batch))
 
     # -- requests (any thread) ------------------------------------------------------------
     def tokenize_prompt(self, prompt: str | list[int]) -> list[int]:
@@ -130,22 +124,12 @@ class Engine:
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         params.validate_vocab(self.tokenizer.vocab_size)
         constraint = self.constraints.compile(params.constraint) if params.constraint else None
-        with self._inbox_lock:
-            if request_id in self.scheduler.requests or request_id in self._queued_ids:
-                raise ValueError(f"request {request_id!r} is already in flight")
-            waiting = self._queued_adds + len(self.scheduler.waiting)
-            if waiting >= self.config.max_waiting:
-                raise QueueFullError(
-                    f"{waiting} requests are waiting (the limit is {self.config.max_waiting}); "
-                    "retry later"
-                )
-            self._queued_adds += 1
-            self._queued_ids.add(request_id)
-            self._inbox.put(("add", request_id, prompt_ids, params, max_new, constraint))
+        request = NewRequest(request_id, prompt_ids, params, max_new, constraint)
+        self.inbox.add(request, self.scheduler.requests, lambda: len(self.scheduler.waiting))
         return prompt_ids
 
     def abort(self, request_id: str) -> None:
-        self._inbox.put(("abort", request_id))
+        self.inbox.abort(request_id)
 
     def request_ids(self) -> list[str]:
         """Requests the scheduler holds (queued adds not included)."""
@@ -153,31 +137,38 @@ class Engine:
 
     # -- the loop (one thread) ------------------------------------------------------------
     def has_work(self) -> bool:
-        return not self._inbox.empty() or self.scheduler.has_work()
+        return not self.inbox.empty() or self.scheduler.has_work()
 
     def step(self) -> list[Delta]:
         deltas = self._apply_inbox()
         drafts = self._drafts()
-        plan = self.scheduler.schedule({i: d.tokens for i, d in drafts.items()})
+        with self.hooks.phase(SCHEDULE):
+            plan = self.scheduler.schedule({i: d.tokens for i, d in drafts.items()})
         self.snapshot = self.stats()
         if plan.scheduled:
-            logits = self.runner.forward(self._batch(plan))
+            batch = self._batch(plan)
+            with self.hooks.phase(FORWARD):
+                logits = self.runner.forward(batch)
             deltas += self._apply(plan, logits, drafts)
             self.snapshot = self.stats()
         if self.speculator is not None:  # the draft model's pages of finished sequences
             self.speculator.release({seq.seq_id for seq in self.scheduler.running})
         return deltas
 
-    def _apply(self, plan: SchedulerOutput, logits: np.ndarray, drafts: dict) -> list[Delta]:
+    def _apply(
+        self, plan: SchedulerOutput, logits: np.ndarray, drafts: dict[int, Draft]
+    ) -> list[Delta]:
         """Sample (and verify drafts), update the scheduler, report the deltas."""
         items = [item for item in plan.scheduled for _ in item.choices]
         proposals = [drafts[i.seq.seq_id].probs if i.draft else None for i in items]
-        results = self.outputs.sample(logits, plan.samples, plan.drafts, proposals)
+        with self.hooks.phase(SAMPLE):
+            results = self.outputs.sample(logits, plan.samples, plan.drafts, proposals)
         tokens = [[r.token_id for r in rs] for rs in results]
         if self.speculator is not None:
             self.speculator.record([i.seq.seq_id for i in items], plan.drafts, tokens)
         before = [len(item.seq.token_ids) for item in items]
-        seqs = self.scheduler.update_from_output(plan, tokens)
+        with self.hooks.phase(SCHEDULE):
+            seqs = self.scheduler.update_from_output(plan, tokens)
         # a stop token or max_tokens may end a drafted sequence before its last kept token
         results = [
             rs[: len(seq.token_ids) - n] if item.draft else rs
@@ -188,11 +179,11 @@ class Engine:
     def _drafts(self) -> dict[int, Draft]:
         if self.speculator is None:
             return {}
-        requests = [
-            (seq, room, self.outputs.state(seq.request_id, seq.index))
-            for seq, room in self.scheduler.draftable()
-            if self.outputs.can_draft(seq.request_id, seq.index)
-        ]
+        requests = []
+        for seq, room in self.scheduler.draftable():
+            if self.outputs.can_draft(seq.request_id, seq.index):
+                state = self.outputs.state(seq.request_id, seq.index)
+                requests.append(DraftRequest(seq.seq_id, seq.token_ids, room, state))
         return self.speculator.propose(requests, len(self.scheduler.running))
 
     def _batch(self, plan: SchedulerOutput) -> ForwardBatch:
@@ -202,12 +193,14 @@ class Engine:
         # where the prefill kernel gives a few queries of one sequence to one thread per head.
         rows_per_token = plan.verifies_every_token
         batch = [(s.seq.seq_id, s.num_new) for s in plan.scheduled]
-        tables = self.kv.build_arrays(batch, row_per_token=rows_per_token)
+        with self.hooks.phase(PAGE_TABLES):
+            tables = self.kv.build_arrays(batch, row_per_token=rows_per_token)
         rows = None if rows_per_token else plan.logit_rows()
         return ForwardBatch(np.array(ids, dtype=np.int32), tables, plan.copies, rows)
 
     def _report(self, seqs: list[Sequence], results: list[list[SampleResult]]) -> list[Delta]:
-        deltas = self.outputs.process(seqs, results)
+        with self.hooks.phase(DETOKENIZE):
+            deltas = self.outputs.process(seqs, results)
         for seq, delta in zip(seqs, deltas, strict=True):
             if delta.finished and not seq.finished:  # a stop string, or a constraint completed
                 self.scheduler.finish(seq, SequenceStatus.FINISHED_STOPPED)
@@ -215,37 +208,28 @@ class Engine:
 
     def _apply_inbox(self) -> list[Delta]:
         deltas = []
-        while not self._inbox.empty():
-            kind, request_id, *rest = self._inbox.get()
-            if kind == "add":
-                # in the scheduler before it leaves the queued set: a duplicate id is seen in one
-                self._add_now(request_id, *rest)
-                with self._inbox_lock:
-                    self._queued_adds -= 1
-                    self._queued_ids.discard(request_id)
+        for item in self.inbox.take():
+            if isinstance(item, NewRequest):
+                self._add_now(item)
             else:
-                aborted = self.scheduler.abort_request(request_id)
-                deltas += self.outputs.abort(request_id, aborted)
+                aborted = self.scheduler.abort_request(item.request_id)
+                deltas += self.outputs.abort(item.request_id, aborted)
         return deltas
 
-    def _add_now(
-        self,
-        request_id: str,
-        prompt_ids: list[int],
-        params: SamplingParams,
-        max_new: int,
-        constraint: CompiledConstraint | None,
-    ) -> None:
+    def _add_now(self, req: NewRequest) -> None:
+        params = req.params
         eos = () if params.ignore_eos else self.tokenizer.eos_token_ids
         stop_ids = [*params.stop_token_ids, *eos]
-        self.scheduler.add_request(request_id, prompt_ids, max_new, params.n, stop_ids)
-        self.outputs.add_request(request_id, prompt_ids, params, constraint)
+        self.scheduler.add_request(
+            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids
+        )
+        self.outputs.add_request(req.request_id, req.prompt_ids, params, req.constraint)
 
     def stats(self) -> EngineStats:
         counts = self.scheduler.stats
         return EngineStats(
             running=len(self.scheduler.running),
-            waiting=len(self.scheduler.waiting) + self._queued_adds,
+            waiting=len(self.scheduler.waiting) + self.inbox.queued,
             kv_usage=self.kv.usage(),
             prefix_hit_tokens=counts.prefix_hit_tokens,
             prefix_query_tokens=counts.prefix_query_tokens,

@@ -19,7 +19,7 @@ import llguidance
 import llguidance.numpy
 import numpy as np
 
-from mlcx.runtime.constraint_matcher import ConstraintMatcher
+from mlcx.runtime.structured.matcher import ConstraintMatcher
 
 _executor: llguidance.LLExecutor | None = None
 _executor_lock = threading.Lock()

@@ -4,7 +4,7 @@ Per row, in this order: the constraint's token mask (disallowed tokens -> -inf) 
 -> repetition penalty (Hugging Face semantics: prompt and output tokens, positive logits
 divided, negative multiplied) -> presence/frequency penalties (OpenAI semantics: output tokens
 only) -> greedy argmax when temperature == 0, otherwise temperature -> top_k -> top_p -> min_p
-(see mlcx.runtime.truncation) -> one draw from the sequence's own generator.
+(see mlcx.runtime.sample.truncation) -> one draw from the sequence's own generator.
 
 Reported logprobs are the log-softmax of the logits after mask, bias and penalties but before
 temperature and truncation (vLLM's "processed logits" convention): they describe what the
@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlcx.runtime.logits_buffer import LogitsBuffer
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.sampling_state import SamplingState
-from mlcx.runtime.token_masks import TokenMasks
-from mlcx.runtime.truncation import Distribution, distributions
+from mlcx.runtime.sample.logits_buffer import LogitsBuffer
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.penalties import apply_penalties, penalized
+from mlcx.runtime.sample.sampling_state import SamplingState
+from mlcx.runtime.sample.truncation import Distribution, distributions
+from mlcx.runtime.structured.token_masks import TokenMasks
 
 _DRAW_BLOCK = 256
 
@@ -38,28 +39,6 @@ class SampleResult:
     token_id: int
     logprob: float | None  # log-softmax of the processed logits; None unless params.logprobs
     top_logprobs: list[tuple[int, float]] | None  # descending; None unless top_logprobs > 0
-
-
-def _penalized(p: SamplingParams) -> bool:
-    return (
-        bool(p.logit_bias)
-        or p.repetition_penalty != 1.0
-        or bool(p.presence_penalty or p.frequency_penalty)
-    )
-
-
-def _apply_penalties(row: np.ndarray, state: SamplingState) -> None:
-    p = state.params
-    if p.logit_bias:
-        ids = np.fromiter(p.logit_bias.keys(), dtype=np.int64)
-        row[ids] += np.fromiter(p.logit_bias.values(), dtype=np.float64)
-    if p.repetition_penalty != 1.0:
-        seen = state.seen_ids()
-        vals = row[seen]
-        row[seen] = np.where(vals < 0, vals * p.repetition_penalty, vals / p.repetition_penalty)
-    if p.presence_penalty or p.frequency_penalty:
-        ids, counts = state.output_counts()
-        row[ids] -= counts * p.frequency_penalty + p.presence_penalty
 
 
 def _checked(logits: np.ndarray, states: Sequence[SamplingState]) -> np.ndarray:
@@ -86,7 +65,7 @@ def _check_finite(maxima: np.ndarray) -> None:
 
 
 def _edits(states: Sequence[SamplingState], masks: TokenMasks | None) -> bool:
-    return masks is not None or any(_penalized(s.params) for s in states)
+    return masks is not None or any(penalized(s.params) for s in states)
 
 
 def _processed(
@@ -104,8 +83,8 @@ def _processed(
     if masks is not None:
         masks.apply(x)
     for row, state in zip(x, states, strict=True):
-        if _penalized(state.params):
-            _apply_penalties(row, state)
+        if penalized(state.params):
+            apply_penalties(row, state)
     maxima = x.max(axis=1)  # max() propagates NaN: one pass finds NaN, +inf and empty rows
     _check_finite(maxima)
     return x, maxima
@@ -220,7 +199,7 @@ def _plain_greedy(logits: np.ndarray, states: Sequence[SamplingState]) -> np.nda
         return None
     for s in states:
         p = s.params
-        if not p.is_greedy or p.logprobs or _penalized(p) or s.matcher is not None:
+        if not p.is_greedy or p.logprobs or penalized(p) or s.matcher is not None:
             return None
     tokens = logits.argmax(axis=1)  # ties go to the lowest id; a NaN wins, caught below
     _check_finite(logits[np.arange(len(states)), tokens])

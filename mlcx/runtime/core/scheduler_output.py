@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mlcx.runtime.sequence import Sequence
+from mlcx.runtime.core.sequence import Sequence
 
 
 @dataclass(frozen=True)

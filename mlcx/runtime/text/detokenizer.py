@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 _REPLACEMENT = "\ufffd"
 

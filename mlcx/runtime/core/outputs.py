@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlcx.runtime.sampler import SampleResult
+from mlcx.runtime.sample.sampler import SampleResult
 
 
 @dataclass(frozen=True)

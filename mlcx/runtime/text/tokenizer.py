@@ -13,7 +13,6 @@ from pathlib import Path
 import tokenizers
 
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
-from mlcx.runtime.chat_template import ChatTemplate
 
 
 class Tokenizer:
@@ -70,9 +69,3 @@ class Tokenizer:
 
     def token_to_id(self, token: str) -> int | None:
         return self._backend.token_to_id(token)
-
-    def chat_template(self) -> ChatTemplate:
-        """The model's chat template, or the documented fallback when it has none."""
-        return ChatTemplate(
-            self._assets.chat_template, self._assets.bos_token, self._assets.eos_token
-        )

@@ -12,7 +12,7 @@ base model has no chat format, and inventing special tokens it never saw would o
 Tools reach a template as Hugging Face's do: the `tools` variable (a list of OpenAI tool dicts),
 assistant messages with `tool_calls` (arguments as dicts) and `tool` messages with
 `tool_call_id`. A template that never reads `tools` gets the conversation rewritten in the
-generic format of `mlcx/runtime/tool_prompt.py` instead.
+generic format of `mlcx/runtime/text/tool_prompt.py` instead.
 """
 
 from __future__ import annotations
@@ -20,17 +20,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from mlcx.errors import MessagesError
-from mlcx.runtime.tool_prompt import with_generic_tools
-
-if TYPE_CHECKING:
-    from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.frontends.tokenizer_assets import TokenizerAssets
+from mlcx.runtime.text.tool_prompt import with_generic_tools
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 
@@ -51,6 +49,11 @@ class ChatTemplate:
         self.bos_token = bos_token
         self.eos_token = eos_token
         self._template, self.knows_tools = _compile(self.source)
+
+    @classmethod
+    def of(cls, assets: TokenizerAssets) -> ChatTemplate:
+        """The model's chat template, or the documented fallback when it has none."""
+        return cls(assets.chat_template, assets.bos_token, assets.eos_token)
 
     def render(
         self,
@@ -76,17 +79,6 @@ class ChatTemplate:
                 f"the model's chat template failed on these messages: {error}; "
                 "check the messages against the format the model expects"
             ) from error
-
-    def prompt_ids(
-        self,
-        messages: list[dict[str, Any]],
-        tokenizer: Tokenizer,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> list[int]:
-        """Token ids of `messages`, ready for the reply. The template writes the special
-        tokens (BOS included) itself, so the tokenizer adds none."""
-        text = self.render(messages, add_generation_prompt=True, tools=tools)
-        return tokenizer.encode(text, add_special_tokens=False)
 
 
 def validate_messages(messages: Any) -> list[dict[str, Any]]:

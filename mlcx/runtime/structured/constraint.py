@@ -1,7 +1,7 @@
 """What a request's output must match: a JSON object, a JSON schema, a regex or a grammar.
 
 Validated for shape here, once, at the edge; compiled against a tokenizer by llguidance in the
-sampler (`mlcx/runtime/constraint_matcher.py`), where a schema or grammar llguidance refuses
+sampler (`mlcx/runtime/structured/matcher.py`), where a schema or grammar llguidance refuses
 is reported as an InvalidFieldError naming `param`.
 """
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
 
 # (token ids, or None for the whole vocabulary; their positive relative weights)
 Distribution = tuple[np.ndarray | None, np.ndarray]

@@ -1,6 +1,7 @@
 """Prompts to token ids: text encoded, ids checked against the vocabulary, conversations
-rendered in the model's chat template. Shared by the engine and by a front that only routes
-(`mlcx serve --replicas`), which tokenizes before choosing a replica."""
+rendered in the model's chat template. The one way from either to ids: the engine, the Python
+API, `mlcx chat` and the server all use it, and so does a front that only routes (`mlcx serve
+--replicas`), which tokenizes before choosing a replica."""
 
 from __future__ import annotations
 
@@ -9,16 +10,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from mlcx.errors import PromptError
-from mlcx.runtime.chat_template import ChatTemplate
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.text.chat_template import ChatTemplate
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 Prompt = str | list[int]
 
 
 class PromptEncoder:
-    def __init__(self, tokenizer: Tokenizer, chat_template: ChatTemplate):
+    def __init__(self, tokenizer: Tokenizer, chat_template: ChatTemplate | None = None):
         self.tokenizer = tokenizer
-        self.chat_template = chat_template
+        self.chat_template = chat_template or ChatTemplate.of(tokenizer.assets)
 
     def tokenize(self, prompt: Prompt) -> list[int]:
         if isinstance(prompt, str):
@@ -33,6 +34,14 @@ class PromptEncoder:
             )
         return [int(t) for t in prompt]
 
+    def chat(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """Token ids of a conversation (and the tools it may call), ready for the reply. The
+        template writes the special tokens (BOS included) itself, so the tokenizer adds none."""
+        text = self.chat_template.render(messages, add_generation_prompt=True, tools=tools)
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
     async def prepare(self, prompts: Sequence[Prompt]) -> list[list[int]]:
         """Token ids of each prompt, in a worker thread: encoding a long prompt on the event
         loop would stall every stream."""
@@ -43,6 +52,4 @@ class PromptEncoder:
     ) -> list[int]:
         """Token ids of a conversation (and the tools it may call) in the model's chat
         template, ready for the reply (rendered and encoded in a worker thread)."""
-        return await asyncio.to_thread(
-            self.chat_template.prompt_ids, messages, self.tokenizer, tools
-        )
+        return await asyncio.to_thread(self.chat, messages, tools)

@@ -17,8 +17,8 @@ import llguidance
 import numpy as np
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.constraint import Constraint
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.structured.constraint import Constraint
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 # Whitespace between JSON tokens is fixed (", " and ": "), as a model writes JSON anyway:
 # flexible whitespace would let a model emit blanks forever and never close the object.

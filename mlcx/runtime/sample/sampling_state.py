@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mlcx.runtime.constraint_matcher import ConstraintMatcher
-from mlcx.runtime.sampling_params import SamplingParams
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.structured.matcher import ConstraintMatcher
 
 
 def _token_ids(name: str, ids: Sequence[int]) -> np.ndarray:

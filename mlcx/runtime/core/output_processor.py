@@ -16,18 +16,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlcx.runtime.constraint_matcher import CompiledConstraint
-from mlcx.runtime.detokenizer import IncrementalDetokenizer
-from mlcx.runtime.logits_buffer import LogitsBuffer
-from mlcx.runtime.outputs import Delta
-from mlcx.runtime.sampler import SampleResult, sample
-from mlcx.runtime.sampling_params import SamplingParams
-from mlcx.runtime.sampling_state import SamplingState
-from mlcx.runtime.sequence import Sequence
+from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.sequence import Sequence
+from mlcx.runtime.sample.logits_buffer import LogitsBuffer
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.sample.sampler import SampleResult, sample
+from mlcx.runtime.sample.sampling_state import SamplingState
 from mlcx.runtime.speculative.verify import verify_batch
-from mlcx.runtime.stop import StopStringMatcher
-from mlcx.runtime.token_masks import TokenMasks
-from mlcx.runtime.tokenizer import Tokenizer
+from mlcx.runtime.structured.matcher import CompiledConstraint
+from mlcx.runtime.structured.token_masks import TokenMasks
+from mlcx.runtime.text.detokenizer import IncrementalDetokenizer
+from mlcx.runtime.text.stop import StopStringMatcher
+from mlcx.runtime.text.tokenizer import Tokenizer
 
 
 @dataclass(eq=False)

@@ -31,20 +31,20 @@ from collections.abc import Sequence as Seq
 
 import numpy as np
 
+from mlcx.runtime.core.scheduler_output import Scheduled, SchedulerOutput, SchedulerStats
+from mlcx.runtime.core.sequence import Request, Sequence, SequenceStatus
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.scheduler_output import Scheduled, SchedulerOutput, SchedulerStats
-from mlcx.runtime.sequence import Request, Sequence, SequenceStatus
 
 RUNNING, WAITING = SequenceStatus.RUNNING, SequenceStatus.WAITING
 
 
 class Scheduler:
-    def __init__(self, kv: KVCacheManager, max_running: int, token_budget: int, kv_window: int = 0):
-        if max_running < 1 or token_budget < 1:
-            raise ValueError("max_running and token_budget must be positive")
+    def __init__(self, kv: KVCacheManager, max_batch: int, token_budget: int, kv_window: int = 0):
+        if max_batch < 1 or token_budget < 1:
+            raise ValueError("max_batch and token_budget must be positive")
         self.kv = kv
         self.kv_window = kv_window  # every layer's sliding window: older pages are released
-        self.max_running = max_running
+        self.max_batch = max_batch
         self.token_budget = token_budget
         self.requests: dict[str, Request] = {}  # unfinished requests
         self.waiting: deque[Sequence] = deque()
@@ -129,7 +129,7 @@ class Scheduler:
                 budget -= n + len(draft)
         if out.preempted:
             return out
-        while self.waiting and budget > 0 and len(self.running) < self.max_running:
+        while self.waiting and budget > 0 and len(self.running) < self.max_batch:
             admitted = self._admit(self.waiting[0], budget, out)
             if admitted == 0:
                 break
