@@ -24,6 +24,7 @@ from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
 from mlcx.kernels.kv_layout import kv_cache_dtype
+from mlcx.passes.gpu.cuda_graph import graph_max_batch
 from mlcx.passes.step_bounds import bound_step_shapes
 from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.quantization.formats import WeightFormat
@@ -171,6 +172,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         source=req.model if req.model in PRESETS else str(source.path.resolve()),
         tuning_db=str(options.tuning_db.resolve()) if options.tuning_db else None,
         linear_kernels=_value(options.linear_kernels),
+        decode_graph_batch=graph_max_batch(target.name, options.cuda_graphs),
     )
     (out / CONFIG_FILE).write_text(config.to_json())
     log.info(

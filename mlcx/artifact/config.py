@@ -48,6 +48,8 @@ class ArtifactConfig:
     kv_dtype: str = ""  # of the KV pages; "" (artifacts from before it was a choice): activations'
     # cpu: which kernels compute the linear layers (int16, float, tvm); None on other targets
     linear_kernels: str | None = None
+    # cuda: decode batches up to this many rows replay CUDA graphs (runtime.backends.decode_graph)
+    decode_graph_batch: int | None = None
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:

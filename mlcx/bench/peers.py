@@ -33,9 +33,9 @@ def _llama_cpp(setup: PeerSetup) -> PeerEngine:
 
 
 def _llama_cpp_cuda(setup: PeerSetup) -> PeerEngine:
-    from mlcx.bench.llamacpp import LlamaCppEngine
+    from mlcx.bench.llamacpp_cuda import LlamaCppCudaEngine
 
-    return LlamaCppEngine(setup, gpu=True)
+    return LlamaCppCudaEngine(setup)
 
 
 def _llama_cpp_vulkan(setup: PeerSetup) -> PeerEngine:
@@ -47,5 +47,5 @@ def _llama_cpp_vulkan(setup: PeerSetup) -> PeerEngine:
 PEERS: dict[str, Callable[[PeerSetup], PeerEngine]] = {
     "llama.cpp": _llama_cpp,  # llama-cpp-python on the CPU, in process
     "llama.cpp-vulkan": _llama_cpp_vulkan,  # llama.cpp's Vulkan backend: llama-bench
-    "llama.cpp-cuda": _llama_cpp_cuda,  # a CUDA build of llama-cpp-python, every layer offloaded
+    "llama.cpp-cuda": _llama_cpp_cuda,  # llama.cpp's CUDA backend (CUDA graphs): llama-bench
 }

@@ -38,9 +38,16 @@ class LlamaShape:
 
 
 RANDOM_MODELS: dict[str, LlamaShape] = {
-    # Llama-3.2-1B's shapes (default RoPE instead of its llama3 frequency scaling).
+    # Llama-3.2-1B's and Llama-3.1-8B's shapes (default RoPE instead of llama3 frequency scaling;
+    # the 1B ties its head to the embedding, the 8B does not).
     "llama-3.2-1b-random": LlamaShape(2048, 8192, 16, 32, 8, 128256),
+    "llama-3.1-8b-random": LlamaShape(4096, 14336, 32, 32, 8, 128256, tie=False),
 }
+
+# Q4_0 block: an f16 scale, then 16 bytes holding 32 4-bit codes (value = (code - 8) * scale)
+Q4_0_BLOCK, Q4_0_BYTES = 32, 18
+# Uniform codes 0..15 have a standard deviation of about 4.6: weights of std ~0.02
+Q4_0_SCALE = np.float16(0.02 / 4.6)
 
 
 def _byte_alphabet() -> list[str]:
@@ -68,6 +75,8 @@ def _tensors(shape: LlamaShape):
     h, d = shape.hidden, shape.head_dim
     yield "token_embd.weight", (shape.vocab, h)
     yield "output_norm.weight", (h,)
+    if not shape.tie:
+        yield "output.weight", (shape.vocab, h)
     for i in range(shape.layers):
         b = f"blk.{i}."
         yield b + "attn_norm.weight", (h,)
@@ -101,6 +110,16 @@ def llama_writer(shape: LlamaShape, out: Path, arch: str = "llama") -> gguf.GGUF
     return writer
 
 
+def random_q4_0(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """Q4_0 blocks of uniform random codes and one scale, written directly: an 8B model's
+    weights in seconds (drawing normals and quantizing them takes minutes)."""
+    blocks = rows * cols // Q4_0_BLOCK
+    raw = np.empty((blocks, Q4_0_BYTES), np.uint8)
+    raw[:, :2] = np.frombuffer(Q4_0_SCALE.tobytes(), np.uint8)
+    raw[:, 2:] = np.frombuffer(rng.bytes(blocks * 16), np.uint8).reshape(blocks, 16)
+    return raw.reshape(rows, cols // Q4_0_BLOCK * Q4_0_BYTES)
+
+
 def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     writer = llama_writer(shape, out)
@@ -108,6 +127,8 @@ def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: i
     for name, dims in _tensors(shape):
         if len(dims) == 1:
             writer.add_tensor(name, np.ones(dims, np.float32))
+        elif qtype == GT.Q4_0:
+            writer.add_tensor(name, random_q4_0(rng, *dims), raw_dtype=qtype)
         else:
             data = rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
             writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)

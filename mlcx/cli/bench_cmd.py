@@ -43,7 +43,7 @@ def bench_command(
         str,
         typer.Argument(
             help="Artifact directory, or a model to compile first (preset, .gguf, HF folder, "
-            "or llama-3.2-1b-random)."
+            "or a random-weight shape: llama-3.2-1b-random, llama-3.1-8b-random)."
         ),
     ] = "smollm2-135m",
     target: Annotated[
@@ -75,8 +75,9 @@ def bench_command(
     against: Annotated[
         list[Peer] | None,
         typer.Option(
-            help="Also run this engine on the same GGUF: llama.cpp (llama-cpp-python, CPU) or "
-            "llama.cpp-vulkan (llama-bench on the same Vulkan adapter)."
+            help="Also run this engine on the same GGUF: llama.cpp (llama-cpp-python, CPU), "
+            "llama.cpp-vulkan (llama-bench on the same Vulkan adapter) or llama.cpp-cuda "
+            "(llama-bench, CUDA graphs on)."
         ),
     ] = None,
     gguf: Annotated[
@@ -85,8 +86,8 @@ def bench_command(
     build_peer: Annotated[
         bool,
         typer.Option(
-            help="Build llama.cpp-vulkan when it is missing (scripts/build-llamacpp-vulkan.sh, "
-            "20-40 min on 2 cores; installs Debian packages)."
+            help="Build llama.cpp-vulkan or -cuda when missing (scripts/build-llamacpp-vulkan.sh: "
+            "20-40 min on 2 cores, installs Debian packages; build-llamacpp-cuda.sh: hours)."
         ),
     ] = False,
     profile: Annotated[

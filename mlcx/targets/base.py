@@ -25,11 +25,17 @@ class BuildOptions:
     # GPU targets: mlcx's kernels share activations through subgroup shuffles; off for WebGPU
     # adapters without the subgroups feature (OpenCL/android never uses them)
     subgroups: bool = True
+    # cuda: decode runs as CUDA graphs, one per batch bucket (mlcx.passes.gpu.cuda_graph)
+    cuda_graphs: bool = True
+    # cuda: decode's linears as dlight's LowBatchGEMV ("dlight") or mlcx's GEMV kernel ("mlcx")
+    decode_gemv: str = "dlight"
     # Mobile targets: prefix of every symbol in the static library, so several models can be
     # linked into one app; the app finds a model with TVM's SystemLib(prefix).
     system_lib_prefix: str | None = None
 
     def __post_init__(self) -> None:
+        if self.decode_gemv not in ("dlight", "mlcx"):
+            raise ValueError(f"decode GEMV must be dlight or mlcx, not {self.decode_gemv!r}")
         prefix = self.system_lib_prefix
         if prefix is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
             raise ValueError(f"system lib prefix must be a C identifier, not {prefix!r}")

@@ -64,7 +64,13 @@ class CudaTarget:
         return device_code.default_quantization(from_gguf)
 
     def build(self, mod, target, options):
-        return device_code.build_gpu(mod, target, options.subgroups)
+        return device_code.build_gpu(
+            mod,
+            target,
+            options.subgroups,
+            cuda_graphs=options.cuda_graphs,
+            decode_gemv=options.decode_gemv,
+        )
 
     def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
         source = device_code.write_kernel_source(executable, "cuda", out_dir / SOURCE)

@@ -17,6 +17,7 @@ from tvm import relax
 
 from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import KV_PAGES
+from mlcx.passes.gpu.cuda_graph import graph_max_batch
 from mlcx.passes.pipeline_gpu import gpu_config, gpu_pipeline
 
 # Which inspect_source format holds a device module's whole kernel source.
@@ -59,11 +60,15 @@ def build_gpu(
     target: tvm.target.Target,
     subgroups: bool = True,
     system_lib_prefix: str | None = None,
+    cuda_graphs: bool = True,
+    decode_gemv: str = "dlight",
 ) -> tvm.runtime.Executable:
     if system_lib_prefix is not None:
         mod = mod.with_attr("system_lib_prefix", system_lib_prefix)
     config = gpu_config(target, subgroups)
-    pipeline = gpu_pipeline(target, activation_dtype(mod), config)
+    graph_batch = graph_max_batch(target.kind.name, cuda_graphs)
+    low_batch = decode_gemv == "dlight"
+    pipeline = gpu_pipeline(target, activation_dtype(mod), config, graph_batch, low_batch)
     with _device_code_kept_as_source():
         return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 

@@ -96,6 +96,18 @@ def test_random_model_gguf_has_the_requested_shape(tmp_path):
     assert cfg.head_dim == 32 and cfg.rms_norm_eps == pytest.approx(1e-5)
 
 
+def test_random_q4_0_blocks_are_small_random_weights():
+    import numpy as np
+    from gguf import GGMLQuantizationType as GT
+    from gguf.quants import dequantize
+
+    from mlcx.bench.random_models import RANDOM_MODELS, random_q4_0
+
+    weights = dequantize(random_q4_0(np.random.default_rng(0), 64, 256), GT.Q4_0)
+    assert weights.shape == (64, 256) and 0.015 < weights.std() < 0.025
+    assert not RANDOM_MODELS["llama-3.1-8b-random"].tie  # an untied head, as the real one
+
+
 def test_bench_profile_needs_a_webgpu_plan(artifact):
     line = one_line_error(run_mlcx("bench", str(artifact), "--profile"))
     assert "webgpu, vulkan" in line

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mlcx.bench import llamacpp_vulkan
+from mlcx.bench.llamacpp_build import VERSION
 from mlcx.bench.llamacpp_vulkan import LlamaCppVulkanEngine, ensure_llama_bench, parse_llama_bench
 from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.peers import PEERS
@@ -92,18 +93,31 @@ def _stub_llama_cpp(monkeypatch, gpu: bool) -> dict:
     return loaded
 
 
-def test_the_cuda_peer_offloads_every_layer(monkeypatch, tmp_path):
-    loaded = _stub_llama_cpp(monkeypatch, gpu=True)
-    setup = PeerSetup(tmp_path / "m.gguf", Workload(24, 6, 1), 3, "float32", "cuda")
+def test_the_cuda_peer_is_llama_bench_with_every_layer_offloaded(empty_cache):
+    """llama-bench replaced by a script that lists one CUDA device and prints a recorded run."""
+    bin_dir = empty_cache / "peers" / f"llama.cpp-cuda-{VERSION}" / "bin"
+    bin_dir.mkdir(parents=True)
+    fake = bin_dir / "llama-bench"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --list-devices ]; then\n'
+        "  echo 'Available devices:'\n"
+        "  echo '  CUDA0: NVIDIA H100 80GB HBM3 (81559 MiB, 80000 MiB free)'\n"
+        f"else cat {RECORDED}; fi\n"
+    )
+    fake.chmod(0o755)
+    setup = PeerSetup(empty_cache / "m.gguf", Workload(64, 16, 1), 3, "float32", "cuda")
     engine = PEERS["llama.cpp-cuda"](setup)
-    assert (engine.name, engine.device) == ("llama.cpp-cuda", "cuda")
-    assert loaded["n_gpu_layers"] == -1 and loaded["type_k"] == 0
+    assert (engine.name, engine.device) == ("llama.cpp-cuda", "NVIDIA H100 80GB HBM3")
+    assert engine.argv[engine.argv.index("-ngl") + 1] == "99"
+    assert "f16 KV cache" in " ".join(engine.notes)  # llama-bench has no f32 cache
+    timing = engine.run([], Workload(64, 16, 1))
+    assert timing.prefill_s == pytest.approx(14196275534e-9)
 
 
-def test_the_cuda_peer_refuses_a_cpu_only_build(monkeypatch, tmp_path):
-    _stub_llama_cpp(monkeypatch, gpu=False)
-    setup = PeerSetup(tmp_path / "m.gguf", Workload(24, 6, 1), 3, "float32", "cuda")
-    with pytest.raises(ValueError, match="no GPU backend"):
+def test_the_cuda_peer_says_how_to_build_it(empty_cache):
+    setup = PeerSetup(empty_cache / "m.gguf", Workload(64, 16, 1), 1, "float16", "cuda")
+    with pytest.raises(ToolchainError, match="scripts/build-llamacpp-cuda.sh"):
         PEERS["llama.cpp-cuda"](setup)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from mlcx.artifact.config import CONFIG_FILE, ArtifactConfig
 from mlcx.artifact.weight_shards import load_arrays
+from mlcx.kernels.decode_buckets import DECODE_BUCKETS
 from mlcx.quantization.formats import GroupIntFormat, format_from_name
 from mlcx.targets.registry import TARGETS
 from tests.support.tiny_models import TinySpec
@@ -21,6 +22,7 @@ QUANT = "q4f16"
 GPU_TARGETS = [t for t in ("cuda", "metal", "iphone", "android", "webgpu") if t in TARGETS]
 # What legitimately differs between targets.
 PER_TARGET_FIELDS = {
+    "decode_graph_batch",  # cuda: decode runs as CUDA graphs up to this batch
     "linear_kernels",
     "target",
     "tvm_target",
@@ -91,6 +93,8 @@ def test_config_has_the_cpu_format(compiled, cpu_artifact, target):
     row_major = {k: format_from_name(v).row_major.name for k, v in cpu["weight_formats"].items()}
     assert ours["weight_formats"] == row_major
     assert cpu["linear_kernels"] == "int16" and ours["linear_kernels"] is None  # a CPU choice
+    assert cpu["decode_graph_batch"] is None
+    assert ours["decode_graph_batch"] == (DECODE_BUCKETS[-1] if target == "cuda" else None)
     config = ArtifactConfig.from_json((artifact / CONFIG_FILE).read_text())
     assert config.target == target and config.runtime == TARGETS[target].runtime
     assert (artifact / config.library).is_file()

@@ -10,6 +10,7 @@ import tvm
 import tvm_ffi
 
 from mlcx.compile import CompileRequest, compile_model
+from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.cuda import DEFAULT_ARCH, LIBRARY, SOURCE, CudaTarget, resolve_arch
 from mlcx.targets.cuda_kernels import compile_fatbin
@@ -110,8 +111,9 @@ LOADER = "ffi.Module.load_from_bytes.cuda"
 
 @pytest.fixture
 def captured_cuda_payload():
-    """Stands in for TVM's CUDA runtime loader (absent without a driver): records the bytes
-    TVM's library loader hands it and returns an empty module."""
+    """Stands in for TVM's CUDA runtime (absent without a driver): its loader records the
+    bytes TVM's library loader hands it and returns an empty module; its CUDA-graph builtins,
+    which the VM looks up when it loads decode, are never called."""
     if LOADER in tvm_ffi.registry.list_global_func_names():
         pytest.skip("a real CUDA runtime is loaded; it loads the library itself")
     captured: list[bytes] = []
@@ -120,9 +122,15 @@ def captured_cuda_payload():
         captured.append(bytes(data))
         return tvm_ffi.system_lib("mlcx_test_stub_")
 
-    tvm_ffi.register_global_func(LOADER, load)
+    def never(*_args):
+        raise AssertionError("no CUDA graph runs without a GPU")
+
+    stubs = {LOADER: load, **dict.fromkeys(CAPTURE_BUILTINS, never)}
+    for name, func in stubs.items():
+        tvm_ffi.register_global_func(name, func)
     yield captured
-    tvm_ffi.remove_global_func(LOADER)
+    for name in stubs:
+        tvm_ffi.remove_global_func(name)
 
 
 def test_tvm_loads_the_library_and_its_vm_functions(artifact, captured_cuda_payload):

@@ -17,7 +17,8 @@ from tvm import relax
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
-from mlcx.kernels.step_params import COPY_PAGES
+from mlcx.kernels.step_params import COPY_PAGES, DECODE
+from mlcx.runtime.backends.decode_graph import DecodeGraphs
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.host_tensors import host_int32
 from mlcx.runtime.backends.runner import RunnerMemory
@@ -57,7 +58,9 @@ class TVMRunner:
             tvm.runtime.tensor(np.asarray(a), self.device)
             for _, a in load_arrays(artifact.params_dir)
         ]
-        shape = config.kv_layout.pages_shape(num_blocks)
+        # CUDA graphs: one scratch page past the engine's blocks for padding rows
+        graphs = config.decode_graph_batch if kind == "cuda" else None
+        shape = config.kv_layout.pages_shape(num_blocks + (1 if graphs else 0))
         self.kv_pages = [
             tvm.runtime.empty(shape, config.cache_dtype, self.device)
             for _ in range(config.model.num_layers)
@@ -67,6 +70,12 @@ class TVMRunner:
         self._kv_arg = tvm_ffi.convert(self.kv_pages)
         self._params_arg = tvm_ffi.convert(self.params)
         self._on_host = kind == "cpu"
+        self.graphs = None
+        if graphs:
+            empty = lambda s: tvm.runtime.empty(s, "int32", self.device)  # noqa: E731
+            self.graphs = DecodeGraphs(
+                empty, graphs, config.context_window, config.page_size, num_blocks
+            )
 
     def memory(self) -> RunnerMemory:
         return RunnerMemory(_nbytes(self.params), _nbytes(self.kv_pages))
@@ -80,9 +89,17 @@ class TVMRunner:
         if copies:
             self.vm[COPY_PAGES](self._kv_arg, self._i32(np.array(copies).reshape(-1, 2)))
 
+    def _call_decode(self, args: list) -> tvm.runtime.Tensor:
+        return self.vm[DECODE](*args, self._kv_arg, self._params_arg)[0]
+
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
+        if self.graphs is not None and batch.function == DECODE:
+            logits = self.graphs.run(batch, self._call_decode)
+            if logits is not None:
+                return logits.numpy()[: batch.tables.batch_size]
+            batch = self.graphs.through_prefill(batch)
         args = [self._i32(a) for a in batch.step_inputs().values()]
         logits, _ = self.vm[batch.function](*args, self._kv_arg, self._params_arg)
         if self._on_host:
