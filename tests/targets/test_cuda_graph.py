@@ -51,7 +51,9 @@ def lowered(tiny_model):
 def test_decode_calls_the_capture_builtins_and_prefill_does_not(lowered):
     mod, _ = lowered[2, True]
     assert capture_builtins(mod["decode"]) == set(CAPTURE_BUILTINS)
-    assert capture_builtins(mod["prefill"]) == set()
+    # prefill's storage is planned at fixed sizes too (passes/step_bounds.py), so the rewrite
+    # caches its allocations; its launches take their inputs per call and are never captured
+    assert "vm.builtin.cuda_graph.run_or_capture" not in capture_builtins(mod["prefill"])
 
 
 def test_launches_per_decode_step_stay_under_the_stated_numbers(lowered):
