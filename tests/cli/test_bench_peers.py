@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from mlcx.bench import llamacpp_vulkan
+from mlcx.bench.llama_bench import parse_llama_bench
 from mlcx.bench.llamacpp_build import VERSION
-from mlcx.bench.llamacpp_vulkan import LlamaCppVulkanEngine, ensure_llama_bench, parse_llama_bench
+from mlcx.bench.llamacpp_vulkan import LlamaCppVulkanEngine, ensure_llama_bench
 from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.peers import PEERS
 from mlcx.bench.workload import Workload

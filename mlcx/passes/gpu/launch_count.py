@@ -16,9 +16,9 @@ import tvm
 from tvm import relax, tirx
 
 from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS
+from mlcx.passes.tir_lowering import lower_tir
 
 KERNEL_CALL = "tirx.call_ffi_kernel"
-DEVICE_KERNEL = 2  # CallingConv::kDeviceKernelLaunch
 
 
 @dataclass(frozen=True)
@@ -92,30 +92,10 @@ def _kernels_on_a_path(stmt) -> int:
     return _kernels_on_a_path(body) if body is not None else 0
 
 
-@tvm.instrument.pass_instrument
-class _AfterSplit:
-    def __init__(self):
-        self.mod = None
-
-    def run_after_pass(self, mod, info):
-        if info.name.endswith("SplitHostDevice"):
-            self.mod = mod
-
-
 def kernels_per_call(mod: tvm.IRModule, names: set[str], target) -> dict[str, int]:
     """TIR function -> device kernels one call launches (its host code split from devices)."""
-    funcs = {gv: f for gv, f in mod.functions.items() if gv.name_hint in names}
-    lowered = relax.transform.AttachGlobalSymbol()(tvm.IRModule(funcs))
-    lowered = tirx.transform.BindTarget(target)(lowered)
-    pipeline, _, _ = tvm.tirx.get_default_tir_pipeline(target)
-    split = _AfterSplit()
-    with tvm.transform.PassContext(opt_level=3, instruments=[split]):
-        pipeline(lowered)
-    out = {}
-    for gv, func in split.mod.functions.items():
-        if gv.name_hint in names and func.attrs.get("calling_conv") != DEVICE_KERNEL:
-            out[gv.name_hint] = _kernels_on_a_path(func.body)
-    return out
+    host = lower_tir(mod, names, target).host_functions()
+    return {name: _kernels_on_a_path(func.body) for name, func in host.items() if name in names}
 
 
 def step_launches(lowered: tvm.IRModule, function: str, target) -> StepLaunches:

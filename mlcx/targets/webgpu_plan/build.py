@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tvm
-from tvm import relax, tirx
+from tvm import relax
 
 from mlcx.kernels.step_params import KV_PAGES
 from mlcx.passes.pipeline_gpu import gpu_config, gpu_graph_passes
+from mlcx.passes.tir_lowering import lower_tir
 from mlcx.targets.webgpu_plan.dequant_gemv import DequantGEMV
 from mlcx.targets.webgpu_plan.host_launches import tir_function
 from mlcx.targets.webgpu_plan.relax_walk import walk_function
@@ -18,7 +19,6 @@ from mlcx.targets.webgpu_plan.shaders import kernel_sources
 from mlcx.targets.webgpu_plan.storage_legalize import legalize_storage, uses_f16
 
 SHADER_DIR = "shaders"
-DEVICE_KERNEL = 2  # calling_conv of device kernels after SplitHostDevice
 
 
 @dataclass(frozen=True)
@@ -46,32 +46,12 @@ def activation_dtype(mod: tvm.IRModule) -> str:
     raise PlanError(f"the module has no entry function taking {KV_PAGES}")
 
 
-@tvm.instrument.pass_instrument
-class _AfterSplit:
-    """Keeps the module as SplitHostDevice leaves it: host launches are still plain calls."""
-
-    def __init__(self):
-        self.mod = None
-
-    def run_after_pass(self, mod, info):
-        if info.name.endswith("SplitHostDevice"):
-            self.mod = mod
-
-
 def _lower_tir(graph: tvm.IRModule, names: set[str], target: tvm.target.Target, keep_f16: bool):
-    funcs = {gv: f for gv, f in graph.functions.items() if gv.name_hint in names}
-    mod = relax.transform.AttachGlobalSymbol()(tvm.IRModule(funcs))
-    mod = tirx.transform.BindTarget(target)(mod)
-    pipeline, _, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
-    split = _AfterSplit()
-    with tvm.transform.PassContext(opt_level=3, instruments=[split]):
-        lowered = pipeline(mod)
-        is_device = lambda f: f.attrs.get("calling_conv") == DEVICE_KERNEL  # noqa: E731
-        host = {gv.name_hint: f for gv, f in split.mod.functions.items() if not is_device(f)}
-        device = tvm.IRModule({gv: f for gv, f in lowered.functions.items() if is_device(f)})
-        device = finalize_device()(device)
+    lowered = lower_tir(graph, names, target)
+    with tvm.transform.PassContext(opt_level=3):
+        device = lowered.finalize_device()(lowered.device_module())
     legal = {gv: legalize_storage(f, keep_f16) for gv, f in device.functions.items()}
-    return host, tvm.IRModule(legal)
+    return lowered.host_functions(), tvm.IRModule(legal)
 
 
 def _kernels(sources, blocks) -> dict[str, Kernel]:
