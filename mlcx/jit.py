@@ -12,10 +12,13 @@ database's content, the artifact format version and a hash of the mlcx sources t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
+import os
 import re
+import shutil
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -119,5 +122,18 @@ def resolve_artifact(model: str, quiet: bool = False, kv_dtype: str | None = Non
     if not Artifact.is_artifact(out):
         if not quiet:
             print(f"compiling {model} for this CPU into {out} (first run only) ...", flush=True)
-        compile_model(replace(req, output=out))
+        _compile_into(req, out)
     return Artifact(out)
+
+
+def _compile_into(req: CompileRequest, out: Path) -> None:
+    """Compiles beside `out` and moves the result in whole: a compile that dies leaves no half
+    artifact, and of two processes compiling the same key the first to finish wins."""
+    staging = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        compile_model(replace(req, output=staging))
+        with contextlib.suppress(OSError):  # another process put the same artifact there first
+            staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
