@@ -9,12 +9,11 @@ import pytest
 from mlcx.bench.echo_workload import echo_messages
 from mlcx.bench.truncated_gguf import write_truncated_gguf
 from mlcx.compile import CompileRequest, compile_model
-from mlcx.jit import resolve_artifact
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.speculative.config import SpeculativeConfig
-from tests.support.default_model import DEFAULT, default_gguf
+from tests.support.default_model import default_gguf
 
 pytestmark = pytest.mark.slow
 PARAMS = SamplingParams.greedy(max_tokens=64)
@@ -22,9 +21,8 @@ QUESTIONS = ["What is the capital of France?", "List three colours, separated by
 
 
 @pytest.fixture(scope="module")
-def artifact():
-    default_gguf()
-    return resolve_artifact(DEFAULT, quiet=True)
+def artifact(default_artifact):
+    return default_artifact()
 
 
 @pytest.fixture(scope="module")

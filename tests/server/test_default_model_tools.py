@@ -7,8 +7,6 @@ import json
 import pytest
 
 from tests.server.conftest import serving
-from tests.support.cli import run_mlcx
-from tests.support.default_model import DEFAULT, default_gguf
 
 pytestmark = pytest.mark.slow
 WEATHER = {
@@ -26,12 +24,8 @@ WEATHER = {
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    default_gguf()  # downloads once into the mlcx cache
-    out = tmp_path_factory.mktemp("default") / "smollm2"
-    result = run_mlcx("compile", DEFAULT, "--target", "cpu", "-o", str(out))
-    assert result.returncode == 0, result.stderr
-    with serving(out) as s:
+def served(default_artifact):
+    with serving(default_artifact()) as s:
         yield s
 
 
