@@ -13,7 +13,8 @@ from mlcx.cache import cache_dir
 from mlcx.errors import ToolchainError
 
 VERSION = "0.3.36"  # of llama-cpp-python, whose sdist the scripts build
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+# the build scripts ship in the wheel (scripts/ of a checkout links to them)
+SCRIPTS = Path(__file__).resolve().parent / "peer_builds"
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class LlamaCppBuild:
         if not build:
             raise ToolchainError(
                 f"{self.name} is not built ({path} is missing): pass --build-peer to build it "
-                f"now ({self.build_time}), or run scripts/{self.script.name}"
+                f"now ({self.build_time}), or run {self.script}"
             )
         return self.build(say) / binary
 
@@ -50,7 +51,8 @@ class LlamaCppBuild:
         """Run the build script (its output goes to a log file); the folder of the binaries."""
         if not self.script.is_file():
             raise ToolchainError(
-                f"{self.script.name} is not next to this mlcx; run it from an mlcx source checkout"
+                f"{self.script.name} is missing from this mlcx install ({self.script.parent}); "
+                "reinstall mlcx"
             )
         log = cache_dir() / "peers" / f"build-llamacpp-{self.flavor}.log"
         log.parent.mkdir(parents=True, exist_ok=True)

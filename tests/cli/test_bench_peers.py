@@ -63,7 +63,7 @@ def test_missing_binaries_without_building_say_how_to_build(empty_cache):
         LlamaCppVulkanEngine(setup)
     message = str(err.value)
     assert str(empty_cache) in message and "--build-peer" in message
-    assert "scripts/build-llamacpp-vulkan.sh" in message and "20-40 min" in message
+    assert "peer_builds/build-llamacpp-vulkan.sh" in message and "20-40 min" in message
 
 
 def test_a_failed_build_names_its_last_line_and_log(empty_cache, monkeypatch):
@@ -118,7 +118,7 @@ def test_the_cuda_peer_is_llama_bench_with_every_layer_offloaded(empty_cache):
 
 def test_the_cuda_peer_says_how_to_build_it(empty_cache):
     setup = PeerSetup(empty_cache / "m.gguf", Workload(64, 16, 1), 1, "float16", "cuda")
-    with pytest.raises(ToolchainError, match="scripts/build-llamacpp-cuda.sh"):
+    with pytest.raises(ToolchainError, match="peer_builds/build-llamacpp-cuda.sh"):
         PEERS["llama.cpp-cuda"](setup)
 
 

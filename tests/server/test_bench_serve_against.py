@@ -68,7 +68,8 @@ def test_a_missing_binary_says_how_to_build_it(tmp_path, monkeypatch):
     monkeypatch.setenv("MLCX_CACHE", str(tmp_path))
     with pytest.raises(ToolchainError) as err:
         ensure_llama_server(build=False, say=print)
-    assert "scripts/build-llamacpp-cpu.sh" in str(err.value) and "--build-peer" in str(err.value)
+    message = str(err.value)
+    assert "peer_builds/build-llamacpp-cpu.sh" in message and "--build-peer" in message
 
 
 def test_a_server_that_exits_before_it_is_healthy_is_reported():
