@@ -112,6 +112,7 @@ def _check_blocks(tensor: SourceTensor, data: np.ndarray) -> None:
 def _warn_lossy(spec: WeightSpec, gtype: GT | None, fmt: WeightFormat) -> None:
     if gtype is None or gtype in GGUF_FLOAT_TYPES:
         return
+    kept = ", ".join(t.name for t in GGUF_FORMATS)
     if gtype not in GGUF_FORMATS:
         log.warning(
             "%s: GGUF type %s is dequantized to %s at import (mlcx keeps %s, F16 and F32 "
@@ -119,7 +120,14 @@ def _warn_lossy(spec: WeightSpec, gtype: GT | None, fmt: WeightFormat) -> None:
             spec.target,
             gtype.name,
             fmt.name,
-            ", ".join(t.name for t in GGUF_FORMATS),
+            kept,
+        )
+    elif isinstance(fmt, DenseFormat):
+        log.info(
+            "%s: GGUF %s dequantized to %s (exact, 4-8x the bytes)",
+            spec.target,
+            gtype.name,
+            fmt.name,
         )
     else:
         log.warning(

@@ -31,8 +31,8 @@ Q4_K_M = {
     "blk.0.attn_v.weight": GT.Q6_K,
     "blk.1.attn_output.weight": GT.Q8_0,
     "blk.1.ffn_up.weight": GT.Q5_1,
-    "attn_output.weight": GT.Q5_0,
     **_uniform(GT.Q4_K),
+    "attn_output.weight": GT.Q5_0,
     "output.weight": GT.Q6_K,
 }
 MIXES: dict[str, dict[str, GT]] = {
