@@ -6,7 +6,9 @@ no transposes. One loop nest then serves decode, batched decode and prefill: eac
 walks its bands of 16 rows; for a band, token blocks of up to `batch_tokens` tokens keep
 their accumulators in registers (int32 per chunk, float32 across chunks) while the band's
 codes, a few KiB, are re-read from L1 by each token block. Activations are int16 per 32
-features (mlcx.kernels.cpu.rows), as in the row-major kernels.
+features (mlcx.kernels.cpu.rows), as in the row-major kernels. The 5-bit and K-quant formats
+(mlcx.kernels.cpu.block_reader) add their high bits to the codes and scale each sub-block of a
+chunk on its own (Q6_K: two int32 sums a chunk).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def _block(spec, reader, views, q, pairs, band, t0, count: int, ahead: int) -> N
     """out[t0 : t0 + count, band's 16 rows] (count static); prefetching `ahead` bytes on."""
     rv = vec.ramp(0, ROWS)
     facc = T.alloc_buffer((count, ROWS), "float32")
-    subs = getattr(reader, "subs", 1)  # scale groups per chunk, each its own int32 sums
+    subs = reader.subs  # scale groups per chunk (Q6_K: 2), each with its own int32 sums
     iacc = T.alloc_buffer((count * subs, ROWS), "int32")
     for t in range(count):
         T.buffer_store(facc, vec.splat(vec.f32(0.0), ROWS), [t, rv])
@@ -53,10 +55,7 @@ def _block(spec, reader, views, q, pairs, band, t0, count: int, ahead: int) -> N
                     x = vec.splat(pairs[t0 + t, g * PAIRS + quarter * 4 + m], ROWS)
                     dot = vec.madd_i16(w, T.reinterpret(f"int16x{2 * ROWS}", x), 2 * ROWS)
                     T.buffer_store(iacc, iacc[t * subs + sub, rv] + dot, [t * subs + sub, rv])
-        if subs == 1:
-            wsc = [T.bind(reader.scales(views, band, g))]
-        else:
-            wsc = [T.bind(reader.scales(views, band, g, s)) for s in range(subs)]
+        wsc = [T.bind(reader.scales(views, band, g, s)) for s in range(subs)]
         woff = T.bind(reader.offsets(views, band, g)) if reader.has_offset else None
         for t in range(count):
             value = q.scaled_dots(iacc[t * subs, rv], wsc[0], woff, t0 + t, g, ROWS)

@@ -52,6 +52,11 @@ class TiledReader:
     def has_offset(self) -> bool:
         return self.fmt.bits == 4
 
+    @property
+    def subs(self) -> int:
+        """Scale groups in one chunk (a group spans whole chunks here)."""
+        return 1
+
     def views(self, bufs, n: int, k: int) -> dict:
         """The parameter buffers re-declared in tile order: codes by (band, chunk, pair
         group) and per-group values by (band, group), 16 rows a row."""
@@ -100,7 +105,7 @@ class TiledReader:
     def _group_row(self, views, band, chunk):
         return band * views["groups"] + chunk * CHUNK // self.fmt.group_size
 
-    def scales(self, views, band, chunk) -> tirx.PrimExpr:
+    def scales(self, views, band, chunk, sub: int = 0) -> tirx.PrimExpr:
         return vec.to_f32(views["scales"][self._group_row(views, band, chunk), vec.ramp(0, ROWS)])
 
     def offsets(self, views, band, chunk) -> tirx.PrimExpr:
