@@ -16,8 +16,9 @@ def cache_dir() -> Path:
 
 # Part of the name of every cached compile: bumped when what the same compile request
 # produces changes (kernels, weight layouts), so that caches built by an older mlcx are
-# compiled again instead of reused. 2: CPU weights stored row-tiled.
-COMPILE_GENERATION = 2
+# compiled again instead of reused. 2: CPU weights stored row-tiled. 3: K-quant and 5-bit
+# GGUF blocks kept (no longer dequantized to float32).
+COMPILE_GENERATION = 3
 
 
 def compiled_dir(kind: str, name: str) -> Path:
