@@ -27,7 +27,7 @@ from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.ggml_blocks import encode_blocks
 from mlcx.quantization.stacked import StackedFormat
 from tests.support.harness import Harness, hf_logits
-from tests.support.kquant_files import KQUANT_SPEC, MIXES, TIED_SPEC, write_mix
+from tests.support.kquant_files import ARCH_SPECS, KQUANT_SPEC, MIXES, TIED_SPEC, write_mix
 
 TOL = 1e-4
 TYPE_OF = {"q4_k": GT.Q4_K, "q5_k": GT.Q5_K, "q6_k": GT.Q6_K, "q5_0": GT.Q5_0, "q5_1": GT.Q5_1}
@@ -134,6 +134,36 @@ def test_logits_match_transformers(built, mix):
         seq.append(int(np.argmax(got[-1])))
         got = harness.decode({0: seq[-1]})[0][None]
         assert np.abs(got[0] - hf_logits(reference, seq)[-1]).max() <= TOL
+
+
+@pytest.mark.parametrize("arch", sorted(ARCH_SPECS))
+def test_other_architectures_as_q4_k_m(tiny_model, tmp_path, arch):
+    """Qwen2 (q/k/v biases, tied head), Qwen3 (q/k norms), Phi-3 (fused qkv and gate/up
+    tensors) written with the Q4_K_M-style mix: logits within 1e-4 of transformers'."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path = write_mix(tiny_model(ARCH_SPECS[arch]), tmp_path / f"{arch}.gguf", "q4_k_m")
+    art = compile_model(CompileRequest(str(path), "cpu", output=tmp_path / "cpu"))
+    kinds = {getattr(format_from_name(f), "kind", "") for f in _formats(art)}
+    assert {"q4_k", "q6_k"} <= kinds
+    # config values transformers' GGUF loader does not read
+    extra = {"phi3": {"pad_token_id": 1}, "qwen3": {"head_dim": 64}}.get(arch, {})
+    reference = AutoModelForCausalLM.from_pretrained(
+        tmp_path, gguf_file=path.name, dtype=torch.float32, **extra
+    ).eval()
+    prompt = np.random.default_rng(6).integers(0, reference.config.vocab_size, 21).tolist()
+    got = Harness(art, num_blocks=32).step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
+
+
+def _formats(art) -> list[str]:
+    names = []
+    for name in Artifact(art).config.weight_formats.values():
+        fmt = format_from_name(name)
+        parts = fmt.parts if isinstance(fmt, StackedFormat) else ((0, fmt),)
+        names += [part.row_major.name for _, part in parts if hasattr(part, "row_major")]
+    return names
 
 
 def test_the_mix_keeps_each_tensor_in_its_own_format(built):

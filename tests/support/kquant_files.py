@@ -17,7 +17,24 @@ TIED_SPEC = TinySpec(
     arch="llama", hidden=256, heads=4, kv_heads=2, intermediate=512, tie=True, seed=28
 )
 
-MATRICES = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+MATRICES = (
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_qkv",  # phi3's fused projection
+    "attn_output",
+    "ffn_gate",
+    "ffn_up",
+    "ffn_down",
+)
+# other architectures at K-quant shapes (head_dim 64; phi3 with its default RoPE)
+ARCH_SPECS = {
+    "qwen2": TinySpec(arch="qwen2", hidden=256, heads=4, intermediate=512, tie=True, seed=41),
+    "qwen3": TinySpec(
+        arch="qwen3", hidden=256, heads=4, intermediate=512, seed=42, extra={"head_dim": 64}
+    ),
+    "phi3": TinySpec(arch="phi3", hidden=256, heads=4, intermediate=512, seed=43),
+}
 
 
 def _uniform(gtype: GT) -> dict[str, GT]:
