@@ -183,3 +183,18 @@ def test_requantizing_a_k_quant_file_says_it_is_lossy(built, tmp_path, caplog):
         compile_model(CompileRequest(str(path), "cpu", "q8f32", output=tmp_path / "q8"))
     lossy = [r.message for r in caplog.records if "re-quantized" in r.message]
     assert lossy and all("lossy" in m and "Q4_K" in m for m in lossy)
+
+
+def test_a_tensor_with_the_wrong_block_count_is_named():
+    from mlcx.errors import ModelSourceError
+    from mlcx.frontends.convert import convert_weight
+    from mlcx.frontends.tensors import SourceTensor
+    from mlcx.frontends.weight_spec import WeightSpec
+    from mlcx.quantization.schemes import Role
+
+    short = np.zeros((8, 144), np.uint8)  # one Q4_K block a row where 512 weights need two
+    tensor = SourceTensor("blk.3.ffn_down.weight", (8, 512), GT.Q4_K, lambda: short, None)
+    source = type("Source", (), {"get": lambda self, name: tensor, "names": lambda self: []})()
+    spec = WeightSpec("layers.3.mlp.down", Role.LINEAR, (tensor.name,))
+    with pytest.raises(ModelSourceError, match=r"blk\.3\.ffn_down\.weight: Q4_K data of shape"):
+        convert_weight(spec, source, BlockFormat("q4_k"), "float32")
