@@ -80,14 +80,17 @@ class BlockTiledReader:
         high = self.fmt.high
         if high:
             row = block * high + (quarter * 4 * high) // 16
-            top = T.bind(views["high"][row, vec.ramp(0, WORDS)])
+            # this quarter's bits at the bottom: plane m's at bits high * m
+            top = views["high"][row, vec.ramp(0, WORDS)]
+            top = T.bind(top >> vec.splat(T.Cast("uint16", quarter * 4 * high % 16), WORDS))
+            mask = _u16(((1 << high) - 1) << 4)
         planes = []
         for m in range(4):
             code = (words >> _u16(4 * m)) & _u16(15)
-            if high:
-                shift = ((quarter * 4 + m) * high) % 16
-                bits = (top >> vec.splat(T.Cast("uint16", shift), WORDS)) & _u16((1 << high) - 1)
-                code = code | (bits << _u16(4))
+            if high:  # plane m's high bits moved to bit 4 with constant shifts
+                at = high * m
+                moved = top << _u16(4 - at) if at <= 4 else top >> _u16(at - 4)
+                code = code | (moved & mask)
             code = T.Cast(f"int16x{WORDS}", code)
             if self.signed_codes:
                 code = code - vec.splat(tirx.const(self.fmt.zero_point, "int16"), WORDS)
