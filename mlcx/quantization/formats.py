@@ -19,8 +19,8 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
-
-ParamSpecs = dict[str, tuple[tuple[int, ...], str]]
+from mlcx.quantization.block_formats import KINDS, BlockFormat, ParamSpecs
+from mlcx.quantization.stacked import StackedFormat
 
 
 @dataclass(frozen=True)
@@ -227,12 +227,19 @@ class GroupIntFormat:
         return (stored >> bits) & tirx.const(15, "uint32")
 
 
-WeightFormat = DenseFormat | GroupIntFormat
+WeightFormat = DenseFormat | GroupIntFormat | BlockFormat | StackedFormat
 
 
 def format_from_name(name: str) -> WeightFormat:
-    """The format whose `name` this is (inverse of DenseFormat.name / GroupIntFormat.name)."""
+    """The format whose `name` this is (inverse of each format's `name`)."""
+    if name.startswith(StackedFormat.PREFIX):
+        return StackedFormat.from_name(name, format_from_name)
     parts = name.split("-")
+    if parts[0] in KINDS:
+        tiled = parts[1:] == [f"t{tiling.TILE_ROWS}"]
+        if len(parts) > 1 and not tiled:
+            raise ValueError(f"not a weight format name: {name!r}")
+        return BlockFormat(parts[0], tiled)
     if len(parts) == 1:
         return DenseFormat(name)
     tiled = parts[-1] == f"t{tiling.TILE_ROWS}"

@@ -12,6 +12,7 @@ from enum import Enum
 
 from gguf import GGMLQuantizationType as GT
 
+from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,11 @@ GGUF_FORMATS: dict[GT, WeightFormat] = {
     GT.Q4_0: GroupIntFormat(bits=4, group_size=32, scale_dtype="float16"),
     GT.Q4_1: GroupIntFormat(bits=4, group_size=32, scale_dtype="float16", affine=True),
     GT.Q8_0: GroupIntFormat(bits=8, group_size=32, scale_dtype="float16"),
+    GT.Q5_0: BlockFormat("q5_0"),
+    GT.Q5_1: BlockFormat("q5_1"),
+    GT.Q4_K: BlockFormat("q4_k"),
+    GT.Q5_K: BlockFormat("q5_k"),
+    GT.Q6_K: BlockFormat("q6_k"),
 }
 GGUF_FLOAT_TYPES = {GT.F32, GT.F16, GT.BF16}
 
@@ -91,7 +97,11 @@ QUANTIZATIONS: dict[str, Quantization] = {
         _q("q8f32", "float32", Q8, "8-bit, group 32, f16 scales, f32 math"),
         _q("q8f16", "float16", Q8, "8-bit, group 32, f16 scales, f16 math"),
         _q(
-            "gguf", "float32", None, "keep the GGUF file's Q4_0/Q4_1/Q8_0/F16/F32 tensors, f32 math"
+            "gguf",
+            "float32",
+            None,
+            "keep the GGUF file's tensors (Q4_0/1, Q5_0/1, Q8_0, Q4_K, Q5_K, Q6_K, F16, F32), "
+            "f32 math",
         ),
         _q("gguf-f16", "float16", None, "keep the GGUF file's block formats, f16 math"),
     ]

@@ -87,3 +87,37 @@ def code_offset(n, k, bits: int, in_features: int):
         return (block * (CHUNK // 2) + f // 2) * CHUNK + 2 * row + f % 2, None
     word = (block * 4 + f // 8) * CHUNK + 2 * row + f % 2
     return word, (f % 8) // 2 * 4
+
+
+# The high bits of 5- and 6-bit codes (`high` = 1 or 2 bits a code above the low nibble) in the
+# same bands and chunks: per chunk, `high` uint16 words per lane 2r + e, pair p's bits at word
+# p * high // 16, shift p * high % 16 (so one word load serves every quarter of a 1-bit chunk,
+# half of them of a 2-bit one).
+def _high_axes(n: int, k: int, high: int) -> tuple[int, ...]:
+    # codes [n, k] as [band, row, chunk, word j, pair within the word, e]
+    return (n // TILE_ROWS, TILE_ROWS, k // CHUNK, high, 16 // high, 2)
+
+
+def tile_high(bits: np.ndarray, high: int) -> np.ndarray:
+    """High bits [n, k] (values below 2**high) in the tiled order, as flat uint16 words."""
+    n, k = bits.shape
+    split = bits.astype(np.uint16).reshape(_high_axes(n, k, high))
+    ordered = split.transpose(0, 2, 3, 1, 5, 4)  # band, chunk, word, row, e, pair
+    shifts = (np.arange(16 // high, dtype=np.uint16) * high)[None, None, None, None, None, :]
+    return np.bitwise_or.reduce(ordered << shifts, axis=5).reshape(-1)
+
+
+def untile_high(flat: np.ndarray, high: int, n: int, k: int) -> np.ndarray:
+    """Inverse of tile_high: high bits [n, k]."""
+    words = flat.reshape(n // TILE_ROWS, k // CHUNK, high, TILE_ROWS, 2)
+    shifts = (np.arange(16 // high, dtype=np.uint16) * high)[None, None, None, None, None, :]
+    parts = (words[..., None] >> shifts) & ((1 << high) - 1)  # band, chunk, word, row, e, pair
+    return np.ascontiguousarray(parts.transpose(0, 3, 1, 2, 5, 4)).reshape(n, k)
+
+
+def high_offset(n, k, high: int, in_features: int):
+    """(uint16 word, bit shift) of row n, feature k's high bits in a tiled high plane."""
+    band, row, chunk, f = n // TILE_ROWS, n % TILE_ROWS, k // CHUNK, k % CHUNK
+    pair = f // 2
+    block = (band * (in_features // CHUNK) + chunk) * high + pair * high // 16
+    return block * CHUNK + 2 * row + f % 2, pair * high % 16

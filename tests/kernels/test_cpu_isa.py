@@ -15,13 +15,21 @@ from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
 from mlcx.quantization.formats import format_from_name
 
-# The row-tiled layout (what CPU artifacts store) and the row-major one (older artifacts).
-FORMATS = ["int4-affine-g32-float16-t16", "int4-affine-g32-float16"]
+# The row-tiled layout (what CPU artifacts store) and the row-major one (older artifacts); the
+# K-quants (Q4_K: sub-block scales per 32; Q6_K: 6-bit codes, scales per 16) and Q5_0.
+FORMATS = [
+    "int4-affine-g32-float16-t16",
+    "int4-affine-g32-float16",
+    "q4_k-t16",
+    "q6_k-t16",
+    "q5_0-t16",
+]
 
 
 def _asm(mtriple: str, mcpu: str, fmt: str) -> str:
     target = tvm.target.Target({"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2})
-    spec = LinearSpec(PlainRows(576), format_from_name(fmt), 96, False)
+    k = 512 if fmt.startswith("q") else 576  # K-quant super-blocks hold 256 weights
+    spec = LinearSpec(PlainRows(k), format_from_name(fmt), 96, False)
     func = build_linear(spec, KernelConfig.for_target(target))
     return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
 

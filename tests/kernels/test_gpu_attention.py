@@ -13,14 +13,6 @@ from tests.support.wgpu_prim import run_prim_func, wgsl_sources
 H_Q, H_KV, D, PAGE, PAGES = 6, 2, 32, 4, 24
 
 
-@pytest.fixture(scope="module")
-def adapter():
-    import wgpu
-
-    if not wgpu.gpu.enumerate_adapters_sync():
-        pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
-
-
 def _tables(lengths: list[int], new: list[int], rng):
     """Page tables for sequences of `lengths` keys whose last `new` tokens are the queries."""
     order = rng.permutation(PAGES)

@@ -39,14 +39,6 @@ def _case_id(case) -> str:
     return f"{fmt.name}-{n}x{k}-t{tokens}" + (f"-{residual}" if residual else "")
 
 
-@pytest.fixture(scope="module")
-def adapter():
-    import wgpu
-
-    if not wgpu.gpu.enumerate_adapters_sync():
-        pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
-
-
 @pytest.mark.parametrize("subgroups", [True, False], ids=["shuffles", "no-shuffles"])
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_linear_matches_numpy(adapter, case, subgroups):

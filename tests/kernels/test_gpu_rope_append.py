@@ -32,14 +32,6 @@ def _rms(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * weight
 
 
-@pytest.fixture(scope="module")
-def adapter():
-    import wgpu
-
-    if not wgpu.gpu.enumerate_adapters_sync():
-        pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
-
-
 @pytest.mark.parametrize("norm", [False, True], ids=["plain", "qk_norm"])
 @pytest.mark.parametrize("tokens", [1, 6])
 def test_rope_append_matches_numpy(adapter, tokens, norm):

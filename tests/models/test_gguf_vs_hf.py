@@ -53,8 +53,11 @@ def test_block_formats_are_kept(artifact):
     assert formats["layers.0.mlp.gate_up"] == "int4-affine-g32-float16-t16"  # Q4_1 + Q4_1
     assert formats["layers.0.mlp.down"] == "int8-sym-g32-float16-t16"  # Q8_0
     assert formats["lm_head"] == "float32"  # F16 is widened for f32 math
-    # q (Q4_0), k (Q4_1), v (Q8_0) differ, so the fused qkv is dequantized (with a warning)
-    assert formats["layers.0.attn.qkv"] == "float32"
+    # q (Q4_0), k (Q4_1), v (Q8_0) differ: the fused qkv keeps each in its own format
+    assert formats["layers.0.attn.qkv"] == (
+        "stack(64xint4-sym-g32-float16-t16,32xint4-affine-g32-float16-t16,"
+        "32xint8-sym-g32-float16-t16)"
+    )
 
 
 def test_logits_match_transformers(artifact, reference):
@@ -70,10 +73,11 @@ def test_logits_match_transformers(artifact, reference):
         assert np.abs(got[0] - hf_logits(reference, seq)[-1]).max() <= 1e-4
 
 
-def test_mixed_types_in_a_fused_weight_warn(gguf_file, tmp_path, caplog):
+def test_mixed_types_in_a_fused_weight_are_each_kept(gguf_file, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         compile_model(CompileRequest(model=str(gguf_file), output=tmp_path / "b"))
-    assert any("mix GGUF types" in r.message for r in caplog.records)
+    assert not any("mix GGUF types" in r.message for r in caplog.records)
+    assert not any("dequantized" in r.message for r in caplog.records)
 
 
 def test_q4f32_keeps_q4_0_blocks_bit_for_bit(tiny_model, tmp_path, caplog):

@@ -13,6 +13,8 @@ from gguf import GGMLQuantizationType as GT
 from gguf.quants import quantize
 
 from mlcx.bench.random_models import LlamaShape, llama_writer
+from mlcx.quantization.block_formats import BlockFormat
+from mlcx.quantization.ggml_blocks import KIND_OF, encode_blocks
 
 # tensor-name suffix -> GGUF type; everything 1-D stays F32
 DEFAULT_TYPES = {
@@ -92,7 +94,18 @@ def _add_tensor(writer, name: str, data: np.ndarray, types: dict) -> None:
     elif gtype == GT.F16:
         writer.add_tensor(name, data.astype(np.float16))
     else:
-        writer.add_tensor(name, quantize(data.astype(np.float32), gtype), raw_dtype=gtype)
+        writer.add_tensor(name, _blocks(data.astype(np.float32), gtype), raw_dtype=gtype)
+
+
+def _blocks(data: np.ndarray, gtype: GT) -> np.ndarray:
+    """The GGUF blocks of `data`: gguf's own quantizer where it has one, else round-to-nearest
+    codes and scales written as ggml lays them out (a valid file either way; readers dequantize
+    it with gguf, the reference)."""
+    try:
+        return quantize(data, gtype)
+    except NotImplementedError:
+        codes, planes = BlockFormat(KIND_OF[gtype]).parts(BlockFormat(KIND_OF[gtype]).pack(data))
+        return encode_blocks(codes, planes, gtype)
 
 
 def _tokenizer(writer, folder: Path, pre: str) -> None:

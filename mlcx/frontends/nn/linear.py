@@ -7,6 +7,7 @@ from tvm.relax.frontend.nn import op
 
 from mlcx.kernels.linear import embedding_te, matmul_te
 from mlcx.quantization.formats import WeightFormat
+from mlcx.quantization.stacked import StackedFormat
 
 
 def _declare(module: nn.Module, fmt: WeightFormat, rows: int, cols: int) -> list[str]:
@@ -30,13 +31,27 @@ class QLinear(nn.Module):
         self.bias = nn.Parameter((out_features,), dtype) if bias else None
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
-        names, fmt, rows = self.weight_names, self.fmt, self.out_features
-
-        def compute(xt, *weights):
-            return matmul_te(xt, dict(zip(names, weights, strict=True)), fmt, rows)
-
-        y = op.tensor_expr_op(compute, "matmul", [x, *(getattr(self, n) for n in names)])
+        if isinstance(self.fmt, StackedFormat):
+            y = op.concat([self._part(x, i) for i in range(len(self.fmt.parts))], dim=-1)
+        else:
+            y = _matmul(x, self.fmt, self.weight_names, self._weights(), self.out_features)
         return y if self.bias is None else y + self.bias
+
+    def _weights(self, prefix: str = "") -> list[nn.Tensor]:
+        return [getattr(self, n) for n in self.weight_names if n.startswith(prefix)]
+
+    def _part(self, x: nn.Tensor, index: int) -> nn.Tensor:
+        """One stacked part's rows: a linear of its own, in its own format."""
+        rows, fmt = self.fmt.parts[index]
+        prefix = f"p{index}_"
+        return _matmul(x, fmt, list(fmt.suffixes), self._weights(prefix), rows)
+
+
+def _matmul(x: nn.Tensor, fmt: WeightFormat, names, weights, rows: int) -> nn.Tensor:
+    def compute(xt, *ws):
+        return matmul_te(xt, dict(zip(names, ws, strict=True)), fmt, rows)
+
+    return op.tensor_expr_op(compute, "matmul", [x, *weights])
 
 
 class QEmbedding(nn.Module):

@@ -6,7 +6,9 @@ no transposes. One loop nest then serves decode, batched decode and prefill: eac
 walks its bands of 16 rows; for a band, token blocks of up to `batch_tokens` tokens keep
 their accumulators in registers (int32 per chunk, float32 across chunks) while the band's
 codes, a few KiB, are re-read from L1 by each token block. Activations are int16 per 32
-features (mlcx.kernels.cpu.rows), as in the row-major kernels.
+features (mlcx.kernels.cpu.rows), as in the row-major kernels. The 5-bit and K-quant formats
+(mlcx.kernels.cpu.block_reader) add their high bits to the codes and scale each sub-block of a
+chunk on its own (Q6_K: two int32 sums a chunk).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu import tiled_reader, vec
 from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_spec import (
     LinearSpec,
@@ -25,36 +27,40 @@ from mlcx.kernels.cpu.linear_spec import (
     token_blocks,
 )
 from mlcx.kernels.cpu.rows import QuantizedRows, quantize_all, quantize_row
-from mlcx.kernels.cpu.tiled_reader import PAIRS, ROWS, TiledReader
+from mlcx.kernels.cpu.tiled_reader import PAIRS, ROWS
 from mlcx.kernels.cpu.weights import CHUNK, NATURAL
 
 PRIVATE_ROWS_MAX = 16  # up to this many tokens each thread quantizes the rows itself (no barrier)
 
 
-def _block(spec, reader: TiledReader, views, q, pairs, band, t0, count: int, ahead: int) -> None:
+def _block(spec, reader, views, q, pairs, band, t0, count: int, ahead: int) -> None:
     """out[t0 : t0 + count, band's 16 rows] (count static); prefetching `ahead` bytes on."""
     rv = vec.ramp(0, ROWS)
     facc = T.alloc_buffer((count, ROWS), "float32")
-    iacc = T.alloc_buffer((count, ROWS), "int32")
+    subs = reader.subs  # scale groups per chunk (Q6_K: 2), each with its own int32 sums
+    iacc = T.alloc_buffer((count * subs, ROWS), "int32")
     for t in range(count):
         T.buffer_store(facc, vec.splat(vec.f32(0.0), ROWS), [t, rv])
     with T.serial(0, spec.in_features // CHUNK) as g:
-        for t in range(count):
-            T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), ROWS), [t, rv])
+        for i in range(count * subs):
+            T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), ROWS), [i, rv])
         # A loop over quarters, not unrolled: unrolled, LLVM hoists every plane and spills.
         with T.serial(0, PAIRS // 4) as quarter:
             if ahead:
                 reader.prefetch_quarter(views, band, g, quarter, ahead)
+            sub = quarter * subs // 4
             for m, plane in enumerate(reader.quarter_planes(views, band, g, quarter)):
                 w = T.bind(plane)
                 for t in range(count):
                     x = vec.splat(pairs[t0 + t, g * PAIRS + quarter * 4 + m], ROWS)
                     dot = vec.madd_i16(w, T.reinterpret(f"int16x{2 * ROWS}", x), 2 * ROWS)
-                    T.buffer_store(iacc, iacc[t, rv] + dot, [t, rv])
-        wsc = T.bind(reader.scales(views, band, g))
+                    T.buffer_store(iacc, iacc[t * subs + sub, rv] + dot, [t * subs + sub, rv])
+        wsc = [T.bind(reader.scales(views, band, g, s)) for s in range(subs)]
         woff = T.bind(reader.offsets(views, band, g)) if reader.has_offset else None
         for t in range(count):
-            value = q.scaled_dots(iacc[t, rv], wsc, woff, t0 + t, g, ROWS)
+            value = q.scaled_dots(iacc[t * subs, rv], wsc[0], woff, t0 + t, g, ROWS)
+            for s in range(1, subs):
+                value = value + q.scaled_dots(iacc[t * subs + s, rv], wsc[s], None, t0 + t, g, ROWS)
             T.buffer_store(facc, facc[t, rv] + value, [t, rv])
     for t in range(count):
         store_out(spec, views["bufs"], t0 + t, vec.ramp(band * ROWS, ROWS), facc[t, rv])
@@ -89,7 +95,7 @@ def _shared(spec, cfg, reader, views, tokens) -> None:
 
 
 def build_tiled_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
-    reader = TiledReader(spec.fmt)
+    reader = tiled_reader.reader_for(spec.fmt)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})

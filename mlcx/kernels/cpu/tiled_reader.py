@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu import block_reader, vec
 from mlcx.kernels.cpu.weights import CHUNK
 from mlcx.quantization.formats import GroupIntFormat
 from mlcx.quantization.tiling import TILE_ROWS
@@ -19,6 +19,12 @@ LINE_BYTES = 64
 
 
 def supports(fmt) -> bool:
+    """Whether the tiled kernels read `fmt` (group formats here, block formats through
+    mlcx.kernels.cpu.block_reader)."""
+    return _group_supported(fmt) or block_reader.supports(fmt)
+
+
+def _group_supported(fmt) -> bool:
     return (
         isinstance(fmt, GroupIntFormat)
         and fmt.tiled
@@ -27,17 +33,29 @@ def supports(fmt) -> bool:
     )
 
 
+def reader_for(fmt):
+    """The reader of a tiled format: TiledReader or BlockTiledReader."""
+    if block_reader.supports(fmt):
+        return block_reader.BlockTiledReader(fmt)
+    return TiledReader(fmt)
+
+
 @dataclass(frozen=True)
 class TiledReader:
     fmt: GroupIntFormat
 
     def __post_init__(self) -> None:
-        if not supports(self.fmt):
+        if not _group_supported(self.fmt):
             raise ValueError(f"the tiled CPU kernels do not read weight format {self.fmt.name}")
 
     @property
     def has_offset(self) -> bool:
         return self.fmt.bits == 4
+
+    @property
+    def subs(self) -> int:
+        """Scale groups in one chunk (a group spans whole chunks here)."""
+        return 1
 
     def views(self, bufs, n: int, k: int) -> dict:
         """The parameter buffers re-declared in tile order: codes by (band, chunk, pair
@@ -87,7 +105,7 @@ class TiledReader:
     def _group_row(self, views, band, chunk):
         return band * views["groups"] + chunk * CHUNK // self.fmt.group_size
 
-    def scales(self, views, band, chunk) -> tirx.PrimExpr:
+    def scales(self, views, band, chunk, sub: int = 0) -> tirx.PrimExpr:
         return vec.to_f32(views["scales"][self._group_row(views, band, chunk), vec.ramp(0, ROWS)])
 
     def offsets(self, views, band, chunk) -> tirx.PrimExpr:

@@ -7,12 +7,17 @@ from dataclasses import replace
 
 from mlcx.kernels.cpu import tiled_reader
 from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import GroupIntFormat, WeightFormat
 from mlcx.quantization.tiling import CHUNK, TILE_ROWS
 
 
 def _tiled(fmt: WeightFormat, shape: tuple[int, ...]) -> WeightFormat:
-    if not isinstance(fmt, GroupIntFormat) or shape[0] % TILE_ROWS or shape[1] % CHUNK:
+    if (
+        not isinstance(fmt, GroupIntFormat | BlockFormat)
+        or shape[0] % TILE_ROWS
+        or shape[1] % CHUNK
+    ):
         return fmt
     tiled = replace(fmt, tiled=True)
     return tiled if tiled_reader.supports(tiled) else fmt

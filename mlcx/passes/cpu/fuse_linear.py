@@ -11,6 +11,7 @@ functions are removed afterwards by dead-code elimination.
 from __future__ import annotations
 
 import tvm
+from tvm import relax
 
 from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
@@ -37,9 +38,18 @@ def _swiglu(value, block: Block, features: int):
     return (SwiGluRows(features), [gate_up]) if gate_up is not None else None
 
 
+def _shared_norm(x, block: Block):
+    """The RMSNorm bound to x when several linears read it (the parts of a stacked weight):
+    each fuses its own copy, which costs a pass over one row, not a kernel launch."""
+    value = block.values.get(x) if isinstance(x, relax.DataflowVar) else None
+    return value if is_op(value, "relax.nn.rms_norm") else None
+
+
 def _source(x, block: Block, features: int):
     """(row source, its Relax inputs) for the linear input x."""
     value = block.sole(x)
+    if value is None:
+        value = _shared_norm(x, block)
     found = None
     if is_op(value, "relax.nn.rms_norm"):
         found = _rmsnorm(value, features)

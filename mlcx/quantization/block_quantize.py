@@ -1,0 +1,76 @@
+"""Round-to-nearest quantization of float weights into a BlockFormat's integer parts.
+
+Used by BlockFormat.pack (tests, and any scheme that re-quantizes into these formats). The
+sub-block scales are rounded against the super-block scale as stored (f16), so the codes are
+rounded against the scale that will be used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mlcx.quantization.block_formats import SUPER, BlockFormat
+
+
+def _f16(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float16)
+
+
+def _safe(values: np.ndarray) -> np.ndarray:
+    return np.where(values == 0, np.float32(1.0), values).astype(np.float32)
+
+
+def _simple(fmt: BlockFormat, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Q5_0 / Q5_1: an f16 scale (and minimum) per group."""
+    qmax = (1 << fmt.bits) - 1
+    if fmt.affine:
+        lo, hi = w.min(axis=2), w.max(axis=2)
+        scale, mins = _f16((hi - lo) / qmax), _f16(lo)
+        s = _safe(scale.astype(np.float32))
+        q = np.rint((w - mins.astype(np.float32)[..., None]) / s[..., None])
+        return np.clip(q, 0, qmax), {"scales": scale, "mins": mins}
+    scale = _f16(np.abs(w).max(axis=2) / (fmt.zero_point - 1))
+    q = np.rint(w / _safe(scale.astype(np.float32))[..., None]) + fmt.zero_point
+    return np.clip(q, 0, qmax), {"scales": scale}
+
+
+def _super(fmt: BlockFormat, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """K-quants: integer sub-block scales (6-bit; Q6_K 8-bit signed) under f16 super scales."""
+    n, groups, _ = w.shape
+    per = SUPER // fmt.group_size
+    qmax = (1 << fmt.bits) - 1
+    if fmt.affine:
+        lo = np.minimum(w.min(axis=2), 0)
+        step = (w.max(axis=2) - lo) / qmax
+        d = _f16(step.reshape(n, -1, per).max(axis=2) / 63)
+        dmin = _f16((-lo).reshape(n, -1, per).max(axis=2) / 63)
+        d32 = np.repeat(d.astype(np.float32), per, axis=1)
+        dmin32 = np.repeat(dmin.astype(np.float32), per, axis=1)
+        sc = np.clip(np.rint(step / _safe(d32)), 0, 63)
+        mn = np.clip(np.rint(-lo / _safe(dmin32)), 0, 63)
+        scale, minimum = d32 * sc, dmin32 * mn
+        q = np.rint((w + minimum[..., None]) / _safe(scale)[..., None])
+        planes = {"sc": sc.astype(np.uint8), "mn": mn.astype(np.uint8), "d": d, "dmin": dmin}
+        return np.clip(q, 0, qmax), planes
+    step = np.abs(w).max(axis=2) / (fmt.zero_point - 1)
+    d = _f16(step.reshape(n, -1, per).max(axis=2) / 127)
+    d32 = np.repeat(d.astype(np.float32), per, axis=1)
+    sc = np.clip(np.rint(step / _safe(d32)), -128, 127)
+    q = np.rint(w / _safe(d32 * sc)[..., None]) + fmt.zero_point
+    return np.clip(q, 0, qmax), {"sc": sc.astype(np.int8), "d": d}
+
+
+def quantize_parts(fmt: BlockFormat, weight: np.ndarray) -> tuple[np.ndarray, dict]:
+    """(unsigned codes [N, K], row-major per-group planes) for a float matrix."""
+    n, k = weight.shape
+    fmt.check_shape(n, k)
+    w = weight.reshape(n, -1, fmt.group_size)
+    if not np.isfinite(w).all():
+        raise ValueError("cannot quantize a weight holding Inf or NaN")
+    codes, planes = (_super if fmt.spec.super_block else _simple)(fmt, w)
+    for name, value in planes.items():
+        if value.dtype == np.float16 and not np.isfinite(value).all():
+            raise ValueError(
+                f"weights overflow the f16 {name} of {fmt.kind}; keep them unquantized"
+            )
+    return codes.reshape(n, k).astype(np.uint8), planes

@@ -1,0 +1,66 @@
+"""Tiny Llamas as K-quant GGUF files: uniform Q4_K / Q5_K / Q6_K, and mixes shaped like
+llama.cpp's Q4_K_M (Q4_K for most matrices; Q6_K for v, some down projections and the head;
+Q5_0 / Q5_1 / Q8_0 in places, as its fallbacks put them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gguf import GGMLQuantizationType as GT
+
+from tests.support.tiny_gguf import write_tiny_gguf
+from tests.support.tiny_models import TinySpec
+
+# every in_features a multiple of 256 (K-quant super-blocks)
+KQUANT_SPEC = TinySpec(arch="llama", hidden=256, heads=4, kv_heads=2, intermediate=512, seed=27)
+TIED_SPEC = TinySpec(
+    arch="llama", hidden=256, heads=4, kv_heads=2, intermediate=512, tie=True, seed=28
+)
+
+MATRICES = (
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_qkv",  # phi3's fused projection
+    "attn_output",
+    "ffn_gate",
+    "ffn_up",
+    "ffn_down",
+)
+# other architectures at K-quant shapes (head_dim 64; phi3 with its default RoPE)
+ARCH_SPECS = {
+    "qwen2": TinySpec(arch="qwen2", hidden=256, heads=4, intermediate=512, tie=True, seed=41),
+    "qwen3": TinySpec(
+        arch="qwen3", hidden=256, heads=4, intermediate=512, seed=42, extra={"head_dim": 64}
+    ),
+    "phi3": TinySpec(arch="phi3", hidden=256, heads=4, intermediate=512, seed=43),
+}
+
+
+def _uniform(gtype: GT) -> dict[str, GT]:
+    types = {f"{m}.weight": gtype for m in MATRICES}
+    return {"token_embd.weight": gtype, **types, "output.weight": gtype}
+
+
+# tensor-name suffix -> type; the first suffix a name ends with wins (so blk.N. entries first)
+Q4_K_M = {
+    "blk.0.ffn_down.weight": GT.Q6_K,
+    "blk.0.attn_v.weight": GT.Q6_K,
+    "blk.1.attn_output.weight": GT.Q8_0,
+    "blk.1.ffn_up.weight": GT.Q5_1,
+    **_uniform(GT.Q4_K),
+    "attn_output.weight": GT.Q5_0,
+    "output.weight": GT.Q6_K,
+}
+MIXES: dict[str, dict[str, GT]] = {
+    "q4_k": _uniform(GT.Q4_K),
+    "q5_k": _uniform(GT.Q5_K),
+    "q6_k": _uniform(GT.Q6_K),
+    "q4_k_m": Q4_K_M,
+    # tied head: llama.cpp stores the shared table as Q6_K
+    "q4_k_m_tied": {**Q4_K_M, "token_embd.weight": GT.Q6_K},
+}
+
+
+def write_mix(folder: Path, out: Path, mix: str) -> Path:
+    return write_tiny_gguf(folder, out, MIXES[mix])
