@@ -51,13 +51,15 @@ def gpu_graph_passes(
     config: GpuConfig,
     extra_rules: Sequence = (),
     low_batch_gemv: bool = True,
+    matrix_units: bool = True,
 ) -> list[tvm.transform.Pass]:
     """Fusion, dlight schedules and call_tir lowering: the graph a non-VM executor walks (the
     WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`.
-    `low_batch_gemv`: on cuda (f16), decode's linears are dlight's LowBatchGEMV, else mlcx's."""
+    `low_batch_gemv`: on cuda (f16), decode's linears are dlight's LowBatchGEMV, else mlcx's.
+    `matrix_units`: False keeps prefill's linears off tensor cores where the target has them."""
     return [
         fuse_rope_append(),
-        tensor_core_prefill(target, dtype),
+        tensor_core_prefill(target, dtype, matrix_units),
         decode_gemv(target, dtype, low_batch_gemv),
         fuse_linear_gpu(config),
         relax.backend.DispatchSampling(),
@@ -98,11 +100,14 @@ def gpu_pipeline(
     config: GpuConfig,
     graph_batch: int | None = None,
     low_batch_gemv: bool = True,
+    matrix_units: bool = True,
 ) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:
-            graph = gpu_graph_passes(target, dtype, config, low_batch_gemv=low_batch_gemv)
+            graph = gpu_graph_passes(
+                target, dtype, config, low_batch_gemv=low_batch_gemv, matrix_units=matrix_units
+            )
             passes = graph + vm_lowering_passes(graph_batch)
             return tvm.transform.Sequential(passes)(mod)
 

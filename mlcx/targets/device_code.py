@@ -68,7 +68,12 @@ def build_gpu(
     config = gpu_config(target, subgroups)
     graph_batch = graph_max_batch(target.kind.name, cuda_graphs)
     low_batch = decode_gemv == "dlight"
-    pipeline = gpu_pipeline(target, activation_dtype(mod), config, graph_batch, low_batch)
+    # TVM 0.27's AttachGlobalSymbol fails on tensorized kernels when it prefixes their symbols
+    # ("Cannot treat type ir.Call as type ir.Expr" at a block predicate): a system-lib build
+    # (iphone) keeps prefill on mlcx's tiled GEMM until that is fixed upstream.
+    units = system_lib_prefix is None
+    dtype = activation_dtype(mod)
+    pipeline = gpu_pipeline(target, dtype, config, graph_batch, low_batch, matrix_units=units)
     with _device_code_kept_as_source():
         return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 

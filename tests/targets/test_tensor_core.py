@@ -49,6 +49,8 @@ def test_matrix_units_by_target():
     assert not matrix_units("webgpu", "", "float16")
     assert not supports(format_from_name("int4-sym-g32-float16"), 64, 1024)
     assert not supports(format_from_name("int4-sym-g32-float16-t16"), 128, 128)
+    assert supports(format_from_name("q4_k"), 256, 256)
+    assert not supports(format_from_name("q4_k-t16"), 256, 256)
 
 
 @pytest.mark.parametrize(
@@ -59,13 +61,18 @@ def test_matrix_units_by_target():
         ("int8-sym-g32-float32", False),
         ("float16", False),
         ("int4-affine-g32-float16", True),
+        ("q4_k", False),
+        ("q5_k", False),
+        ("q6_k", True),
+        ("q5_0", False),
+        ("q5_1", False),
     ],
 )
 def test_the_scheduled_definition_is_the_linear_layer(name, swiglu):
     """The function dlight tensorizes (prefill) or LowBatchGEMV schedules (decode, with the
     SwiGLU of the down projection inside), run unscheduled on the CPU, against numpy."""
     fmt = format_from_name(name)
-    n, k, tokens = 96, 128, 5
+    n, k, tokens = 96, 256, 5  # k: one K-quant super-block
     rng = np.random.default_rng(0)
     w = rng.standard_normal((n, k)).astype(np.float32) * 0.1
     planes = fmt.pack(w)
@@ -145,3 +152,13 @@ def test_metal_prefill_linears_use_simdgroup_matrices(compiled):
     matrix = {n for n, body in kernels.items() if "simdgroup_multiply_accumulate" in body}
     assert matrix and all("tc_matmul" in name for name in matrix)
     assert all("simdgroup_load" in kernels[name] for name in matrix)
+
+
+def test_iphone_system_library_builds_with_prefill_on_the_tiled_gemm(compiled):
+    """TVM 0.27 cannot prefix a tensorized kernel's symbol for a system library (iphone), so
+    that build keeps prefill's linears on mlcx's tiled GEMM; the library must still build."""
+    artifact = compiled(SPEC, "q4f16", target="iphone")
+    source = next(artifact.glob("*.metal")).read_text()
+    kernels = _kernels(source, r"kernel void (\w+)\(")
+    assert any("gpu_linear" in name for name in kernels)  # symbols carry the library prefix
+    assert not any("simdgroup_multiply_accumulate" in body for body in kernels.values())

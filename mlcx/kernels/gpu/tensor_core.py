@@ -24,6 +24,7 @@ from importlib import metadata
 
 from tvm import te, tirx
 
+from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
 
 # dlight leaves dimensions of this size or less to its SIMT schedule (minimal_tensorize_threshold)
@@ -61,7 +62,7 @@ def supports(fmt: WeightFormat, in_features: int, out_features: int) -> bool:
         return False
     if isinstance(fmt, DenseFormat):
         return fmt.dtype in ("float16", "float32")
-    return isinstance(fmt, GroupIntFormat) and not fmt.tiled
+    return isinstance(fmt, GroupIntFormat | BlockFormat) and not fmt.tiled
 
 
 # Block annotation of the matmul of a decode GEMV (mlcx.passes.gpu.decode_gemv), which survives

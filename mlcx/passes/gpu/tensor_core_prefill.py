@@ -72,9 +72,11 @@ def _arch(target: tvm.target.Target) -> str:
     return str(target.attrs.get("arch", "")) if target.kind.name == "cuda" else ""
 
 
-def tensor_core_prefill(target: tvm.target.Target, dtype: str) -> tvm.transform.Pass:
+def tensor_core_prefill(
+    target: tvm.target.Target, dtype: str, allowed: bool = True
+) -> tvm.transform.Pass:
     kind = target.kind.name
-    enabled = matrix_units(kind, _arch(target), dtype)
+    enabled = allowed and matrix_units(kind, _arch(target), dtype)
     accumulate = "float16" if kind == "metal" else "float32"
 
     @tvm.transform.module_pass(opt_level=0, name="mlcx.TensorCorePrefill")
