@@ -5,7 +5,9 @@
 # npm packages (scripts/setup-web.sh), Python extras (pyproject [test]); then lint and format
 # checks (ruff, configured in pyproject.toml), then pytest.
 # Extra arguments go to pytest, e.g. `scripts/test.sh -m "not slow"`. MLCX_TEST_VENV picks
-# another venv folder.
+# another venv folder; MLCX_TEST_WORKERS the number of pytest workers (default: the cores, at
+# most 4; each worker holds torch and TVM, ~2-3 GiB). A test file runs whole on one worker, so
+# its module fixtures (compiled artifacts, servers) are built once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup-system.sh
@@ -22,4 +24,8 @@ PY="$VENV/bin/python"
 "$PY" -m ruff check mlcx tests
 "$PY" -m ruff format --check mlcx tests
 export TOKENIZERS_PARALLELISM=false
-exec "$PY" -m pytest -q "$@"
+CORES="$(nproc)"
+WORKERS="${MLCX_TEST_WORKERS:-$((CORES < 4 ? CORES : 4))}"
+# the cores shared out among the workers: TVM's thread pool spins, oversubscribed it crawls
+export TVM_NUM_THREADS="${TVM_NUM_THREADS:-$((CORES / WORKERS > 1 ? CORES / WORKERS : 1))}"
+exec "$PY" -m pytest -q -n "$WORKERS" --dist loadfile "$@"

