@@ -23,29 +23,9 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
+from mlcx.quantization.block_kinds import KINDS, SUPER, BlockKind
 
 ParamSpecs = dict[str, tuple[tuple[int, ...], str]]
-
-SUPER = 256  # weights of a K-quant super-block
-
-
-@dataclass(frozen=True)
-class BlockKind:
-    """What distinguishes one ggml block type: code width, scale groups, offset."""
-
-    bits: int
-    group_size: int  # weights sharing one scale
-    super_block: bool  # integer sub-block scales under f16 super-block d (/ dmin)
-    affine: bool  # a minimum per group, else a zero point of 2 ** (bits - 1)
-
-
-KINDS: dict[str, BlockKind] = {
-    "q5_0": BlockKind(5, 32, False, False),
-    "q5_1": BlockKind(5, 32, False, True),
-    "q4_k": BlockKind(4, 32, True, True),
-    "q5_k": BlockKind(5, 32, True, True),
-    "q6_k": BlockKind(6, 16, True, False),
-}
 
 
 @dataclass(frozen=True)
@@ -80,7 +60,7 @@ class BlockFormat:
 
     @property
     def zero_point(self) -> int:
-        return 0 if self.affine else 1 << (self.bits - 1)
+        return self.spec.zero_point
 
     @property
     def name(self) -> str:
@@ -208,7 +188,8 @@ class BlockFormat:
         llama.cpp's own quantizers search scales more carefully)."""
         from mlcx.quantization.block_quantize import quantize_parts
 
-        codes, groups = quantize_parts(self, weight.astype(np.float32))
+        self.check_shape(*weight.shape)
+        codes, groups = quantize_parts(self.kind, weight.astype(np.float32))
         return self.from_parts(codes, groups)
 
     # ---- TE: one element, dequantized inside the consuming compute ----

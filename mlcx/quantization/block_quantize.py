@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mlcx.quantization.block_formats import SUPER, BlockFormat
+from mlcx.quantization.block_kinds import KINDS, SUPER, BlockKind
 
 
 def _f16(values: np.ndarray) -> np.ndarray:
@@ -20,7 +20,7 @@ def _safe(values: np.ndarray) -> np.ndarray:
     return np.where(values == 0, np.float32(1.0), values).astype(np.float32)
 
 
-def _simple(fmt: BlockFormat, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _simple(fmt: BlockKind, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Q5_0 / Q5_1: an f16 scale (and minimum) per group."""
     qmax = (1 << fmt.bits) - 1
     if fmt.affine:
@@ -34,7 +34,7 @@ def _simple(fmt: BlockFormat, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.n
     return np.clip(q, 0, qmax), {"scales": scale}
 
 
-def _super(fmt: BlockFormat, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _super(fmt: BlockKind, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """K-quants: integer sub-block scales (6-bit; Q6_K 8-bit signed) under f16 super scales."""
     n, groups, _ = w.shape
     per = SUPER // fmt.group_size
@@ -60,17 +60,16 @@ def _super(fmt: BlockFormat, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.nd
     return np.clip(q, 0, qmax), {"sc": sc.astype(np.int8), "d": d}
 
 
-def quantize_parts(fmt: BlockFormat, weight: np.ndarray) -> tuple[np.ndarray, dict]:
-    """(unsigned codes [N, K], row-major per-group planes) for a float matrix."""
+def quantize_parts(kind: str, weight: np.ndarray) -> tuple[np.ndarray, dict]:
+    """(unsigned codes [N, K], row-major per-group planes) for a float matrix whose rows hold
+    whole blocks (BlockFormat.check_shape)."""
+    fmt = KINDS[kind]
     n, k = weight.shape
-    fmt.check_shape(n, k)
     w = weight.reshape(n, -1, fmt.group_size)
     if not np.isfinite(w).all():
         raise ValueError("cannot quantize a weight holding Inf or NaN")
-    codes, planes = (_super if fmt.spec.super_block else _simple)(fmt, w)
+    codes, planes = (_super if fmt.super_block else _simple)(fmt, w)
     for name, value in planes.items():
         if value.dtype == np.float16 and not np.isfinite(value).all():
-            raise ValueError(
-                f"weights overflow the f16 {name} of {fmt.kind}; keep them unquantized"
-            )
+            raise ValueError(f"weights overflow the f16 {name} of {kind}; keep them unquantized")
     return codes.reshape(n, k).astype(np.uint8), planes

@@ -27,7 +27,14 @@ from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.ggml_blocks import encode_blocks
 from mlcx.quantization.stacked import StackedFormat
 from tests.support.harness import Harness, hf_logits
-from tests.support.kquant_files import ARCH_SPECS, KQUANT_SPEC, MIXES, TIED_SPEC, write_mix
+from tests.support.kquant_files import (
+    ARCH_SPECS,
+    GEMMA3_SPEC,
+    KQUANT_SPEC,
+    MIXES,
+    TIED_SPEC,
+    write_mix,
+)
 
 TOL = 1e-4
 TYPE_OF = {"q4_k": GT.Q4_K, "q5_k": GT.Q5_K, "q6_k": GT.Q6_K, "q5_0": GT.Q5_0, "q5_1": GT.Q5_1}
@@ -153,6 +160,30 @@ def test_other_architectures_as_q4_k_m(tiny_model, tmp_path, arch):
         tmp_path, gguf_file=path.name, dtype=torch.float32, **extra
     ).eval()
     prompt = np.random.default_rng(6).integers(0, reference.config.vocab_size, 21).tolist()
+    got = Harness(art, num_blocks=32).step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
+
+
+def test_gemma3_as_q4_k_m(tiny_model, tmp_path):
+    """Gemma 3 (tied Q6_K table, +1 norms, sliding and global layers) with the Q4_K_M-style
+    mix. The float linear kernels, as in tests/models/test_gemma3.py: the int16 ones round
+    activations by about 1e-4 of these larger logits."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from mlcx.kernels.cpu.kernel_config import LinearKernels
+    from mlcx.targets.base import BuildOptions
+    from tests.support.tiny_models import sharpen_gemma3
+
+    folder = sharpen_gemma3(tiny_model(GEMMA3_SPEC), tmp_path / "hf", GEMMA3_SPEC.seed)
+    path = write_mix(folder, tmp_path / "gemma3.gguf", "q4_k_m_tied")
+    options = BuildOptions(linear_kernels=LinearKernels.FLOAT)
+    art = compile_model(CompileRequest(str(path), "cpu", output=tmp_path / "cpu", options=options))
+    assert {"q4_k", "q6_k"} <= {getattr(format_from_name(f), "kind", "") for f in _formats(art)}
+    reference = AutoModelForCausalLM.from_pretrained(  # with what the GGUF loader drops
+        tmp_path, gguf_file=path.name, dtype=torch.float32, **GEMMA3_SPEC.extra
+    ).eval()
+    prompt = np.random.default_rng(7).integers(0, reference.config.vocab_size, 21).tolist()
     got = Harness(art, num_blocks=32).step({0: prompt}, all_rows=True)[0]
     assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
 

@@ -75,6 +75,12 @@ def test_attention_bias_is_refused():
 
 
 def test_block_quantized_file_matches_transformers_gguf_loader(case, tmp_path):
-    """The q/k norms stay f32 in the quantized file, as llama.cpp keeps 1-D tensors."""
+    """The q/k norms stay f32 in the quantized file, as llama.cpp keeps 1-D tensors. The float
+    linear kernels: the q/k/v of three block types is kept as a stack, and the int16 kernels'
+    activation rounding is about 1e-4 of these sharpened logits (as for Gemma 3)."""
+    from mlcx.kernels.cpu.kernel_config import LinearKernels
+    from mlcx.targets.base import BuildOptions
+
+    options = {"options": BuildOptions(linear_kernels=LinearKernels.FLOAT)}
     # transformers' GGUF config mapping ignores qwen3.attention.key_length: head_dim is given
-    assert_quantized_file_matches(case[0], tmp_path, head_dim=HEAD_DIM)
+    assert_quantized_file_matches(case[0], tmp_path, options, head_dim=HEAD_DIM)

@@ -35,6 +35,26 @@ ARCH_SPECS = {
     ),
     "phi3": TinySpec(arch="phi3", hidden=256, heads=4, intermediate=512, seed=43),
 }
+# Gemma 3 with 256-wide rows (head_dim 64): a sliding and a global layer, a tied table
+GEMMA3_SPEC = TinySpec(
+    arch="gemma3",
+    hidden=256,
+    heads=4,
+    kv_heads=2,
+    intermediate=512,
+    tie=True,
+    seed=45,
+    extra={
+        "head_dim": 64,
+        "query_pre_attn_scalar": 64,
+        "sliding_window": 16,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+        },
+    },
+)
 
 
 def _uniform(gtype: GT) -> dict[str, GT]:
