@@ -18,6 +18,7 @@ from tvm.s_tir import dlight as dl
 
 from mlcx.kernels.gpu.config import GpuConfig, gpu_config  # noqa: F401 (re-exported)
 from mlcx.kernels.gpu.tensor_core import tensorize_works
+from mlcx.kernels.gpu.tensor_intrinsics import load_tensor_intrinsics
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.gpu.cuda_graph import mark_decode_capturable, rewrite_cuda_graph
 from mlcx.passes.gpu.decode_gemv_rule import DecodeGEMV
@@ -31,15 +32,20 @@ from mlcx.passes.gpu.tensor_core_prefill import decode_gemv, tensor_core_prefill
 MATMUL_RULE_UNSAFE = {("cuda", "float16"), ("metal", "*")}
 
 
+def _tensorizes(kind: str, dtype: str) -> bool:
+    return (kind, dtype) in MATMUL_RULE_UNSAFE or (kind, "*") in MATMUL_RULE_UNSAFE
+
+
 def matmul_rule_safe(kind: str, dtype: str) -> bool:
-    tensorizes = (kind, dtype) in MATMUL_RULE_UNSAFE or (kind, "*") in MATMUL_RULE_UNSAFE
-    return not tensorizes or tensorize_works()
+    return not _tensorizes(kind, dtype) or tensorize_works()
 
 
 def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
     """The rules in order: dlight's for reductions, `extra`, mlcx's Elementwise for injective
     kernels, and dlight's Fallback last (no kernel of the default model reaches it: the linear
     layers are mlcx's own kernels, tests/targets/test_gpu_rules.py checks the rest)."""
+    if _tensorizes(kind, dtype) and tensorize_works():
+        load_tensor_intrinsics()  # before the rule imports them, ~20x slower
     rules = [DecodeGEMV(), *([dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else [])]
     rest = [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), *extra]
     return rules + rest + [Elementwise(), dl.gpu.Fallback()]

@@ -1,0 +1,51 @@
+"""TVM's tensor intrinsics (wmma, mma, simdgroup matrices), loaded once, in seconds.
+
+dlight's Matmul rule imports `tvm.s_tir.tensor_intrin` the first time it tensorizes. That
+package parses ~250 TVMScript functions, and TVM's `prim_func` decorator calls
+`inspect.stack()` for each: every frame's source file is looked up by scanning all of
+`sys.modules`, so the import takes 20 s in a bare process and 60-140 s in one that has loaded
+torch and transformers (the test suite, a server). The decorator reads only the third frame
+(`utils.is_defined_in_class`), so the parser modules are given an `inspect` whose `stack`
+builds three frames; nothing else in the process sees the change.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import sys
+from types import FrameType
+from typing import Any
+
+FRAMES_READ = 3  # tvm.script.parser.core.utils.is_defined_in_class reads frames[2]
+PARSER_MODULES = ("tvm.tirx.script.parser.entry", "tvm.script.parser.ir.entry")
+
+
+class _ShallowInspect:
+    """`inspect` with a `stack()` of the innermost FRAMES_READ frames."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(inspect, name)
+
+    @staticmethod
+    def stack(context: int = 1) -> list[inspect.FrameInfo]:
+        frame: FrameType | None = sys._getframe(1)
+        frames = []
+        while frame is not None and len(frames) < FRAMES_READ:
+            frames.append(inspect.FrameInfo(frame, *inspect.getframeinfo(frame, context)))
+            frame = frame.f_back
+        return frames
+
+
+@functools.cache
+def load_tensor_intrinsics() -> None:
+    modules = [importlib.import_module(name) for name in PARSER_MODULES]
+    saved = [module.inspect for module in modules]
+    for module in modules:
+        module.inspect = _ShallowInspect()
+    try:
+        import tvm.s_tir.tensor_intrin  # noqa: F401
+    finally:
+        for module, original in zip(modules, saved, strict=True):
+            module.inspect = original

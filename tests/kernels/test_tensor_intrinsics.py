@@ -1,0 +1,31 @@
+"""TVM's tensor intrinsics loaded through mlcx (a shallow `inspect.stack` for TVMScript's
+parser while they are parsed): the ones dlight's Matmul rule tensorizes with are registered
+and usable, and the parser's `inspect` is the real module again afterwards."""
+
+from __future__ import annotations
+
+import inspect
+
+import tvm.s_tir as s_tir
+
+from mlcx.kernels.gpu.tensor_intrinsics import PARSER_MODULES, load_tensor_intrinsics
+
+
+def test_the_matmul_rule_s_intrinsics_are_registered():
+    load_tensor_intrinsics()
+    from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
+    from tvm.s_tir.tensor_intrin.metal import get_simdgroup_intrin_group
+
+    cuda = get_wmma_intrin_group("shared.dyn", "shared.dyn", "float16", "float32", True)
+    metal = get_simdgroup_intrin_group("shared", "shared", "float16", False, True)
+    for name in [*cuda.values(), *metal.values()]:
+        intrin = s_tir.TensorIntrin.get(name)
+        assert intrin.desc.body is not None and intrin.impl.body is not None, name
+
+
+def test_the_parser_keeps_its_inspect_module():
+    import importlib
+
+    load_tensor_intrinsics()
+    for name in PARSER_MODULES:
+        assert importlib.import_module(name).inspect is inspect
