@@ -23,6 +23,7 @@ from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.ggml_blocks import KIND_OF
 from tests.quantization.test_block_formats import random_blocks
+from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
 GGUF_TYPE = {kind: gtype for gtype, kind in KIND_OF.items()}
@@ -30,16 +31,6 @@ GGUF_TYPE = {kind: gtype for gtype, kind in KIND_OF.items()}
 
 def _source(kind: str, k: int):
     return {"plain": PlainRows(k), "rmsnorm": RmsNormRows(k, 1e-5), "swiglu": SwiGluRows(k)}[kind]
-
-
-def _input_rows(kind: str, x: np.ndarray, norm: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float64)
-    if kind == "rmsnorm":
-        return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * norm
-    if kind == "swiglu":
-        gate, up = np.split(x, 2, axis=-1)
-        return gate / (1 + np.exp(-gate)) * up
-    return x
 
 
 @pytest.mark.parametrize(
@@ -70,5 +61,5 @@ def test_tiled_block_kernel_matches_gguf_weights(kind, source, k, n, residual, t
     args += [res] if residual else []
     out = tvm.runtime.empty((tokens, n), "float32")
     lib["main"](*[tvm.runtime.tensor(np.ascontiguousarray(a)) for a in args], out)
-    want = _input_rows(source, x, norm) @ weight.T + (res if residual else 0)
+    want = input_rows(source, x, norm) @ weight.T + (res if residual else 0)
     assert np.abs(out.numpy() - want).max() <= 1e-4 * np.abs(want).max()

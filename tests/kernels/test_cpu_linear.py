@@ -18,6 +18,7 @@ from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.quantization.formats import format_from_name
+from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
 EPS = 1e-5
@@ -30,16 +31,6 @@ def _rows(kind: str, k: int):
 def _inputs(kind: str, tokens: int, k: int, rng) -> list[np.ndarray]:
     x = rng.standard_normal((tokens, 2 * k if kind == "swiglu" else k)).astype(np.float32)
     return [x, rng.uniform(0.5, 1.5, k).astype(np.float32)] if kind == "rmsnorm" else [x]
-
-
-def _reference_rows(kind: str, inputs: list[np.ndarray]) -> np.ndarray:
-    x = inputs[0].astype(np.float64)
-    if kind == "rmsnorm":
-        return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * inputs[1]
-    if kind == "swiglu":
-        gate, up = np.split(x, 2, axis=-1)
-        return gate / (1 + np.exp(-gate)) * up
-    return x
 
 
 @pytest.mark.parametrize(
@@ -70,6 +61,7 @@ def test_kernel_matches_numpy(fmt_name, kind, k, n, residual, tokens):
     args = inputs + [planes[s] for s in fmt.suffixes] + ([res] if residual else [])
     out = tvm.runtime.empty((tokens, n), "float32")
     lib["main"](*[tvm.runtime.tensor(np.ascontiguousarray(a)) for a in args], out)
-    want = _reference_rows(kind, inputs) @ weight.T + (res if residual else 0)
+    rows = input_rows(kind, inputs[0], inputs[1] if kind == "rmsnorm" else None, EPS)
+    want = rows @ weight.T + (res if residual else 0)
     scale = np.abs(want).max()
     assert np.abs(out.numpy() - want).max() <= 1e-4 * scale

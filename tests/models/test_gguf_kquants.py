@@ -26,7 +26,7 @@ from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.ggml_blocks import encode_blocks
 from mlcx.quantization.stacked import StackedFormat
-from tests.support.harness import Harness, hf_logits
+from tests.support.harness import Harness, assert_prompt_and_greedy_steps_match, hf_logits
 from tests.support.kquant_files import (
     ARCH_SPECS,
     GEMMA3_SPEC,
@@ -132,15 +132,8 @@ def test_logits_match_transformers(built, mix):
     reference = AutoModelForCausalLM.from_pretrained(
         path.parent, gguf_file=path.name, dtype=torch.float32
     ).eval()
-    harness = Harness(art, num_blocks=32)
     prompt = np.random.default_rng(5).integers(0, reference.config.vocab_size, 23).tolist()
-    got = harness.step({0: prompt}, all_rows=True)[0]
-    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
-    seq = list(prompt)
-    for _ in range(3):
-        seq.append(int(np.argmax(got[-1])))
-        got = harness.decode({0: seq[-1]})[0][None]
-        assert np.abs(got[0] - hf_logits(reference, seq)[-1]).max() <= TOL
+    assert_prompt_and_greedy_steps_match(art, reference, prompt, 3, TOL)
 
 
 @pytest.mark.parametrize("arch", sorted(ARCH_SPECS))

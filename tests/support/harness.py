@@ -77,3 +77,15 @@ def hf_logits(model, tokens: list[int]) -> np.ndarray:
 
     with torch.no_grad():
         return model(torch.tensor([tokens])).logits[0].float().numpy()
+
+
+def assert_prompt_and_greedy_steps_match(artifact, reference, prompt, steps: int, tol: float):
+    """Every prompt row's logits, then `steps` greedy decode steps, within `tol` of HF's."""
+    harness = Harness(artifact, num_blocks=32)
+    got = harness.step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= tol
+    seq = list(prompt)
+    for _ in range(steps):
+        seq.append(int(np.argmax(got[-1])))
+        got = harness.decode({0: seq[-1]})[0][None]
+        assert np.abs(got[0] - hf_logits(reference, seq)[-1]).max() <= tol

@@ -13,7 +13,7 @@ from mlcx.artifact.config import Artifact
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.stacked import StackedFormat
-from tests.support.harness import Harness, hf_logits
+from tests.support.harness import assert_prompt_and_greedy_steps_match
 from tests.support.kquant_files import KQUANT_SPEC, TIED_SPEC, write_mix
 
 TOL = 1e-4
@@ -33,12 +33,5 @@ def test_webgpu_logits_match_transformers(adapter, tiny_model, tmp_path, mix):
     reference = AutoModelForCausalLM.from_pretrained(
         tmp_path, gguf_file=path.name, dtype=torch.float32
     ).eval()
-    harness = Harness(art, num_blocks=32)
     prompt = np.random.default_rng(9).integers(0, reference.config.vocab_size, 19).tolist()
-    got = harness.step({0: prompt}, all_rows=True)[0]
-    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
-    seq = list(prompt)
-    for _ in range(2):
-        seq.append(int(np.argmax(got[-1])))
-        got = harness.decode({0: seq[-1]})[0][None]
-        assert np.abs(got[0] - hf_logits(reference, seq)[-1]).max() <= TOL
+    assert_prompt_and_greedy_steps_match(art, reference, prompt, 2, TOL)
