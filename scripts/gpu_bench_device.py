@@ -172,23 +172,14 @@ def read_bandwidth() -> float | None:
         return None
 
 
+def bench_argv(model: str, *options: str) -> list[str]:
+    """`mlcx bench MODEL` at the issue's sizes (prompt 512, decode 128, 3 reps), as JSON."""
+    sizes = ["--prompt", "512", "--decode", "128", "--reps", "3", "--json"]
+    return [sys.executable, "-m", "mlcx", "bench", model, *options, *sizes]
+
+
 def bench(env, model: str, peer: bool, bandwidth: float | None) -> dict | None:
-    argv = [
-        sys.executable,
-        "-m",
-        "mlcx",
-        "bench",
-        model,
-        "--target",
-        "cuda",
-        "--prompt",
-        "512",
-        "--decode",
-        "128",
-        "--reps",
-        "3",
-        "--json",
-    ]
+    argv = bench_argv(model, "--target", "cuda")
     if peer:
         argv += ["--against", "llama.cpp-cuda"]
     limit = min(STEP_LIMIT[model], left() - 20)
@@ -303,20 +294,7 @@ def variants(env) -> None:
         if built.returncode:
             say(f"{label}: compile failed:", built.stderr.strip().splitlines()[-3:])
             continue
-        argv = [
-            sys.executable,
-            "-m",
-            "mlcx",
-            "bench",
-            str(out),
-            "--prompt",
-            "512",
-            "--decode",
-            "128",
-            "--reps",
-            "3",
-            "--json",
-        ]
+        argv = bench_argv(str(out))
         result = subprocess.run(
             argv, env=env, capture_output=True, text=True, timeout=max(30, left() - 10)
         )
