@@ -20,23 +20,39 @@ def served(mlcx_web, webgpu_artifact):
     return artifact, mlcx_web(artifact)
 
 
-def test_streamed_greedy_tokens_equal_the_python_backend(served, tmp_path):
+def _assert_page_streams_the_python_backend_s_tokens(artifact, url, screenshot=None) -> None:
     from mlcx.web.browser import browser_page, send_chat, wait_ready
 
-    artifact, url = served
     with browser_page(url) as page:
         wait_ready(page)
         assert "swiftshader" in page.inner_text("#model").lower()
         reply, _ = send_chat(page, PROMPT, MAX_TOKENS)
         shown = page.inner_text(".msg.assistant")
-        page.screenshot(path=str(tmp_path / "demo.png"))
+        if screenshot:
+            page.screenshot(path=str(screenshot))
     llm = LLM(str(artifact))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
     [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    assert len(want.token_ids) == MAX_TOKENS  # no early end: every step is compared
     assert reply["promptIds"] == prompt_ids
     assert reply["tokenIds"] == want.token_ids
     assert reply["text"] == want.text and "tok/s" in shown
     assert reply["stats"]["tokPerS"] > 0
+
+
+def test_streamed_greedy_tokens_equal_the_python_backend(served, tmp_path):
+    _assert_page_streams_the_python_backend_s_tokens(*served, tmp_path / "demo.png")
+
+
+def test_a_k_quant_file_streams_the_python_backend_s_tokens(mlcx_web, tiny_model, tmp_path):
+    """A Q4_K_M-style GGUF (Q4_K, Q6_K, Q5_0, Q5_1, Q8_0 blocks kept) in the browser: the JS
+    runtime runs the same plan and kernels as the Python wgpu backend, token for token."""
+    from mlcx.compile import CompileRequest, compile_model
+    from tests.support.kquant_files import KQUANT_SPEC, write_mix
+
+    path = write_mix(tiny_model(KQUANT_SPEC), tmp_path / "q4_k_m.gguf", "q4_k_m")
+    artifact = compile_model(CompileRequest(str(path), "webgpu", "gguf", output=tmp_path / "web"))
+    _assert_page_streams_the_python_backend_s_tokens(artifact, mlcx_web(artifact))
 
 
 def test_a_long_chat_adds_no_step_buffers(served):
