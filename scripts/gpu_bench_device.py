@@ -2,9 +2,8 @@
 """The GPU run of issue 26, on a bare NVIDIA machine that reaches nothing outside itself
 (scripts/gpu-bench.sh calls this with the machine's python3; stdlib only until installed).
 
-1. Staging: the parts packed by scripts/gpu_bench_pack.py arrive one device call each under
-   .gpu/pN; until all are here this says which are and exits.
-2. Install: unpack the payload, install its wheels (--no-index) into a site folder beside TVM.
+1-2. Staging and install (scripts/gpu_bench_stage.py): the packed parts arrive one device call
+   each under .gpu/pN; once all are here, the payload is unpacked and its wheels installed.
 3. Measure, most important first, each step bounded so the whole stays inside one call:
    - the GPU's read bandwidth (PyTorch, a streaming sum), for the HBM bound on decode;
    - `mlcx bench MODEL --target cuda --against llama.cpp-cuda` (prompt 512, decode 128) for
@@ -18,15 +17,14 @@ Prints one line per result and a summary table; writes gpu-bench.json under $OUT
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
+
+from gpu_bench_stage import install, stage, unpack  # beside this script: on sys.path
 
 START = time.monotonic()
 BUDGET = float(os.environ.get("GPU_BENCH_BUDGET", "570"))  # seconds, of the 600 a call has
@@ -45,90 +43,6 @@ def say(*parts) -> None:
 
 def left() -> float:
     return BUDGET - (time.monotonic() - START)
-
-
-def stage() -> dict | None:
-    """The manifest once every part is here, else None (after saying what is missing)."""
-    manifests = sorted(CARRY.glob("p*/manifest.json"))
-    if not manifests:
-        sys.exit(f"no parts under {CARRY}: run scripts/gpu_bench_pack.py on the CPU machine")
-    manifest = json.loads(manifests[0].read_text())
-    have, missing = [], []
-    for name, digest in manifest["sha256"].items():
-        path = CARRY / name
-        ok = path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == digest
-        (have if ok else missing).append(name.split("/")[0])
-    if missing:
-        say(
-            f"staged {len(have)} of {manifest['parts']} parts ({', '.join(have)}); carry "
-            f"{', '.join(missing)} next, within 30 s of this call"
-        )
-        return None
-    return manifest
-
-
-def unpack(manifest: dict) -> Path:
-    payload = WORK / "payload"
-    if (payload / ".done").exists():
-        return payload
-    shutil.rmtree(WORK, ignore_errors=True)
-    payload.mkdir(parents=True)
-    stream = WORK / "payload.tar.xz"
-    with stream.open("wb") as out:
-        for name in manifest["sha256"]:
-            out.write((CARRY / name).read_bytes())
-    with tarfile.open(stream, "r:xz") as tar:
-        tar.extractall(payload, filter="tar")
-    stream.unlink()
-    (payload / ".done").touch()
-    return payload
-
-
-def _library_dirs() -> list[str]:
-    """Folders of the CUDA runtime and cuBLAS 13 (the toolkit's, or PyPI's nvidia packages)."""
-    found = []
-    roots = [Path("/usr/local"), Path("/usr/lib/x86_64-linux-gnu"), Path(sys.prefix)]
-    for root in roots:
-        for pattern in ("**/libcudart.so.13*", "**/libcublas.so.13*"):
-            for lib in root.glob(pattern):
-                if str(lib.parent) not in found:
-                    found.append(str(lib.parent))
-    return found
-
-
-def install(payload: Path) -> dict[str, str]:
-    site = payload / "site"
-    wheels = sorted((payload / "wheels").glob("*.whl"))
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-index",
-            "--no-deps",
-            "--no-compile",
-            "--upgrade",
-            "--target",
-            str(site),
-            *map(str, wheels),
-        ],
-        check=True,
-    )
-    cache = payload / "cache"
-    bench = next(cache.glob("peers/llama.cpp-cuda-*/bin/llama-bench"), None)
-    if bench is not None:
-        bench.chmod(0o755)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT)])
-    env["MLCX_CACHE"] = str(cache)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        [*_library_dirs(), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
-    )
-    RESULTS["llama_bench"] = str(bench) if bench else None
-    return env
 
 
 def python(env, code: str, timeout: float) -> subprocess.CompletedProcess:
@@ -370,12 +284,13 @@ def summary() -> None:
 
 
 def main() -> None:
-    manifest = stage()
+    manifest = stage(CARRY, say)
     if manifest is None:
         return
     say("all parts here: unpacking")
-    payload = unpack(manifest)
-    env = install(payload)
+    payload = unpack(manifest, CARRY, WORK)
+    env, llama_bench = install(payload, ROOT)
+    RESULTS["llama_bench"] = llama_bench
     device_info(env)
     bandwidth = read_bandwidth()
     RESULTS["read_bandwidth"] = bandwidth
