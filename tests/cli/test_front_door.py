@@ -69,3 +69,19 @@ def test_bench_web_without_playwright_names_the_extra(tmp_path):
 
 def test_every_extra_named_by_an_error_is_an_installed_extra():
     assert set(EXTRAS) == set(metadata("mlcx").get_all("Provides-Extra"))
+
+
+def test_python_m_mlcx_without_its_dependencies_says_to_install(tmp_path):
+    """`python -m mlcx` from a checkout that was never installed: one line naming the missing
+    package and the install command, not a traceback."""
+    script = (
+        "import runpy, sys\n"
+        "from tests.support.without_modules import _Blocker\n"
+        "sys.meta_path.insert(0, _Blocker({'typer'}))\n"
+        "sys.argv = ['mlcx', '--help']\n"
+        "runpy.run_module('mlcx', run_name='__main__')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "'typer'" in result.stderr and "pip install -e ." in result.stderr

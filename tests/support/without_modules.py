@@ -2,7 +2,7 @@
 
     python -m tests.support.without_modules ray,playwright -- serve MODEL --replicas 2
 
-Imports of the named top-level packages raise ImportError, as in a venv without that extra.
+Imports of the named top-level packages raise ModuleNotFoundError, as in a venv without them.
 With `--print-modules`, prints the imported module names (one per line) after the command.
 """
 
@@ -18,7 +18,7 @@ class _Blocker(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".")[0] in self.names:
-            raise ImportError(f"No module named {fullname!r} (blocked by the test)")
+            raise ModuleNotFoundError(f"No module named {fullname!r} (blocked)", name=fullname)
         return None
 
 
