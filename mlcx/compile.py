@@ -23,7 +23,7 @@ from mlcx.kernels.attention import KVLayout, PagedKVOps
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
-from mlcx.kernels.kv_layout import kv_cache_dtype
+from mlcx.kernels.kv_layout import default_kv_dtype, kv_cache_dtype
 from mlcx.passes.gpu.cuda_graph import graph_max_batch
 from mlcx.passes.step_bounds import bound_step_shapes
 from mlcx.passes.tuning.records import resolve_linear_kernels
@@ -47,7 +47,7 @@ class CompileRequest:
     prefill_chunk: int = 512
     page_size: int = 16
     options: BuildOptions = BuildOptions()
-    kv_dtype: str | None = None  # None: the quantization's activation dtype
+    kv_dtype: str | None = None  # None: default_kv_dtype of the target's kernel kind
 
     def __post_init__(self) -> None:
         if self.kv_dtype not in (None, *KV_DTYPES):
@@ -121,7 +121,7 @@ def export_model(req: CompileRequest) -> ExportedModel:
     layout = cpu_weight_layout(options.linear_kernels) if target.kernel_kind == "cpu" else None
     formats = plan_formats(source.weights, source.tensors, quant, layout)
     tvm_target = target.tvm_target(options)
-    kv_dtype = req.kv_dtype or quant.activation_dtype
+    kv_dtype = req.kv_dtype or default_kv_dtype(target.kernel_kind, quant.activation_dtype)
     _check_kv_dtype(target, kv_dtype, quant.activation_dtype)
     heads = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
     layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype)

@@ -39,6 +39,17 @@ KV_CACHE_DTYPES: dict[str, KVCacheDtype] = {
 }
 
 
+# The KV dtype an artifact gets when the user names none, by kernel kind. CPU: f16 whatever the
+# math's dtype, as llama.cpp's default: decode at long contexts reads the cache more than the
+# weights, and f16 halves it (logits move by ~1e-5..1e-3 against f32 pages; tests/models/
+# test_kv_dtype.py). GPU kernels: the math's dtype (None).
+DEFAULT_KV_DTYPES: dict[str, str | None] = {"cpu": "float16", "gpu": None}
+
+
+def default_kv_dtype(kernel_kind: str, activation_dtype: str) -> str:
+    return DEFAULT_KV_DTYPES[kernel_kind] or activation_dtype
+
+
 def kv_cache_dtype(dtype: str) -> KVCacheDtype:
     if dtype not in KV_CACHE_DTYPES:
         raise ValueError(
@@ -87,3 +98,8 @@ class KVLayout:
     def pages_bytes(self, num_pages: int) -> int:
         """Bytes of `num_pages` pages of one layer (quantized rows: features and scales)."""
         return math.prod(self.pages_shape(num_pages)) * np.dtype(self.cache_dtype).itemsize
+
+    @property
+    def token_bytes(self) -> int:
+        """Bytes of one token's keys and values in one layer (quantized: with the scales)."""
+        return self.pages_bytes(1) // self.page_size

@@ -10,6 +10,7 @@ import torch
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.frontends.source import load_source
 from tests.support.harness import Harness, hf_logits
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec, load_reference
 
 
@@ -25,7 +26,9 @@ def test_sharded_bfloat16_checkpoint(tiny_model, tmp_path):
     assert load_source(str(folder)).tensors.get("lm_head.weight").load().dtype.name == "bfloat16"
 
     artifact = compile_model(
-        CompileRequest(model=str(folder), quantization="q0f32", output=tmp_path / "art")
+        CompileRequest(
+            model=str(folder), quantization="q0f32", output=tmp_path / "art", **reference_pages()
+        )
     )
     reference = load_reference(folder)  # bfloat16 weights upcast to float32, exactly
     prompt = np.random.default_rng(3).integers(0, reference.config.vocab_size, 19).tolist()

@@ -7,6 +7,7 @@ import json
 import jsonschema
 import pytest
 
+from mlcx.artifact.config import Artifact
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
@@ -17,10 +18,14 @@ pytestmark = pytest.mark.slow
 PROMPT = "The history of the Roman Empire is"
 
 
-# the default KV cache (f32, as the math) and llama.cpp's f16 one
-@pytest.fixture(scope="module", params=[None, "float16"], ids=["kv-f32", "kv-f16"])
+# the default KV cache (f16, as llama.cpp's) and f32 pages, as the math
+@pytest.fixture(scope="module", params=[None, "float32"], ids=["kv-default", "kv-f32"])
 def artifact(request, default_artifact):
     return default_artifact(request.param)
+
+
+def test_the_default_artifact_keeps_an_f16_kv_cache(default_artifact):
+    assert Artifact(default_artifact()).config.cache_dtype == "float16"
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,9 @@ def _run(artifact) -> tuple[list[int], np.ndarray]:
 
 
 def test_int8_kv_keeps_f16s_greedy_tokens_and_prompt_logits(default_artifact):
-    f16, int8 = default_artifact("float16"), default_artifact("int8")
+    f16, int8 = default_artifact(), default_artifact("int8")  # the default: f16
     layouts = [Artifact(a).config.kv_layout for a in (f16, int8)]
+    assert layouts[0].cache_dtype == "float16"
     assert layouts[0].pages_bytes(68) == layouts[1].pages_bytes(128)  # head_dim 64
     (f16_tokens, f16_logits), (int8_tokens, int8_logits) = _run(f16), _run(int8)
     assert int8_tokens == f16_tokens

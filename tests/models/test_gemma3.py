@@ -29,6 +29,7 @@ from tests.support.gguf_vs_hf import (
     compile_both,
 )
 from tests.support.harness import Harness, hf_logits
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec, load_reference, sharpen_gemma3
 
 WINDOW = 16
@@ -108,7 +109,9 @@ def test_a_long_prompt_matches_transformers(case):
 
 def test_attention_scale_softcaps_and_linear_rope_match_transformers(tiny_model, tmp_path):
     folder = sharpen_gemma3(tiny_model(SCALED), tmp_path / "hf", SCALED.seed)
-    request = CompileRequest(model=str(folder), output=tmp_path / "art", quantization="q0f32")
+    request = CompileRequest(
+        model=str(folder), output=tmp_path / "art", quantization="q0f32", **reference_pages()
+    )
     artifact = compile_model(request)
     config = load_source(str(folder)).config
     assert config.final_logit_softcap == 3.0 and config.attn_scale == 24**-0.5

@@ -35,6 +35,7 @@ from tests.support.kquant_files import (
     TIED_SPEC,
     write_mix,
 )
+from tests.support.reference_pages import reference_pages
 
 TOL = 1e-4
 TYPE_OF = {"q4_k": GT.Q4_K, "q5_k": GT.Q5_K, "q6_k": GT.Q6_K, "q5_0": GT.Q5_0, "q5_1": GT.Q5_1}
@@ -53,7 +54,9 @@ def built(tiny_model, tmp_path_factory):
             handler = _Collect()
             logging.getLogger("mlcx").addHandler(handler)
             try:
-                art = compile_model(CompileRequest(str(path), "cpu", output=root / "cpu"))
+                art = compile_model(
+                    CompileRequest(str(path), "cpu", output=root / "cpu", **reference_pages())
+                )
             finally:
                 logging.getLogger("mlcx").removeHandler(handler)
             cache[mix] = (path, art, handler.messages)
@@ -144,7 +147,9 @@ def test_other_architectures_as_q4_k_m(tiny_model, tmp_path, arch):
     from transformers import AutoModelForCausalLM
 
     path = write_mix(tiny_model(ARCH_SPECS[arch]), tmp_path / f"{arch}.gguf", "q4_k_m")
-    art = compile_model(CompileRequest(str(path), "cpu", output=tmp_path / "cpu"))
+    art = compile_model(
+        CompileRequest(str(path), "cpu", output=tmp_path / "cpu", **reference_pages())
+    )
     kinds = {getattr(format_from_name(f), "kind", "") for f in _formats(art)}
     assert {"q4_k", "q6_k"} <= kinds
     # config values transformers' GGUF loader does not read
@@ -171,7 +176,11 @@ def test_gemma3_as_q4_k_m(tiny_model, tmp_path):
     folder = sharpen_gemma3(tiny_model(GEMMA3_SPEC), tmp_path / "hf", GEMMA3_SPEC.seed)
     path = write_mix(folder, tmp_path / "gemma3.gguf", "q4_k_m_tied")
     options = BuildOptions(linear_kernels=LinearKernels.FLOAT)
-    art = compile_model(CompileRequest(str(path), "cpu", output=tmp_path / "cpu", options=options))
+    art = compile_model(
+        CompileRequest(
+            str(path), "cpu", output=tmp_path / "cpu", options=options, **reference_pages()
+        )
+    )
     assert {"q4_k", "q6_k"} <= {getattr(format_from_name(f), "kind", "") for f in _formats(art)}
     reference = AutoModelForCausalLM.from_pretrained(  # with what the GGUF loader drops
         tmp_path, gguf_file=path.name, dtype=torch.float32, **GEMMA3_SPEC.extra
@@ -204,7 +213,9 @@ def test_the_mix_keeps_each_tensor_in_its_own_format(built):
 def test_requantizing_a_k_quant_file_says_it_is_lossy(built, tmp_path, caplog):
     path, _, _ = built("q4_k")
     with caplog.at_level(logging.WARNING):
-        compile_model(CompileRequest(str(path), "cpu", "q8f32", output=tmp_path / "q8"))
+        compile_model(
+            CompileRequest(str(path), "cpu", "q8f32", output=tmp_path / "q8", **reference_pages())
+        )
     lossy = [r.message for r in caplog.records if "re-quantized" in r.message]
     assert lossy and all("lossy" in m and "Q4_K" in m for m in lossy)
 

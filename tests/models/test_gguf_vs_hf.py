@@ -18,6 +18,7 @@ from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.compile import CompileRequest, compile_model
 from tests.support.harness import Harness, hf_logits
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_gguf import DEFAULT_TYPES, write_tiny_gguf
 from tests.support.tiny_models import TinySpec
 
@@ -42,7 +43,7 @@ def reference(gguf_file):
 @pytest.fixture(scope="module")
 def artifact(gguf_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("gguf_art") / "a"
-    return compile_model(CompileRequest(model=str(gguf_file), output=out))
+    return compile_model(CompileRequest(model=str(gguf_file), output=out, **reference_pages()))
 
 
 def test_block_formats_are_kept(artifact):
@@ -75,7 +76,9 @@ def test_logits_match_transformers(artifact, reference):
 
 def test_mixed_types_in_a_fused_weight_are_each_kept(gguf_file, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
-        compile_model(CompileRequest(model=str(gguf_file), output=tmp_path / "b"))
+        compile_model(
+            CompileRequest(model=str(gguf_file), output=tmp_path / "b", **reference_pages())
+        )
     assert not any("mix GGUF types" in r.message for r in caplog.records)
     assert not any("dequantized" in r.message for r in caplog.records)
 
@@ -89,7 +92,11 @@ def test_q4f32_keeps_q4_0_blocks_bit_for_bit(tiny_model, tmp_path, caplog):
     for quantization in ("q4f32", "gguf"):
         out = tmp_path / quantization
         with caplog.at_level(logging.WARNING):
-            compile_model(CompileRequest(model=str(path), output=out, quantization=quantization))
+            compile_model(
+                CompileRequest(
+                    model=str(path), output=out, quantization=quantization, **reference_pages()
+                )
+            )
         arrays[quantization] = dict(load_arrays(Artifact(out).params_dir))
     assert not [r.message for r in caplog.records if "quantized" in r.message]
     assert arrays["q4f32"].keys() == arrays["gguf"].keys()

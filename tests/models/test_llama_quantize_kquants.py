@@ -19,6 +19,7 @@ from mlcx.cache import cache_dir
 from mlcx.compile import CompileRequest, compile_model
 from tests.support.harness import Harness, hf_logits
 from tests.support.kquant_files import KQUANT_SPEC
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_gguf import write_tiny_gguf
 
 pytestmark = pytest.mark.slow
@@ -52,7 +53,9 @@ def test_llama_quantize_files_match_transformers(f32_file, tmp_path, mix, caplog
     types = {GT(t.tensor_type).name for t in GGUFReader(str(path)).tensors if len(t.shape) > 1}
     assert types & {"Q4_K", "Q5_K", "Q6_K"}, types
     with caplog.at_level(logging.WARNING):
-        art = compile_model(CompileRequest(str(path), "cpu", output=tmp_path / "cpu"))
+        art = compile_model(
+            CompileRequest(str(path), "cpu", output=tmp_path / "cpu", **reference_pages())
+        )
     assert not [r.message for r in caplog.records if "dequantized" in r.message]
     reference = AutoModelForCausalLM.from_pretrained(
         tmp_path, gguf_file=path.name, dtype=torch.float32

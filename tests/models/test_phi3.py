@@ -29,6 +29,7 @@ from tests.support.gguf_vs_hf import (
     compile_both,
 )
 from tests.support.harness import Harness, hf_logits
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec, load_reference, sharpened
 
 ORIGINAL = 64
@@ -89,7 +90,9 @@ def test_short_context_logits_and_greedy_tokens_match_transformers(case, source)
 def test_long_context_uses_the_long_factors(case, tmp_path):
     folder = case[0]
     artifact = compile_model(
-        CompileRequest(model=str(folder), output=tmp_path / "long", quantization="q0f32")
+        CompileRequest(
+            model=str(folder), output=tmp_path / "long", quantization="q0f32", **reference_pages()
+        )
     )
     reference = load_reference(folder)
     rng = np.random.default_rng(9)

@@ -15,6 +15,7 @@ import pytest
 from mlcx.runtime.kv.sequence_blocks import RELEASED
 from tests.support.gguf_vs_hf import GREEDY
 from tests.support.harness import Harness, hf_logits
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec, load_reference, sharpened
 
 TOL = 1e-4
@@ -37,7 +38,9 @@ def mistral(tiny_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("swa")
     folder = sharpened(tiny_model(SPEC), root / "hf", SPEC.seed, _unit_norms)
     artifact = compile_model(
-        CompileRequest(model=str(folder), output=root / "art", quantization="q0f32")
+        CompileRequest(
+            model=str(folder), output=root / "art", quantization="q0f32", **reference_pages()
+        )
     )
     return folder, artifact
 

@@ -25,7 +25,9 @@ F32 = {"weight": GT.F32}
 
 def compile_both(folder: Path, root: Path, **request) -> tuple[Path, Path, Path]:
     """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact);
-    `request`: further CompileRequest fields for both."""
+    `request`: further CompileRequest fields for both (f32 pages unless given: see the
+    `compiled` fixture)."""
+    request.setdefault("kv_dtype", "float32")
     path = write_tiny_gguf(folder, root / "tiny.gguf", F32)
     gguf_art, hf_art = (
         compile_model(
@@ -90,7 +92,8 @@ def assert_quantized_file_matches(
     from transformers import AutoModelForCausalLM
 
     path = write_tiny_gguf(folder, tmp_path / "q.gguf")
-    request = CompileRequest(model=str(path), output=tmp_path / "art", **(compile_options or {}))
+    options = {"kv_dtype": "float32", **(compile_options or {})}  # as the `compiled` fixture
+    request = CompileRequest(model=str(path), output=tmp_path / "art", **options)
     artifact = compile_model(request)
     reference = AutoModelForCausalLM.from_pretrained(
         tmp_path, gguf_file=path.name, dtype=torch.float32, **hf_kwargs

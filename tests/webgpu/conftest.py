@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlcx.errors import ToolchainError
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec
 
 SPEC = TinySpec()
@@ -50,7 +51,9 @@ def gguf_artifact(tmp_path_factory, tiny_model):
         if key not in cache:
             out = root / f"{target}-{quantization}"
             cache[key] = compile_model(
-                CompileRequest(str(source), target, quantization, output=out)
+                CompileRequest(
+                    str(source), target, quantization, output=out, **reference_pages(target)
+                )
             )
         return cache[key]
 

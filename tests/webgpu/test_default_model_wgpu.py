@@ -22,6 +22,7 @@ def artifacts(tmp_path_factory, adapter, default_webgpu):
     # by ~1e-2, more than the 1e-3 this compares at.
     cpu = tmp_path_factory.mktemp("default-wgpu") / "cpu"
     args = ("--target", "cpu", "--quantization", "gguf", "--linear-kernels", "float")
+    args += ("--kv-dtype", "float32")  # as the GPU side: the cache moves no logits
     result = run_mlcx("compile", DEFAULT, *args, "-o", str(cpu))
     assert result.returncode == 0, result.stderr
     return {"cpu": cpu, "webgpu": default_webgpu}

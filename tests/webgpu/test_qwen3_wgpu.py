@@ -8,6 +8,7 @@ import pytest
 
 from mlcx.compile import CompileRequest, compile_model
 from tests.support.harness import Harness
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec, sharpen_qwen3
 
 TOL = 1e-3
@@ -19,7 +20,9 @@ def pair(adapter, tiny_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("qwen3_wgpu")
     folder = str(sharpen_qwen3(tiny_model(SPEC), root / "hf", SPEC.seed))
     return [
-        compile_model(CompileRequest(folder, target, "q0f32", output=root / target))
+        compile_model(
+            CompileRequest(folder, target, "q0f32", output=root / target, **reference_pages(target))
+        )
         for target in ("cpu", "webgpu")
     ]
 

@@ -10,6 +10,7 @@ import pytest
 
 from mlcx.compile import CompileRequest, compile_model
 from tests.support.harness import Harness
+from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import GEMMA3_LOCAL_GLOBAL, TinySpec, sharpen_gemma3
 
 TOL = 1e-3
@@ -48,7 +49,11 @@ def pair(request, adapter, tiny_model, tmp_path_factory):
     if spec.arch == "gemma3":
         folder = sharpen_gemma3(folder, root / "hf", spec.seed)
     return [
-        compile_model(CompileRequest(str(folder), target, "q0f32", output=root / target))
+        compile_model(
+            CompileRequest(
+                str(folder), target, "q0f32", output=root / target, **reference_pages(target)
+            )
+        )
         for target in ("cpu", "webgpu")
     ]
 
