@@ -21,7 +21,7 @@ from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.workload import RunTiming, Workload
 from mlcx.errors import MlcxError, ToolchainError
 
-CACHE_TYPES = {"float16": "f16", "bfloat16": "bf16"}  # llama-bench's -ctk/-ctv names
+CACHE_TYPES = {"float16": "f16", "bfloat16": "bf16", "int8": "q8_0"}  # llama-bench's -ctk/-ctv
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class LlamaBenchEngine:
         self.env = {var: os.environ.get(var, "0")}
         self.argv = [str(binary), "-m", str(setup.gguf), "-ngl", "99", "-t", str(setup.threads)]
         self.argv += ["-p", str(w.prompt_tokens), "-n", str(w.decode_tokens), "-r", "1"]
-        self.argv += ["-ctk", cache, "-ctv", cache, "-o", "json"]
+        self.argv += ["-ctk", cache, "-ctv", cache, "-fa", "1", "-o", "json"]
         self.command = f"{var}={self.env[var]} {shlex.join(self.argv)}"
         listed = backend.devices(run_tool([str(binary), "--list-devices"], self.env))
         if not listed:

@@ -89,20 +89,28 @@ class LlamaCppEngine:
             )
         workload = setup.workload
         context = workload.prompt_tokens + workload.decode_tokens + 8
-        cache_type = {"float16": llama_cpp.GGML_TYPE_F16, "float32": llama_cpp.GGML_TYPE_F32}
+        cache_type = {
+            "float16": llama_cpp.GGML_TYPE_F16,
+            "float32": llama_cpp.GGML_TYPE_F32,
+            "int8": llama_cpp.GGML_TYPE_Q8_0,  # per 32 elements where mlcx scales per row
+        }
         if setup.kv_dtype not in cache_type:
             raise ValueError(
-                f"llama.cpp has no {setup.kv_dtype!r} KV cache here; use float16 or float32"
+                f"llama.cpp has no {setup.kv_dtype!r} KV cache here; use float16, float32 or int8"
             )
+        # As llama.cpp's own tools run by default (llama-cli, llama-server): batches of 2048
+        # in micro-batches of 512, flash attention on (their "auto" on a CPU; a q8_0 V cache
+        # needs it).
         self.llm = llama_cpp.Llama(
             str(setup.gguf),
             n_ctx=context,
-            n_batch=workload.prompt_tokens,
-            n_ubatch=workload.prompt_tokens,
+            n_batch=min(workload.prompt_tokens, 2048),
+            n_ubatch=min(workload.prompt_tokens, 512),
             n_threads=setup.threads,
             n_threads_batch=setup.threads,
             type_k=cache_type[setup.kv_dtype],
             type_v=cache_type[setup.kv_dtype],
+            flash_attn=True,
             n_gpu_layers=-1 if gpu else 0,
             verbose=False,
         )

@@ -39,6 +39,13 @@ def weight_bytes_per_token(artifact: Artifact) -> int:
     return total
 
 
+def kv_bytes_per_token(artifact: Artifact) -> int:
+    """Bytes of KV cache one token of context holds, every layer's keys and values: what a
+    decode step reads per token of its context."""
+    config = artifact.config
+    return config.kv_layout.token_bytes * config.model.num_layers
+
+
 def peak_memory_bytes() -> int:
     """Peak resident memory of this process so far (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -58,6 +65,7 @@ class GreedySequence:
         self.kv.add_sequence(0, ids)
         self.tokens = list(ids)
         self.next_token = -1
+        self.chunk = artifact.config.prefill_chunk  # the most tokens a compiled step takes
 
     def _step(self, new: list[int]) -> None:
         self.kv.append(0, len(new))
@@ -65,7 +73,9 @@ class GreedySequence:
         self.next_token = int(self.runner.forward(batch)[-1].argmax())
 
     def prefill(self) -> None:
-        self._step(self.tokens)
+        """The prompt in steps of the compiled chunk, as the engine feeds a long prompt."""
+        for start in range(0, len(self.tokens), self.chunk):
+            self._step(self.tokens[start : start + self.chunk])
         self.kv.commit(0, self.tokens)
 
     def decode(self) -> None:

@@ -1,4 +1,5 @@
-"""`mlcx bench --profile`: time per kernel of one prefill and one decode step of a WebGPU plan.
+"""`mlcx bench --profile`: time per kernel of one prefill and one decode step, by runtime: a
+WebGPU plan's here, TVM's Relax VM's in mlcx.bench.vm_profile.
 
 For one step, the runner's `KernelSet.submit` is shadowed by a recorder that times every
 dispatch it is handed (mlcx.bench.gpu_timing) instead of sending them in one pass; the
@@ -7,70 +8,17 @@ executor is untouched, so the dispatches are exactly those a normal step launche
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
 from mlcx.bench.gpu_timing import TIMERS, TIMESTAMPS, Timer, choose_timer
+from mlcx.bench.kernel_profile import StepProfile
 from mlcx.bench.mlcx_engine import GreedySequence, kv_blocks
+from mlcx.bench.vm_profile import profile_vm
 from mlcx.bench.workload import Workload
 from mlcx.targets.registry import TARGETS
-
-
-@dataclass(frozen=True)
-class KernelTime:
-    kernel: str
-    calls: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class StepProfile:
-    step: str  # "prefill" or "decode"
-    tokens: int  # fed to the step
-    method: str  # how dispatches were timed (gpu_timing.TIMERS)
-    dispatches: int
-    kernels: tuple[KernelTime, ...]  # slowest first
-
-    @property
-    def seconds(self) -> float:
-        return sum(k.seconds for k in self.kernels)
-
-    @staticmethod
-    def of(step: str, tokens: int, method: str, samples: list[tuple[str, float]]) -> StepProfile:
-        calls: dict[str, int] = defaultdict(int)
-        seconds: dict[str, float] = defaultdict(float)
-        for kernel, s in samples:
-            calls[kernel] += 1
-            seconds[kernel] += s
-        kernels = sorted(
-            (KernelTime(k, calls[k], seconds[k]) for k in calls), key=lambda k: -k.seconds
-        )
-        return StepProfile(step, tokens, method, len(samples), tuple(kernels))
-
-    def to_dict(self) -> dict:
-        data = asdict(self)
-        total = self.seconds or 1.0
-        for kernel in data["kernels"]:
-            kernel["share"] = kernel["seconds"] / total
-        data["seconds"] = self.seconds
-        return data
-
-    def lines(self) -> list[str]:
-        width = max([len("kernel"), *(len(k.kernel) for k in self.kernels)])
-        total = self.seconds or 1.0
-        out = [
-            f"{self.step} of {self.tokens} token(s): {self.dispatches} dispatches, "
-            f"{self.seconds * 1e3:.2f} ms in kernels ({self.method})",
-            f"  {'kernel':<{width}}  {'calls':>6}  {'total ms':>10}  {'share':>6}",
-        ]
-        for k in self.kernels:
-            ms, share = k.seconds * 1e3, k.seconds / total
-            out.append(f"  {k.kernel:<{width}}  {k.calls:>6}  {ms:>10.3f}  {share:>6.1%}")
-        return out
 
 
 class _Recorder:
@@ -122,6 +70,7 @@ def _profile_plan(artifact: Artifact, workload: Workload, timestamps: bool):
 # Runtime -> profiler of one prefill and one decode step.
 PROFILERS: dict[str, Callable[[Artifact, Workload, bool], tuple[StepProfile, ...]]] = {
     "wgpu": _profile_plan,
+    "tvm": profile_vm,
 }
 
 
@@ -129,7 +78,7 @@ def check_profilable(target: str) -> None:
     if TARGETS[target].runtime not in PROFILERS:
         targets = ", ".join(t for t, spec in TARGETS.items() if spec.runtime in PROFILERS)
         raise ValueError(
-            f"--profile times the kernels of a WebGPU plan (targets {targets}); "
+            f"--profile times the kernels of targets {targets}; "
             f"{target} artifacts run on {TARGETS[target].runtime}"
         )
 

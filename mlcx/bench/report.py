@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from mlcx.bench.profile import StepProfile
+from mlcx.bench.kernel_profile import StepProfile
 from mlcx.bench.workload import Speed, Workload
 
 
@@ -23,16 +23,25 @@ class BenchReport:
     compile_seconds: float | None
     peak_memory_bytes: int
     weight_bytes_per_token: int
+    kv_bytes_per_token: int  # of context, all layers' keys and values in the cache's dtype
     read_bandwidth: float | None  # bytes per second; measured for cpu kernels only
     profile: tuple[StepProfile, ...] = ()  # with --profile: one prefill and one decode step
     notes: list[str] = field(default_factory=list)
 
     @property
+    def decode_bytes_per_token(self) -> float:
+        """Bytes a decode step reads, on average over the run: the weights once, and the KV
+        of its context (step i of D after a P-token prompt attends to P + i + 1 tokens)."""
+        w = self.workload
+        context = w.prompt_tokens + (w.decode_tokens + 1) / 2
+        return self.weight_bytes_per_token + context * self.kv_bytes_per_token
+
+    @property
     def decode_bound(self) -> float | None:
-        """Decode tokens/s if every step only had to read the weights once."""
+        """Decode tokens/s if every step only had to read its weights and KV once."""
         if self.read_bandwidth is None:
             return None
-        return self.read_bandwidth / self.weight_bytes_per_token
+        return self.read_bandwidth / self.decode_bytes_per_token
 
     def ratios(self) -> dict[str, dict[str, float]]:
         """mlcx speed / peer speed, per peer."""
@@ -50,6 +59,7 @@ class BenchReport:
         data["profile"] = [step.to_dict() for step in self.profile]
         bound = self.decode_bound
         data["decode_bound"] = bound
+        data["decode_bytes_per_token"] = self.decode_bytes_per_token
         ours = self.speeds["mlcx"].decode
         data["decode_bound_fraction"] = None if bound is None else ours / bound
         return json.dumps(data, indent=2)
@@ -58,9 +68,11 @@ class BenchReport:
         bound = self.decode_bound
         if bound is None or self.read_bandwidth is None:
             return []
+        kv = self.decode_bytes_per_token - self.weight_bytes_per_token
         return [
-            f"decode bound {bound:.0f} tok/s (read {self.read_bandwidth / 1e9:.1f} GB/s"
-            f" / {self.weight_bytes_per_token / 1e6:.1f} MB of weights per token); "
+            f"decode bound {bound:.0f} tok/s (read {self.read_bandwidth / 1e9:.1f} GB/s / "
+            f"{self.decode_bytes_per_token / 1e6:.1f} MB per token: "
+            f"{self.weight_bytes_per_token / 1e6:.1f} MB of weights + {kv / 1e6:.1f} MB of KV); "
             f"mlcx reaches {self.speeds['mlcx'].decode / bound:.0%}"
         ]
 
@@ -70,7 +82,8 @@ class BenchReport:
         out = [
             f"model {self.model} -> {self.artifact} ({self.target})",
             f"batch 1, prompt {w.prompt_tokens}, decode {w.decode_tokens} greedy, "
-            f"{self.threads} threads, {self.kv_dtype} KV cache, median of {w.reps}",
+            f"{self.threads} threads, {self.kv_dtype} KV cache "
+            f"({self.kv_bytes_per_token / 1024:.1f} KiB per token of context), median of {w.reps}",
             f"{'engine':<{width}}{'prefill tok/s':>16}{'decode tok/s':>16}  device",
         ]
         out += [

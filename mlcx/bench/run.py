@@ -10,7 +10,12 @@ from pathlib import Path
 
 from mlcx.artifact.config import Artifact
 from mlcx.bench.bandwidth import measure_read_bandwidth
-from mlcx.bench.mlcx_engine import MlcxEngine, peak_memory_bytes, weight_bytes_per_token
+from mlcx.bench.mlcx_engine import (
+    MlcxEngine,
+    kv_bytes_per_token,
+    peak_memory_bytes,
+    weight_bytes_per_token,
+)
 from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.peers import PEERS
 from mlcx.bench.profile import check_profilable, profile_steps
@@ -19,10 +24,6 @@ from mlcx.bench.resolve import CompileChoice, Resolved, artifact_target, resolve
 from mlcx.bench.workload import DEFAULT_SIZES, Speed, Workload
 from mlcx.runtime.backends.registry import RUNNERS
 from mlcx.targets.registry import TARGETS
-
-# KV cache dtype when compiling, by kernel kind: f16 on cpu as llama.cpp's default; GPU kernels
-# keep the cache in the math's dtype (None).
-DEFAULT_KV_DTYPES: dict[str, str | None] = {"cpu": "float16", "gpu": None}
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class BenchRequest:
     against: tuple[str, ...] = ()
     gguf: Path | None = None  # the peer's model file, when `model` does not name one
     tuning_db: Path | None = None
-    kv_dtype: str | None = None  # when compiling; None: DEFAULT_KV_DTYPES of the kernel kind
+    kv_dtype: str | None = None  # when compiling; None: compile's default (kv_layout)
     profile: bool = False  # also time one prefill and one decode step per kernel
     build_peer: bool = False  # build a missing peer that takes long to build
 
@@ -89,6 +90,7 @@ class _Measured:
     notes: tuple[str, ...]
     peak_memory_bytes: int
     weight_bytes_per_token: int
+    kv_bytes_per_token: int
     kv_dtype: str
 
 
@@ -116,6 +118,7 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
         notes=tuple(note for e in engines for note in e.notes),
         peak_memory_bytes=peak,
         weight_bytes_per_token=weight_bytes_per_token(ours.artifact),
+        kv_bytes_per_token=kv_bytes_per_token(ours.artifact),
         kv_dtype=kv_dtype,
     )
 
@@ -129,8 +132,7 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
     threads = _threads(req)
     # TVM sizes its thread pool once, at the first parallel kernel of the process.
     os.environ["TVM_NUM_THREADS"] = str(threads)
-    kv_dtype = req.kv_dtype or DEFAULT_KV_DTYPES[kind]
-    choice = CompileChoice(target, req.quantization, kv_dtype, threads, req.tuning_db)
+    choice = CompileChoice(target, req.quantization, req.kv_dtype, threads, req.tuning_db)
     resolved = resolve(req.model, req.gguf, choice, say)
     if req.against and resolved.gguf is None:
         raise ValueError(
@@ -158,6 +160,7 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
         compile_seconds=resolved.compile_seconds,
         peak_memory_bytes=measured.peak_memory_bytes,
         weight_bytes_per_token=measured.weight_bytes_per_token,
+        kv_bytes_per_token=measured.kv_bytes_per_token,
         read_bandwidth=bandwidth,
         profile=profile,
         notes=list(measured.notes),

@@ -38,7 +38,12 @@ def test_bench_reports_speeds_and_the_bandwidth_bound(artifact):
     arrays = dict(load_arrays(Artifact(artifact).params_dir))
     matrices = sum(np.asarray(a).nbytes for n, a in arrays.items() if not n.startswith("embed."))
     assert report["weight_bytes_per_token"] == matrices
-    bound = report["read_bandwidth"] / matrices
+    # KV per token of context: K and V of each layer's kv heads, f32 elements
+    kv = SPEC.layers * 2 * SPEC.kv_heads * (SPEC.hidden // SPEC.heads) * 4
+    assert report["kv_bytes_per_token"] == kv
+    # decode step i of 6 after 24 prompt tokens reads the weights and 24 + i + 1 tokens' KV
+    per_step = [matrices + (24 + i + 1) * kv for i in range(6)]
+    bound = report["read_bandwidth"] / (sum(per_step) / 6)
     assert report["decode_bound"] == pytest.approx(bound)
     assert report["decode_bound_fraction"] == pytest.approx(speed["decode"] / bound)
     assert report["peak_memory_bytes"] > 0
@@ -108,9 +113,22 @@ def test_random_q4_0_blocks_are_small_random_weights():
     assert not RANDOM_MODELS["llama-3.1-8b-random"].tie  # an untied head, as the real one
 
 
-def test_bench_profile_needs_a_webgpu_plan(artifact):
-    line = one_line_error(run_mlcx("bench", str(artifact), "--profile"))
-    assert "webgpu, vulkan" in line
+def test_bench_profile_times_each_kernel_of_a_cpu_step(artifact):
+    result = _bench(str(artifact), "--threads", "1", "--profile")
+    assert result.returncode == 0, result.stderr
+    prefill, decode = json.loads(result.stdout)["profile"]
+    assert (prefill["step"], prefill["tokens"], decode["step"], decode["tokens"]) == (
+        "prefill",
+        24,
+        "decode",
+        1,
+    )
+    for step in (prefill, decode):
+        calls = {k["kernel"]: k["calls"] for k in step["kernels"]}
+        # one attention call per layer, as the model has layers
+        assert sum(n for k, n in calls.items() if "attention" in k) == SPEC.layers, calls
+        assert not [k for k in calls if k.startswith("vm.builtin")]
+        assert sum(k["share"] for k in step["kernels"]) == pytest.approx(1.0)
 
 
 def test_bench_target_applies_when_compiling_only(artifact):

@@ -88,7 +88,7 @@ def _stub_llama_cpp(monkeypatch, gpu: bool) -> dict:
         return types.SimpleNamespace(n_vocab=lambda: 300)
 
     stub = types.ModuleType("llama_cpp")
-    stub.GGML_TYPE_F16, stub.GGML_TYPE_F32, stub.Llama = 1, 0, llama
+    stub.GGML_TYPE_F16, stub.GGML_TYPE_F32, stub.GGML_TYPE_Q8_0, stub.Llama = 1, 0, 8, llama
     stub.llama_supports_gpu_offload = lambda: gpu
     monkeypatch.setitem(sys.modules, "llama_cpp", stub)
     return loaded
@@ -130,3 +130,12 @@ def test_the_cpu_peer_loads_the_setup_s_model_threads_and_kv_dtype(monkeypatch, 
     assert loaded["path"] == str(tmp_path / "m.gguf") and loaded["n_ctx"] == 24 + 6 + 8
     assert (loaded["n_threads"], loaded["type_k"], loaded["type_v"]) == (3, 1, 1)
     assert loaded["n_gpu_layers"] == 0
+
+
+def test_the_cpu_peer_runs_as_llama_cpp_s_tools_and_matches_an_int8_cache(monkeypatch, tmp_path):
+    loaded = _stub_llama_cpp(monkeypatch, gpu=False)
+    setup = PeerSetup(tmp_path / "m.gguf", Workload(4000, 64, 1), 2, "int8", "cpu")
+    PEERS["llama.cpp"](setup)
+    assert (loaded["type_k"], loaded["type_v"]) == (8, 8)  # q8_0, as -ctk/-ctv q8_0
+    # llama-cli's and llama-server's defaults: flash attention, batches 2048, micro-batches 512
+    assert (loaded["flash_attn"], loaded["n_batch"], loaded["n_ubatch"]) == (True, 2048, 512)
