@@ -62,11 +62,17 @@ class CompileRequest:
 
 
 def _context_window(source: ModelSource, requested: int | None) -> int:
-    trained = source.config.context_window
+    """The requested window, or the model's own; at most what the model's RoPE supports."""
+    cfg = source.config
     if requested is None:
-        return trained
-    if requested > trained:
-        raise ValueError(f"context window {requested} exceeds the model's {trained} tokens")
+        return cfg.context_window
+    if requested > cfg.max_context_window:
+        scaling = cfg.rope_scaling.get("rope_type", "default")
+        raise ValueError(
+            f"context window {requested} exceeds the model's maximum of "
+            f"{cfg.max_context_window} tokens (context {cfg.context_window}, RoPE scaling "
+            f"{scaling}); pass --context-window {cfg.max_context_window} or less"
+        )
     return requested
 
 

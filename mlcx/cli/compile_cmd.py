@@ -8,6 +8,8 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.kv_budget import kv_budget
 from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, TargetName, describe
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.kernels.cpu.kernel_config import LinearKernels
@@ -37,7 +39,13 @@ def compile_command(
             + describe(QUANTIZATIONS, "description"),
         ),
     ] = None,
-    context_window: Annotated[int | None, typer.Option(help="Cap the context window.")] = None,
+    context_window: Annotated[
+        int | None,
+        typer.Option(
+            help="Tokens per sequence (default: the model's context; up to original x factor "
+            "for llama3 and YaRN RoPE scaling)."
+        ),
+    ] = None,
     prefill_chunk: Annotated[int, typer.Option(help="Tokens prefilled per step.")] = 512,
     page_size: Annotated[int, typer.Option(help="KV cache page size (tokens).")] = 16,
     kv_dtype: Annotated[
@@ -101,6 +109,7 @@ def compile_command(
 
         out = compile_model(request, report)
     typer.echo(f"compiled {model} for {target.value} -> {out}")
+    typer.echo(kv_budget(Artifact(out).config).describe())
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mlcx.kernels.rope_scaling import scaled_context
+
 
 @dataclass(frozen=True)
 class DecoderConfig:
@@ -92,6 +94,13 @@ class DecoderConfig:
     def layer_window(self, layer: int) -> int:
         """The sliding window of `layer`'s attention; 0 where it sees every earlier key."""
         return 0 if layer in self.full_attention_layers else self.sliding_window
+
+    @property
+    def max_context_window(self) -> int:
+        """The most tokens the model may be compiled for: its context window, or the context
+        a llama3 or YaRN scaling stretches the pretraining one to where that is longer (Qwen's
+        configs keep the pretraining length in max_position_embeddings)."""
+        return max(self.context_window, scaled_context(self.rope_scaling))
 
     @property
     def kv_window(self) -> int:

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from mlcx.errors import UnsupportedModelError
-from mlcx.kernels.rope import longrope_attention_factor
+from mlcx.kernels.rope_scaling import longrope_attention_factor, yarn_attention_factor
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,29 @@ class HFConfigReader:
             )
         return float(theta), _SCALINGS[kind](self, scaling)
 
+    def _original(self, scaling: dict[str, Any]) -> int:
+        """The pretraining context of a scaled RoPE; transformers falls back to
+        max_position_embeddings where neither rope_scaling nor the config names it."""
+        original = scaling.get("original_max_position_embeddings") or self.get(
+            "original_max_position_embeddings", "max_position_embeddings", required=True
+        )
+        return int(original)
+
+    def _number(self, scaling: dict[str, Any], name: str, default: float | None = None) -> float:
+        value = scaling.get(name)
+        if value is None:
+            value = default
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            kind = scaling.get("rope_type")
+            raise UnsupportedModelError(
+                f"{self.arch}: {kind} RoPE scaling needs a positive number {name!r}, got "
+                f"{value!r}; fix rope_scaling in config.json"
+            )
+        return float(value)
+
     def _longrope(self, scaling: dict[str, Any]) -> dict[str, Any]:
         """Both factor lists and the cos/sin scale; rope_for_context picks the factors."""
-        original = scaling.get("original_max_position_embeddings") or self.get(
-            "original_max_position_embeddings", required=True
-        )
+        original = self._original(scaling)
         for name in ("short_factor", "long_factor"):
             if not isinstance(scaling.get(name), list):
                 raise UnsupportedModelError(f"{self.arch}: longrope scaling lacks {name!r}")
@@ -70,10 +88,45 @@ class HFConfigReader:
             ),
         }
 
+    def _llama3(self, scaling: dict[str, Any]) -> dict[str, Any]:
+        low = self._number(scaling, "low_freq_factor")
+        high = self._number(scaling, "high_freq_factor")
+        if high <= low:
+            raise UnsupportedModelError(
+                f"{self.arch}: llama3 RoPE needs high_freq_factor > low_freq_factor, got "
+                f"{high} and {low}"
+            )
+        return {
+            "rope_type": "llama3",
+            "factor": self._number(scaling, "factor"),
+            "low_freq_factor": low,
+            "high_freq_factor": high,
+            "original_max_position_embeddings": self._original(scaling),
+        }
+
+    def _yarn(self, scaling: dict[str, Any]) -> dict[str, Any]:
+        """The ramp's parameters with transformers' defaults, and the cos/sin scale resolved."""
+        original = self._original(scaling)
+        implied = self.get("max_position_embeddings", required=True) / original
+        factor = self._number(scaling, "factor", implied)
+        attention = scaling.get("attention_factor") or yarn_attention_factor(
+            factor, scaling.get("mscale") or 0.0, scaling.get("mscale_all_dim") or 0.0
+        )
+        return {
+            "rope_type": "yarn",
+            "factor": factor,
+            "original_max_position_embeddings": original,
+            "beta_fast": float(scaling.get("beta_fast") or 32.0),
+            "beta_slow": float(scaling.get("beta_slow") or 1.0),
+            "attention_factor": float(attention),
+            "truncate": bool(scaling.get("truncate", True)),
+        }
+
 
 _SCALINGS = {
     "default": lambda reader, scaling: {},
-    "llama3": lambda reader, scaling: scaling,
+    "llama3": HFConfigReader._llama3,
+    "yarn": HFConfigReader._yarn,
     "linear": lambda reader, scaling: {"rope_type": "linear", "factor": float(scaling["factor"])},
     "longrope": HFConfigReader._longrope,
     "su": HFConfigReader._longrope,  # Phi-3-128k's original configs name LongRoPE so

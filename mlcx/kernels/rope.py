@@ -1,23 +1,25 @@
 """Rotary position embedding applied by explicit per-token positions.
 
 Positions come from the KV cache manager (one int32 per new token), so ragged batches, cached
-prefixes and decode steps all rotate correctly. The frequency formulas (default, llama3, ...)
-are TVM's, except LongRoPE, whose per-feature factors are compile-time constants here
-(`rope_freq_func`); every RoPE kernel (this one and the fused rope+append kernels) picks its
-formula through `rope_freq_func`.
+prefixes and decode steps all rotate correctly. Default RoPE uses TVM's closed form; every
+scaled variant (linear, llama3, YaRN, LongRoPE, llama.cpp's rope_freqs) is a per-feature
+inverse-frequency table and a cos/sin scale (mlcx.kernels.rope_scaling) read as compile-time
+constants by one formula. Every RoPE kernel (this one and the fused rope+append kernels) picks
+its formula through `rope_freq_func`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from tvm import te, tirx
-from tvm.relax.frontend.nn.llm.position_embedding import rope_freq_default, switch_rope_freq_func
+from tvm.relax.frontend.nn.llm.position_embedding import rope_freq_default
+
+from mlcx.kernels.rope_scaling import rope_table
 
 
 @dataclass(frozen=True)
@@ -40,59 +42,26 @@ def _lookup(index: tirx.PrimExpr, values: Sequence[float], lo: int = 0) -> tirx.
     )
 
 
-def _longrope_freq(s, d, d_range: int, theta: float, dtype: str, factors, attention_factor):
-    """LongRoPE: feature pair i turns at position / (factors[i] * theta^(2i / d_range)), and
-    cos/sin are scaled by the attention factor."""
-    half = d_range // 2
-    inv = [1.0 / (f * theta ** (2 * i / d_range)) for i, f in enumerate(factors)]
-    freq = s * _lookup(d % half, inv)
+def _table_freq(s, d, d_range: int, theta: float, dtype: str, scaling: dict[str, Any]):
+    """A scaled RoPE: feature pair i turns at position * inv_freq[i] of the scaling's table,
+    and cos/sin are multiplied by the table's scale."""
+    table = rope_table(scaling, theta, d_range)
+    freq = s * _lookup(d % (d_range // 2), table.inv_freq)
     freq_var = tirx.Var("freq", "float32")
-    scale = tirx.const(attention_factor, "float32")
-    cos = (tirx.cos(freq_var) * scale).astype(dtype)
-    sin = (tirx.sin(freq_var) * scale).astype(dtype)
-    return cos, sin, {freq_var: freq}
-
-
-def _linear_freq(s, d, d_range: int, theta: float, dtype: str, factor: float):
-    """Linear scaling: positions divided by `factor`."""
-    return rope_freq_default(s / tirx.const(factor, "float32"), d, d_range, theta, dtype)
+    cos, sin = tirx.cos(freq_var), tirx.sin(freq_var)
+    if table.scale != 1.0:
+        scale = tirx.const(table.scale, "float32")
+        cos, sin = cos * scale, sin * scale
+    return cos.astype(dtype), sin.astype(dtype), {freq_var: freq}
 
 
 def rope_freq_func(scaling: dict[str, Any]) -> Callable:
     """(position, feature, rotary_dim, theta, dtype) -> (cos, sin, lets) for a RoPE variant:
-    default, llama3 (TVM's formulas), linear, or longrope (resolved by `rope_for_context`)."""
-    kind = scaling.get("rope_type")
-    if kind == "longrope":
-        return partial(
-            _longrope_freq,
-            factors=tuple(scaling["ext_factors"]),
-            attention_factor=float(scaling["attention_factor"]),
-        )
-    if kind == "linear":
-        return partial(_linear_freq, factor=float(scaling["factor"]))
-    return switch_rope_freq_func(scaling)
-
-
-def rope_for_context(scaling: dict[str, Any], context_window: int) -> dict[str, Any]:
-    """The RoPE parameters a model compiled for `context_window` tokens uses.
-
-    LongRoPE has short factors for contexts within the pretraining length and long ones past
-    it; as llama.cpp does, the compiled context decides (transformers switches per call by the
-    sequence's length, which a compiled model with cached keys cannot)."""
-    if scaling.get("rope_type") != "longrope":
-        return scaling
-    original = int(scaling["original_max_position_embeddings"])
-    factors = scaling["long_factor" if context_window > original else "short_factor"]
-    return {
-        "rope_type": "longrope",
-        "ext_factors": list(factors),
-        "attention_factor": scaling["attention_factor"],
-    }
-
-
-def longrope_attention_factor(factor: float, original: int) -> float:
-    """The cos/sin scale LongRoPE uses by default for a context `factor` x the original."""
-    return 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    TVM's closed form for the default, else the scaling's frequency table
+    (mlcx.kernels.rope_scaling; LongRoPE resolved by `rope_for_context` first)."""
+    if scaling.get("rope_type", "default") == "default":
+        return rope_freq_default
+    return partial(_table_freq, scaling=scaling)
 
 
 # Block annotation with the RoPE parameters, so target passes can fuse RoPE into other kernels.

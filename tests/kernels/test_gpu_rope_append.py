@@ -1,6 +1,7 @@
 """The GPU RoPE + KV append kernel against numpy, on this machine's wgpu adapter.
 
-Reference: Llama's half-split RoPE with inverse frequencies theta ** (-2i / d); q comes back
+Reference: Llama's half-split RoPE with inverse frequencies theta ** (-2i / d), or YaRN's
+frequencies and cos/sin scale as transformers computes them; q comes back
 rotated, k lands rotated and v unrotated at each token's slot, a slot of -1 writes nothing,
 and every other page element keeps its value. With q/k norms (Qwen3) each q and k head is first
 RMS-normalized with its own weights (v is not).
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mlcx.frontends.hf_config import HFConfigReader
 from mlcx.kernels.gpu.rope_append import rope_append_gpu
 from mlcx.kernels.rope import RopeParams
 from tests.support.wgpu_prim import run_prim_func
@@ -18,12 +20,44 @@ from tests.support.wgpu_prim import run_prim_func
 H_Q, H_KV, D, PAGE, PAGES, THETA, EPS = 3, 1, 32, 4, 5, 10000.0, 1e-6
 
 
-def _rope(x: np.ndarray, positions: np.ndarray) -> np.ndarray:
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+
+
+def _default_table() -> tuple[np.ndarray, float]:
+    return THETA ** (-np.arange(D // 2) * 2 / D), 1.0
+
+
+def _yarn_table() -> tuple[np.ndarray, float]:
+    """transformers' YaRN frequencies and scale for a head of D features."""
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    config = LlamaConfig(
+        hidden_size=D * 4, num_attention_heads=4, rope_parameters={"rope_theta": THETA, **YARN}
+    )
+    inv, scale = ROPE_INIT_FUNCTIONS["yarn"](config, "cpu")
+    return inv.double().numpy(), scale
+
+
+SCALINGS = {"default": ({}, _default_table), "yarn": (YARN, _yarn_table)}
+
+
+def _scaling(name: str) -> dict:
+    """The scaling as mlcx's HF config reader gives it to the kernels."""
+    config = {
+        "rope_theta": THETA,
+        "max_position_embeddings": 256,
+        "rope_scaling": SCALINGS[name][0],
+    }
+    return HFConfigReader(config, "llama").rope()[1]
+
+
+def _rope(x: np.ndarray, positions: np.ndarray, table=_default_table) -> np.ndarray:
     """x [t, heads, d] rotated (float64)."""
     half = D // 2
-    inv = THETA ** (-np.arange(half) * 2 / D)
+    inv, scale = table()
     angle = positions[:, None].astype(np.float64) * inv[None, :]
-    cos, sin = np.cos(angle)[:, None, :], np.sin(angle)[:, None, :]
+    cos, sin = scale * np.cos(angle)[:, None, :], scale * np.sin(angle)[:, None, :]
     a, b = x[..., :half], x[..., half:]
     return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
 
@@ -32,9 +66,11 @@ def _rms(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + EPS) * weight
 
 
-@pytest.mark.parametrize("norm", [False, True], ids=["plain", "qk_norm"])
+@pytest.mark.parametrize(
+    ("norm", "scaling"), [(False, "default"), (True, "default"), (False, "yarn")]
+)
 @pytest.mark.parametrize("tokens", [1, 6])
-def test_rope_append_matches_numpy(adapter, tokens, norm):
+def test_rope_append_matches_numpy(adapter, tokens, norm, scaling):
     rng = np.random.default_rng(tokens)
     qkv = rng.standard_normal((tokens, (H_Q + 2 * H_KV) * D)).astype(np.float32)
     positions = rng.integers(0, 300, tokens).astype(np.int32)
@@ -44,7 +80,9 @@ def test_rope_append_matches_numpy(adapter, tokens, norm):
     q = np.full((tokens, H_Q, D), np.nan, np.float32)
     weights = [rng.standard_normal(D).astype(np.float32) * 2 for _ in range(2)] if norm else []
     eps = EPS if norm else None
-    func = rope_append_gpu(H_Q, H_KV, D, PAGE, "float32", RopeParams(THETA, {}, D), eps)
+    rope = RopeParams(THETA, _scaling(scaling), D)
+    func = rope_append_gpu(H_Q, H_KV, D, PAGE, "float32", rope, eps)
+    table = SCALINGS[scaling][1]
     outs = run_prim_func(func, [qkv, positions, pages, slots, *weights, q])
     got_pages, got_q = outs[2], outs[-1]
 
@@ -52,9 +90,9 @@ def test_rope_append_matches_numpy(adapter, tokens, norm):
     q_heads, k_heads = heads[:, :H_Q], heads[:, H_Q : H_Q + H_KV]
     if norm:
         q_heads, k_heads = _rms(q_heads, weights[0]), _rms(k_heads, weights[1])
-    np.testing.assert_allclose(got_q, _rope(q_heads, positions), atol=1e-4)
+    np.testing.assert_allclose(got_q, _rope(q_heads, positions, table), atol=1e-4)
     want = pages.copy()
-    keys = _rope(k_heads, positions)
+    keys = _rope(k_heads, positions, table)
     for t, slot in enumerate(slots):
         if slot >= 0:
             want[slot // PAGE, 0, :, slot % PAGE] = keys[t]

@@ -38,12 +38,17 @@ def compile_both(folder: Path, root: Path, **request) -> tuple[Path, Path, Path]
     return path, gguf_art, hf_art
 
 
-def assert_same_config_and_weights(folder, path, gguf_art, hf_art, arch: str):
+def assert_same_config_and_weights(
+    folder, path, gguf_art, hf_art, arch: str, rope_scaling: dict | None = None
+):
     """The GGUF's config and converted weights equal the HF folder's; returns (the HF
-    folder's config, the converted weights)."""
+    folder's config, the converted weights). `rope_scaling`: stands for the GGUF's where the
+    file stores the scaling in another form (llama3 as rope_freqs)."""
     gguf_source, hf_source = load_source(str(path)), load_source(str(folder))
     assert gguf_source.arch.name == hf_source.arch.name == arch
     ours_cfg, theirs_cfg = gguf_source.config, hf_source.config
+    if rope_scaling is not None:
+        ours_cfg = replace(ours_cfg, rope_scaling=rope_scaling)
     # GGUF stores the epsilon as float32
     assert np.float32(ours_cfg.rms_norm_eps) == np.float32(theirs_cfg.rms_norm_eps)
     assert replace(ours_cfg, rms_norm_eps=theirs_cfg.rms_norm_eps) == theirs_cfg

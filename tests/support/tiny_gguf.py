@@ -1,7 +1,7 @@
 """Write a tiny HF Llama, Qwen2, Qwen3 or Phi-3 as a llama.cpp-style GGUF file (block-quantized
 tensors; for Llama, q/k rows permuted the way llama.cpp's converter does, which it does not for
-the others; Phi-3's LongRoPE factors as rope_factors_{short,long} tensors), so the GGUF path can
-be checked against HF transformers."""
+the others; Phi-3's LongRoPE factors as rope_factors_{short,long} tensors; llama3 and YaRN
+scaling as tiny_gguf_rope writes them), so the GGUF path can be checked against HF transformers."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from gguf.quants import quantize
 from mlcx.bench.random_models import LlamaShape, llama_writer
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.ggml_blocks import KIND_OF, encode_blocks
+from tests.support.tiny_gguf_rope import write_rope_scaling
 
 # tensor-name suffix -> GGUF type; everything 1-D stays F32
 DEFAULT_TYPES = {
@@ -189,6 +190,7 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
     _tokenizer(writer, folder, PRE_TOKENIZER[arch])
     if arch in EXTRAS:
         EXTRAS[arch](writer, cfg)
+    write_rope_scaling(writer, cfg)
     permuted = arch == "llama"
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and cfg.tie_word_embeddings:

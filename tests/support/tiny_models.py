@@ -167,3 +167,38 @@ GEMMA3_LOCAL_GLOBAL = {
     "sliding_window": 16,
     "layer_types": ["sliding_attention", "full_attention"],
 }
+
+
+# Long-context RoPE (tests/models/test_long_context_rope.py): Llama 3.1's llama3 scaling over a
+# 32-token pretraining context, and a Qwen2 with YaRN whose config keeps that length as its
+# maximum (as Qwen's do), so 32 x factor 4 = 128 tokens need the scaled maximum.
+ROPE_ORIGINAL = 32
+ROPE_THETA = 10000.0
+LLAMA3 = TinySpec(
+    arch="llama",
+    context=256,
+    seed=61,
+    extra={
+        "rope_parameters": {
+            "rope_type": "llama3",
+            "rope_theta": ROPE_THETA,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": ROPE_ORIGINAL,
+        }
+    },
+)
+YARN = TinySpec(
+    arch="qwen2",
+    context=ROPE_ORIGINAL,
+    seed=62,
+    extra={
+        "rope_parameters": {
+            "rope_type": "yarn",
+            "rope_theta": ROPE_THETA,
+            "factor": 4.0,
+            "original_max_position_embeddings": ROPE_ORIGINAL,
+        }
+    },
+)

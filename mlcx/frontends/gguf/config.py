@@ -11,6 +11,7 @@ from typing import Any
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.gguf.rope import gguf_rope_scaling
 
 
 def _need(ckpt: GGUFCheckpoint, key: str) -> Any:
@@ -21,23 +22,6 @@ def _need(ckpt: GGUFCheckpoint, key: str) -> Any:
             "re-convert the model with llama.cpp's convert_hf_to_gguf.py"
         )
     return value
-
-
-def _rope_scaling(ckpt: GGUFCheckpoint) -> dict[str, Any]:
-    if "rope_freqs.weight" in ckpt.names():
-        raise UnsupportedModelError(
-            f"{ckpt.path} carries per-dimension RoPE factors (rope_freqs), which mlcx does not "
-            "read from GGUF yet; compile the Hugging Face folder of this model instead"
-        )
-    scaling = ckpt.arch_meta("rope.scaling.type")
-    if scaling == "linear":
-        return {"rope_type": "linear", "factor": float(_need(ckpt, "rope.scaling.factor"))}
-    if scaling not in (None, "none"):
-        raise UnsupportedModelError(
-            f"{ckpt.path} uses RoPE scaling {scaling!r}, which mlcx does not read from GGUF "
-            "(supported: none, linear); compile the Hugging Face folder of this model instead"
-        )
-    return {}
 
 
 def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
@@ -55,9 +39,9 @@ def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
 def decoder_config_from_gguf(
     ckpt: GGUFCheckpoint, qkv_bias: bool, default_rms_eps: float, qk_norm: bool = False
 ) -> DecoderConfig:
-    scaling = _rope_scaling(ckpt)
     hidden = int(_need(ckpt, "embedding_length"))
     heads = int(_need(ckpt, "attention.head_count"))
+    head_dim = _head_dim(ckpt, hidden, heads)
     tokens = ckpt.meta("tokenizer.ggml.tokens") or []
     return DecoderConfig(
         vocab_size=int(ckpt.arch_meta("vocab_size", len(tokens))),
@@ -66,11 +50,11 @@ def decoder_config_from_gguf(
         num_layers=int(_need(ckpt, "block_count")),
         num_heads=heads,
         num_kv_heads=int(ckpt.arch_meta("attention.head_count_kv", heads)),
-        head_dim=_head_dim(ckpt, hidden, heads),
+        head_dim=head_dim,
         context_window=int(_need(ckpt, "context_length")),
         rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),
         rope_theta=float(ckpt.arch_meta("rope.freq_base", 10000.0)),
-        rope_scaling=scaling,
+        rope_scaling=gguf_rope_scaling(ckpt, head_dim),
         tie_word_embeddings="output.weight" not in ckpt.names(),
         qkv_bias=qkv_bias,
         qk_norm=qk_norm,

@@ -11,7 +11,8 @@ from tvm.relax.frontend.nn import op
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
-from mlcx.kernels.rope import rope_for_context, rope_te
+from mlcx.kernels.rope import rope_te
+from mlcx.kernels.rope_scaling import rope_for_context
 from mlcx.quantization.formats import WeightFormat
 
 Formats = Mapping[str, WeightFormat]

@@ -10,7 +10,7 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.gguf.config import decoder_config_from_gguf
 from mlcx.frontends.llama_family import decoder_config_from_hf
-from mlcx.kernels.rope import longrope_attention_factor
+from mlcx.kernels.rope_scaling import longrope_attention_factor
 
 
 def _with_window(cfg: DecoderConfig, window: Any) -> DecoderConfig:
