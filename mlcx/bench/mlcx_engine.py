@@ -39,13 +39,6 @@ def weight_bytes_per_token(artifact: Artifact) -> int:
     return total
 
 
-def kv_bytes_per_token(artifact: Artifact) -> int:
-    """Bytes of KV cache one token of context holds, every layer's keys and values: what a
-    decode step reads per token of its context."""
-    config = artifact.config
-    return config.kv_layout.token_bytes * config.model.num_layers
-
-
 def peak_memory_bytes() -> int:
     """Peak resident memory of this process so far (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

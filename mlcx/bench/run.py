@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
+from mlcx.artifact.kv_budget import kv_budget
 from mlcx.bench.bandwidth import measure_read_bandwidth
 from mlcx.bench.mlcx_engine import (
     MlcxEngine,
-    kv_bytes_per_token,
     peak_memory_bytes,
     weight_bytes_per_token,
 )
@@ -118,7 +118,7 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
         notes=tuple(note for e in engines for note in e.notes),
         peak_memory_bytes=peak,
         weight_bytes_per_token=weight_bytes_per_token(ours.artifact),
-        kv_bytes_per_token=kv_bytes_per_token(ours.artifact),
+        kv_bytes_per_token=kv_budget(ours.artifact.config).bytes_per_token,
         kv_dtype=kv_dtype,
     )
 

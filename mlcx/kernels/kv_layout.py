@@ -98,8 +98,3 @@ class KVLayout:
     def pages_bytes(self, num_pages: int) -> int:
         """Bytes of `num_pages` pages of one layer (quantized rows: features and scales)."""
         return math.prod(self.pages_shape(num_pages)) * np.dtype(self.cache_dtype).itemsize
-
-    @property
-    def token_bytes(self) -> int:
-        """Bytes of one token's keys and values in one layer (quantized: with the scales)."""
-        return self.pages_bytes(1) // self.page_size

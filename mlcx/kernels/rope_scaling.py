@@ -145,8 +145,10 @@ def yarn_attention_factor(factor: float, mscale: float = 0.0, mscale_all_dim: fl
     return term(mscale) / term(mscale_all_dim) if mscale and mscale_all_dim else term(1.0)
 
 
-# the rope types whose `factor` stretches the pretraining context (original * factor)
-EXTENDING = ("llama3", "yarn")
+# the rope types whose `factor` stretches the pretraining context (original * factor). Not
+# llama3: Llama 3.2's factor 32 x 8192 would claim 262144 tokens where its config and Meta
+# state 131072 (max_position_embeddings, which then decides).
+EXTENDING = ("yarn",)
 
 
 def scaled_context(scaling: dict[str, Any]) -> int:
