@@ -33,7 +33,7 @@ STEPS = [
 
 def _plan() -> dict:
     """The part of a WebGPU plan step.js reads: each step function's inputs, in order."""
-    pages = {"shape": list(LAYOUT.pages_shape(NUM_PAGES)), "dtype": LAYOUT.cache_dtype}
+    pages = {"shape": list(LAYOUT.pages_shape(NUM_PAGES)), "dtype": LAYOUT.element}
     functions = {}
     for name in (PREFILL, DECODE):
         inputs = [{"name": n, "fields": []} for n in entry_inputs(name)]
@@ -85,5 +85,5 @@ def test_function_and_inputs_match(js, index):
 
 
 def test_kv_pages_match_the_layout(js):
-    want = {"shape": list(LAYOUT.pages_shape(16)), "dtype": LAYOUT.cache_dtype}
+    want = {"shape": list(LAYOUT.pages_shape(16)), "dtype": LAYOUT.element}
     assert js["kvPages"] == [want] * NUM_LAYERS
