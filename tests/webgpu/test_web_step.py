@@ -18,7 +18,8 @@ from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.kv import SequenceStep, build_page_table_arrays
 
 SCRIPT = Path(__file__).resolve().parents[2] / "web" / "test" / "step.test.mjs"
-LAYOUT = KVLayout(4, 2, 8, 4, "float32", "float32")
+# int8 pages on GPU are uint32 words (3 a row here): step.js takes any layout from the plan
+LAYOUT = KVLayout(4, 2, 8, 4, "float32", "int8", "gpu")
 NUM_LAYERS = 2
 # (feeds {seq: new tokens}, explicit logit rows or None, the function that runs), in order
 # on one cache
