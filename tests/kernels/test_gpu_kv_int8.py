@@ -141,3 +141,19 @@ def test_rope_append_quantizes_rotated_keys_and_values(adapter, norm):
     for index in np.ndindex(PAGES, 2, h_kv, PAGE):
         if index not in written:
             np.testing.assert_array_equal(outs[2][index], pages[index])
+
+
+def test_append_to_float_pages_writes_the_rows(adapter):
+    """The same kernel with float pages (no RoPE to fuse it with, e.g. partial rotary): each
+    row at its slot, nothing else touched."""
+    rng = np.random.default_rng(8)
+    tokens, h_kv = 4, 3
+    k, v = (rng.standard_normal((tokens, h_kv, D)).astype(np.float32) for _ in range(2))
+    slots = np.array([5, -1, 17, 2], np.int32)
+    pages = rng.standard_normal((PAGES, 2, h_kv, PAGE, D)).astype(np.float32)
+    got = run_prim_func(kv_append_gpu(h_kv, D, PAGE, "float32", "float32"), [pages, k, v, slots])
+    want = pages.copy()
+    for t, s in enumerate(slots):
+        if s >= 0:
+            want[s // PAGE, 0, :, s % PAGE], want[s // PAGE, 1, :, s % PAGE] = k[t], v[t]
+    np.testing.assert_array_equal(got[0], want)
