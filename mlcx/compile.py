@@ -23,13 +23,14 @@ from mlcx.kernels.attention import KVLayout, PagedKVOps
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
-from mlcx.kernels.kv_layout import default_kv_dtype, kv_cache_dtype
+from mlcx.kernels.kv_layout import default_kv_dtype
 from mlcx.passes.gpu.cuda_graph import graph_max_batch
 from mlcx.passes.step_bounds import bound_step_shapes
 from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.quantization.formats import WeightFormat
 from mlcx.quantization.schemes import Quantization, get_quantization
 from mlcx.targets.base import BuildOptions, Target
+from mlcx.targets.device_code import ACTIVATION_DTYPE
 from mlcx.targets.registry import get_target
 
 log = logging.getLogger(__name__)
@@ -102,15 +103,6 @@ def resolve_options(options: BuildOptions, target: Target) -> BuildOptions:
     return replace(options, linear_kernels=kernels)
 
 
-def _check_kv_dtype(target: Target, kv_dtype: str, activation_dtype: str) -> None:
-    if kv_cache_dtype(kv_dtype).cpu_only and target.kernel_kind != "cpu":
-        raise ValueError(
-            f"--kv-dtype {kv_dtype} is CPU-only: target {target.name!r} uses the GPU attention "
-            f"kernels, which read one float dtype; compile with --target cpu, or drop --kv-dtype "
-            f"(or pass --kv-dtype {activation_dtype}) for {target.name}"
-        )
-
-
 def export_model(req: CompileRequest) -> ExportedModel:
     """Load the source, plan weight formats and export the graph (also used by `mlcx tune`)."""
     target = get_target(req.target)
@@ -128,15 +120,16 @@ def export_model(req: CompileRequest) -> ExportedModel:
     formats = plan_formats(source.weights, source.tensors, quant, layout)
     tvm_target = target.tvm_target(options)
     kv_dtype = req.kv_dtype or default_kv_dtype(target.kernel_kind, quant.activation_dtype)
-    _check_kv_dtype(target, kv_dtype, quant.activation_dtype)
     heads = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
-    layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype)
+    layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype, target.kernel_kind)
     gpu = gpu_config(tvm_target, options.subgroups)
     kv_ops = PagedKVOps(layout, target.kernel_kind, tvm_target, gpu)
     # the model is built for the compiled context (LongRoPE picks its factors by it)
     model = source.arch.build(replace(cfg, context_window=context_window), formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())
-    mod = bound_step_shapes(req.prefill_chunk)(mod)
+    mod = bound_step_shapes(req.prefill_chunk)(mod).with_attr(
+        ACTIVATION_DTYPE, quant.activation_dtype
+    )
     return ExportedModel(
         source, target, quant, formats, tvm_target, mod, params, kv_dtype, context_window, options
     )

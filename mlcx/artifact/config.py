@@ -23,6 +23,7 @@ from mlcx.kernels.kv_layout import KV_CACHE_DTYPES, KVLayout
 
 CONFIG_FILE = "mlcx-config.json"
 KV_DTYPES = tuple(KV_CACHE_DTYPES)  # what the KV pages may be stored in
+CPU_TARGET = "cpu"  # the one target whose kernels are mlcx's CPU kernels; every other's are GPU
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,6 @@ class ArtifactConfig:
                 f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "
                 "the model (`mlcx compile --kv-dtype`)"
             )
-        if self.kv_dtype and KV_CACHE_DTYPES[self.kv_dtype].cpu_only and self.target != "cpu":
-            raise ValueError(
-                f"a {self.kv_dtype} KV cache is CPU-only, but this artifact's target is "
-                f"{self.target!r}; recompile the model without --kv-dtype {self.kv_dtype}"
-            )
 
     @property
     def cache_dtype(self) -> str:
@@ -76,7 +72,8 @@ class ArtifactConfig:
     def kv_layout(self) -> KVLayout:
         m = self.model
         heads = (m.num_heads, m.num_kv_heads, m.head_dim)
-        return KVLayout(*heads, self.page_size, self.activation_dtype, self.cache_dtype)
+        kind = "cpu" if self.target == CPU_TARGET else "gpu"
+        return KVLayout(*heads, self.page_size, self.activation_dtype, self.cache_dtype, kind)
 
     @property
     def kv_block_bytes(self) -> int:

@@ -1,8 +1,8 @@
 """The paged-KV kernels one model uses, built once and called from the `nn` graph.
 
 The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read and write them:
-- append: writes new keys/values at their slots (TVM's `_kv_cache_transpose_append` on GPU,
-  mlcx.kernels.cpu.kv_pages on CPU, whose pages hold keys transposed);
+- append: writes new keys/values at their slots, in the cache dtype (mlcx.kernels.gpu.kv_append
+  on GPU, mlcx.kernels.cpu.kv_pages on CPU, whose pages hold keys transposed);
 - attend: causal attention over each sequence's pages — mlcx's CPU kernel on llvm targets,
   mlcx's GPU kernel (mlcx.kernels.gpu.attention) on GPU targets, for prefill and decode; RoPE
   is applied before the append;
@@ -18,13 +18,13 @@ from functools import cached_property
 from tvm import tirx
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
-from tvm.relax.frontend.nn.llm import _page_kernels
 from tvm.target import Target
 
 from mlcx.kernels.cpu import attention as attention_cpu
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, kv_append_cpu
 from mlcx.kernels.gpu.attention import merge_attention_gpu, paged_attention_gpu
 from mlcx.kernels.gpu.config import GpuConfig, gpu_config
+from mlcx.kernels.gpu.kv_append import kv_append_gpu
 from mlcx.kernels.kv_layout import KVLayout
 
 __all__ = ["KVLayout", "PagedKVOps", "StepTensors"]
@@ -62,10 +62,10 @@ class PagedKVOps:
             raise ValueError(f"kernel kind must be 'cpu' or 'gpu', not {kernel_kind!r}")
         if kernel_kind == "gpu" and target is None:
             raise ValueError("GPU attention kernels need the TVM target")
-        if kernel_kind == "gpu" and layout.cache_dtype != layout.dtype:
+        if layout.kernel_kind != kernel_kind:
             raise ValueError(
-                f"a {layout.cache_dtype} KV cache with {layout.dtype} math is a CPU-only option "
-                "(TVM's GPU attention kernels take one dtype); drop --kv-dtype for this target"
+                f"the KV layout is for {layout.kernel_kind} kernels, not {kernel_kind}; build "
+                f"it with KVLayout(..., kernel_kind={kernel_kind!r})"
             )
         self.layout = layout
         self.kind = kernel_kind
@@ -80,8 +80,8 @@ class PagedKVOps:
                 lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, lay.dtype
             )
         else:
-            func = _page_kernels._kv_cache_transpose_append(
-                lay.num_kv_heads, lay.head_dim, lay.dtype, lay.page_size
+            func = kv_append_gpu(
+                lay.num_kv_heads, lay.head_dim, lay.page_size, lay.cache_dtype, lay.dtype
             ).with_attr(KERNEL_ATTR, "kv_append_gpu")
         return _private(func)
 
@@ -104,8 +104,8 @@ class PagedKVOps:
     def _gpu_attend(self, window: int, softcap: float) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        func = paged_attention_gpu(*heads, lay.page_size, lay.dtype, self.gpu, 1, window, softcap)
-        return _private(func)
+        geometry = (lay.page_size, lay.dtype, self.gpu, 1, window, softcap, lay.cache_dtype)
+        return _private(paged_attention_gpu(*heads, *geometry))
 
     @functools.cache  # noqa: B019 (one PagedKVOps per model)
     def _gpu_split(
@@ -113,7 +113,7 @@ class PagedKVOps:
     ) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
         lay = self.layout
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        geometry = (lay.page_size, lay.dtype, self.gpu, splits, window, softcap)
+        geometry = (lay.page_size, lay.dtype, self.gpu, splits, window, softcap, lay.cache_dtype)
         split = paged_attention_gpu(*heads, *geometry)
         merge = merge_attention_gpu(lay.num_q_heads, lay.head_dim, lay.dtype, splits)
         return _private(split), _private(merge)

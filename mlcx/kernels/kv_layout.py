@@ -1,10 +1,16 @@
-"""The KV pages of one layer, laid out the same way on every target.
+"""The KV pages of one layer: one shape and one byte size on every target.
 
 `[num_pages, 2, num_kv_heads, page_size, row]`: page id first (the page tables index it),
-keys at index 0 and values at 1 of the second dimension. `row` is head_dim elements, plus the
-bytes of the row's scale for a quantized cache dtype (KV_CACHE_DTYPES). The model exports its
-step functions with pages of this shape, the runners allocate them with it, and a WebGPU plan
-records it in each function's `kv_pages` input, where the browser runtime reads it.
+keys at index 0 and values at 1 of the second dimension. A row (one token's key or value of one
+kv head) is head_dim features, then for a quantized cache dtype the 4 bytes of its float32
+scale. The pages' element type is the kernels' (`kv_element`): the cache dtype itself, except
+that GPU kernels hold 8-bit rows as uint32 words (WGSL has no 8-bit type), four features a
+word in little-endian byte order, the scale its own last word; `row` counts those elements.
+The byte size of a page is the same for every element type; how a (page, key-or-value, head)
+slab arranges its bytes is the kernels' business (CPU pages hold keys transposed), since
+runners only allocate and copy whole pages. The model exports its step functions with pages of
+this shape and element, the runners allocate them with it, and a WebGPU plan records it in
+each function's `kv_pages` input, where the browser runtime reads it.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from typing import TypeVar
 import numpy as np
 
 NUM_PAGES = "num_pages"  # the page count of an exported function's kv_pages (a shape variable)
+KERNEL_KINDS = ("cpu", "gpu")
+WORD = "uint32"  # a GPU word of four 8-bit features
 N = TypeVar("N")
 
 
@@ -24,7 +32,7 @@ class KVCacheDtype:
     """How one KV cache dtype stores a row (one token's key or value of one kv head)."""
 
     scale_bytes: int = 0  # of the row's float32 scale after its features; 0: not quantized
-    cpu_only: bool = False  # only mlcx's CPU attention kernels read it
+    gpu_words: bool = False  # GPU kernels store the rows as uint32 words (4 features a word)
 
     @property
     def quantized(self) -> bool:
@@ -35,7 +43,7 @@ class KVCacheDtype:
 KV_CACHE_DTYPES: dict[str, KVCacheDtype] = {
     "float16": KVCacheDtype(),
     "float32": KVCacheDtype(),
-    "int8": KVCacheDtype(scale_bytes=4, cpu_only=True),
+    "int8": KVCacheDtype(scale_bytes=4, gpu_words=True),
 }
 
 
@@ -58,9 +66,18 @@ def kv_cache_dtype(dtype: str) -> KVCacheDtype:
     return KV_CACHE_DTYPES[dtype]
 
 
-def kv_row(head_dim: int, dtype: str) -> int:
-    """Elements of one stored row: the features, then the scale's bytes (int8 elements)."""
-    return head_dim + kv_cache_dtype(dtype).scale_bytes
+def kv_element(dtype: str, kernel_kind: str = "cpu") -> str:
+    """The element type of the pages for a cache dtype and kernel kind ("cpu" or "gpu")."""
+    if kernel_kind not in KERNEL_KINDS:
+        kinds = ", ".join(KERNEL_KINDS)
+        raise ValueError(f"kernel kind must be one of {kinds}, not {kernel_kind!r}")
+    return WORD if kernel_kind == "gpu" and kv_cache_dtype(dtype).gpu_words else dtype
+
+
+def kv_row(head_dim: int, dtype: str, kernel_kind: str = "cpu") -> int:
+    """Elements (of kv_element) of one stored row: the features, then the scale's bytes."""
+    row_bytes = head_dim * np.dtype(dtype).itemsize + kv_cache_dtype(dtype).scale_bytes
+    return row_bytes // np.dtype(kv_element(dtype, kernel_kind)).itemsize
 
 
 def kv_pages_shape(
@@ -79,7 +96,8 @@ class KVLayout:
     head_dim: int
     page_size: int
     dtype: str  # the activations'
-    cache_dtype: str  # the pages'
+    cache_dtype: str  # what the pages hold
+    kernel_kind: str = "cpu"  # whose kernels read them: "cpu" or "gpu"
 
     def __post_init__(self) -> None:
         if kv_cache_dtype(self.cache_dtype).quantized and self.head_dim % 4:
@@ -87,14 +105,19 @@ class KVLayout:
             raise ValueError(
                 f"a {self.cache_dtype} KV cache needs head_dim % 4 == 0, not {self.head_dim}"
             )
+        kv_element(self.cache_dtype, self.kernel_kind)
+
+    @property
+    def element(self) -> str:
+        return kv_element(self.cache_dtype, self.kernel_kind)
 
     @property
     def row(self) -> int:
-        return kv_row(self.head_dim, self.cache_dtype)
+        return kv_row(self.head_dim, self.cache_dtype, self.kernel_kind)
 
     def pages_shape(self, num_pages: int | str) -> tuple[int | str, ...]:
         return kv_pages_shape(num_pages, self.num_kv_heads, self.page_size, self.row)
 
     def pages_bytes(self, num_pages: int) -> int:
         """Bytes of `num_pages` pages of one layer (quantized rows: features and scales)."""
-        return math.prod(self.pages_shape(num_pages)) * np.dtype(self.cache_dtype).itemsize
+        return math.prod(self.pages_shape(num_pages)) * np.dtype(self.element).itemsize

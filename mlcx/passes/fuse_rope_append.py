@@ -24,14 +24,16 @@ from tvm import relax, s_tir
 
 from mlcx.kernels.cpu.kv_pages import KERNEL_ATTR, PageGeometry
 from mlcx.kernels.cpu.rope_append import norm_fusable, rope_append_cpu
+from mlcx.kernels.gpu.kv_append import KV_DTYPE_ATTR
 from mlcx.kernels.gpu.rope_append import rope_append_gpu
 from mlcx.kernels.rope import ROPE_ATTR, RopeParams
 
 
 def _gpu(h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None):
-    if rope.rotary_dim != geo.head_dim or geo.dtype != geo.io_dtype:
+    if rope.rotary_dim != geo.head_dim:
         return None
-    return rope_append_gpu(h_q, geo.h_kv, geo.head_dim, geo.page_size, geo.dtype, rope, norm_eps)
+    heads = (h_q, geo.h_kv, geo.head_dim, geo.page_size)
+    return rope_append_gpu(*heads, geo.io_dtype, rope, norm_eps, geo.dtype)
 
 
 def _cpu(h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None):
@@ -121,7 +123,9 @@ def _match_append(binding, values: dict, mod: tvm.IRModule) -> _Group | None:
     h_q, d = int(q_ty.shape[1]), int(q_ty.shape[2])
     pages_ty = pages.ty
     ps = int(pages_ty.shape[3])
-    geo = PageGeometry(int(pages_ty.shape[2]), d, ps, str(pages_ty.dtype), str(q_ty.dtype))
+    # the cache dtype: a GPU append kernel names it (its pages may be words), a CPU one's pages
+    cache_dtype = str(func.attrs.get(KV_DTYPE_ATTR, pages_ty.dtype))
+    geo = PageGeometry(int(pages_ty.shape[2]), d, ps, cache_dtype, str(q_ty.dtype))
     args = [reshape.args[0], positions, pages, slots]
     if q_norm is None or k_norm is None:
         return _Group(q_var, binding.var, args, h_q, rope, geo, kind, None)

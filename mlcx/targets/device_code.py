@@ -29,8 +29,23 @@ def default_quantization(from_gguf: bool) -> str:
     return "gguf-f16" if from_gguf else "q4f16"
 
 
+# IRModule attribute naming the model's activation dtype (set at export, mlcx.compile): the KV
+# pages may hold another (--kv-dtype), so their dtype does not say it.
+ACTIVATION_DTYPE = "mlcx.activation_dtype"
+
+
 def activation_dtype(mod: tvm.IRModule) -> str:
-    """The KV pages' dtype, which is the model's activation dtype."""
+    dtype = mod.attrs.get(ACTIVATION_DTYPE) if mod.attrs is not None else None
+    if dtype is None:
+        raise ValueError(
+            f"the module has no {ACTIVATION_DTYPE} attribute; export it with "
+            "mlcx.compile.export_model"
+        )
+    return str(dtype)
+
+
+def kv_pages_dtype(mod: tvm.IRModule) -> str:
+    """The element type of the entry functions' KV pages."""
     for func in mod.functions.values():
         if isinstance(func, relax.Function):
             for param in func.params:

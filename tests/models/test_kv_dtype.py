@@ -41,23 +41,6 @@ def test_pages_track_the_f32_reference(tiny_model, compiled, kv_dtype, seed, tol
     assert worst <= tol
 
 
-@pytest.mark.parametrize(
-    "target, kv_dtype, message",
-    [
-        ("webgpu", "float16", "CPU-only"),
-        ("webgpu", "int8", "--kv-dtype int8 is CPU-only: target 'webgpu'.*--target cpu"),
-    ],
-)
-def test_gpu_targets_refuse_a_kv_dtype_other_than_the_math(
-    tiny_model, tmp_path, target, kv_dtype, message
-):
-    from mlcx.compile import export_model
-
-    req = CompileRequest(str(tiny_model(SPEC)), target, "q0f32", tmp_path / "a", kv_dtype=kv_dtype)
-    with pytest.raises(ValueError, match=message):
-        export_model(req)
-
-
 def test_unknown_kv_dtype_is_refused():
     with pytest.raises(ValueError, match="KV cache dtype must be one of float16, float32, int8"):
         CompileRequest("m", kv_dtype="int4")

@@ -44,6 +44,13 @@ def test_streamed_greedy_tokens_equal_the_python_backend(served, tmp_path):
     _assert_page_streams_the_python_backend_s_tokens(*served, tmp_path / "demo.png")
 
 
+def test_an_int8_kv_plan_streams_the_python_backend_s_tokens(mlcx_web, webgpu_artifact):
+    """`--kv-dtype int8`: the JS runtime sizes the pages (uint32 words) from the plan and runs
+    the same quantizing kernels as the Python wgpu backend, token for token."""
+    artifact = webgpu_artifact("q0f32", kv_dtype="int8")
+    _assert_page_streams_the_python_backend_s_tokens(artifact, mlcx_web(artifact))
+
+
 def test_a_k_quant_file_streams_the_python_backend_s_tokens(mlcx_web, tiny_model, tmp_path):
     """A Q4_K_M-style GGUF (Q4_K, Q6_K, Q5_0, Q5_1, Q8_0 blocks kept) in the browser: the JS
     runtime runs the same plan and kernels as the Python wgpu backend, token for token."""

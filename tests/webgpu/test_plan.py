@@ -46,7 +46,7 @@ def test_step_functions_take_the_defined_inputs_and_page_shape(webgpu_artifact):
         assert tuple(inputs) == entry_inputs(name)
         pages = inputs[KV_PAGES].fields
         assert [f.shape for f in pages] == [layout.pages_shape(NUM_PAGES)] * len(pages)
-        assert {f.dtype for f in pages} == {layout.cache_dtype}
+        assert {f.dtype for f in pages} == {layout.element}
 
 
 def test_a_plan_with_other_step_inputs_is_refused(webgpu_artifact, tmp_path):

@@ -18,7 +18,8 @@ from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.kv import SequenceStep, build_page_table_arrays
 
 SCRIPT = Path(__file__).resolve().parents[2] / "web" / "test" / "step.test.mjs"
-LAYOUT = KVLayout(4, 2, 8, 4, "float32", "float32")
+# int8 pages on GPU are uint32 words (3 a row here): step.js takes any layout from the plan
+LAYOUT = KVLayout(4, 2, 8, 4, "float32", "int8", "gpu")
 NUM_LAYERS = 2
 # (feeds {seq: new tokens}, explicit logit rows or None, the function that runs), in order
 # on one cache
@@ -33,7 +34,7 @@ STEPS = [
 
 def _plan() -> dict:
     """The part of a WebGPU plan step.js reads: each step function's inputs, in order."""
-    pages = {"shape": list(LAYOUT.pages_shape(NUM_PAGES)), "dtype": LAYOUT.cache_dtype}
+    pages = {"shape": list(LAYOUT.pages_shape(NUM_PAGES)), "dtype": LAYOUT.element}
     functions = {}
     for name in (PREFILL, DECODE):
         inputs = [{"name": n, "fields": []} for n in entry_inputs(name)]
@@ -85,5 +86,5 @@ def test_function_and_inputs_match(js, index):
 
 
 def test_kv_pages_match_the_layout(js):
-    want = {"shape": list(LAYOUT.pages_shape(16)), "dtype": LAYOUT.cache_dtype}
+    want = {"shape": list(LAYOUT.pages_shape(16)), "dtype": LAYOUT.element}
     assert js["kvPages"] == [want] * NUM_LAYERS

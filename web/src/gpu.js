@@ -25,7 +25,8 @@ export async function openDevice(features) {
     throw new WebGPUUnavailable(
       `This model needs the WebGPU feature ${missing.join(", ")}, which this GPU ` +
         `(${adapterName(adapter)}) lacks. Compile an f32 variant instead: ` +
-        "mlcx compile MODEL --target webgpu --quantization gguf (or q4f32).");
+        "mlcx compile MODEL --target webgpu --quantization gguf (or q4f32), " +
+        "without --kv-dtype float16.");
   }
   const requiredLimits = {};
   for (const name of RAISED_LIMITS) requiredLimits[name] = adapter.limits[name];

@@ -109,7 +109,7 @@ class CausalLM(nn.Module):
 
     def export_spec(self) -> dict:
         lay = self.kv.layout
-        kv = [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.cache_dtype) for _ in self.layers]
+        kv = [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.element) for _ in self.layers]
         packed = {"param_mode": "packed", "effect_mode": "none"}
         steps = {
             name: {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tvm.script import tirx as T
 
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
-from mlcx.kernels.kv_layout import kv_pages_shape, kv_row
+from mlcx.kernels.kv_layout import kv_element, kv_pages_shape, kv_row
 
 __all__ = ["copy_pages", "paged_attention_cpu"]
 
@@ -16,7 +16,9 @@ def copy_pages(h_kv: int, d: int, dtype: str, page_size: int, gpu: bool = False)
     Reading and writing one buffer defeats dlight's analysis, so the GPU variant comes with its
     thread binding (one block per page pair) and is marked scheduled.
     """
-    d = kv_row(d, dtype)  # a quantized row's scale bytes move with it
+    kind = "gpu" if gpu else "cpu"
+    # whole rows of the pages' elements: a quantized row's scale moves with it
+    d, dtype = kv_row(d, dtype, kind), kv_element(dtype, kind)
     per_page = 2 * h_kv * page_size * d
     threads = min(per_page, 256)
     rounds = (per_page + threads - 1) // threads

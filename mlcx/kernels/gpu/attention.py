@@ -18,6 +18,10 @@ release them.
 Split-K (decode): with `splits` > 1, grid z cuts each row's keys into that many chunks, each
 chunk writes its unnormalized output and (max, sum) to workspaces, and `merge_attention_gpu`
 combines them; a long context then keeps many workgroups busy instead of one per KV head.
+
+The pages may hold another dtype than q and the output (mlcx.kernels.gpu.kv_rows): each row is
+read as float32, and an int8 row's score and value weight take its scale. A lane then owns
+whole words (runs of four features), so a unit has as many lanes as the row's words allow.
 """
 
 from __future__ import annotations
@@ -29,14 +33,14 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
+from mlcx.kernels.gpu.kv_rows import GpuRows
 from mlcx.kernels.gpu.share import allreduce
-from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
 
 UNITS = 8  # units of a workgroup (32 threads: a warp on NVIDIA)
 NEG = -1e30  # finite: the first masked key after a valid one must not give inf - inf
 
 
-def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, splits: int):
+def _params(h_q: int, d: int, rows: GpuRows, dtype: str, splits: int):
     tokens, batch = tirx.Var("tokens", "int64"), tirx.Var("batch", "int64")
     nnz = tirx.Var("nnz_pages", "int64")
 
@@ -46,9 +50,7 @@ def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, splits: int
     bufs = {
         "q": param("q", (tokens, h_q, d), dtype),
         "q_indptr": param("q_indptr", (batch + 1,), "int32"),
-        "pages": param(
-            "pages", kv_pages_shape(tirx.Var(NUM_PAGES, "int64"), h_kv, page_size, d), dtype
-        ),
+        "pages": rows.param(),
         "page_indptr": param("page_indptr", (batch + 1,), "int32"),
         "page_values": param("page_values", (nnz,), "int32"),
         "last_page_len": param("last_page_len", (batch,), "int32"),
@@ -106,18 +108,21 @@ def paged_attention_gpu(
     splits: int = 1,
     window: int = 0,
     softcap: float = 0.0,
+    cache_dtype: str = "",
 ) -> tirx.PrimFunc:
     """The kernel for one geometry; `window` > 0: each row sees only its last `window` keys;
-    `softcap` > 0: scores become softcap * tanh(score / softcap)."""
-    share = cfg.share if cfg.subgroups else 1
-    if d % share:
-        raise ValueError(f"head dim {d} is not a multiple of the {share} lanes of a unit")
+    `softcap` > 0: scores become softcap * tanh(score / softcap); the pages hold `cache_dtype`
+    ("": `dtype`)."""
+    rows = GpuRows(h_kv, d, page_size, cache_dtype or dtype)
+    share = math.gcd(cfg.share, rows.words) if cfg.subgroups else 1
+    if share not in (1, 2, 4):
+        raise ValueError(f"a unit of {share} lanes cannot reduce by shuffles; use share 2 or 4")
     group, per = h_q // h_kv, d // share
     name = "paged_attention_gpu" if splits == 1 else "paged_attention_split_gpu"
     with IRBuilder() as ib, T.prim_func():
         T.func_name(name)
         T.func_attr(KERNEL_ATTRS)
-        tokens, batch, bufs = _params(h_q, h_kv, d, page_size, dtype, splits)
+        tokens, batch, bufs = _params(h_q, d, rows, dtype, splits)
         # a unit is (query row, KV head, split), the split fastest: decode's few rows still
         # fill workgroups, and a workgroup's rows are neighbours (similar key counts)
         per_row = h_kv * splits
@@ -132,19 +137,20 @@ def paged_attention_gpu(
             r, kh, z = unit // per_row, unit // splits % h_kv, unit % splits
             row = _Row(bufs, batch, page_size, r, window)
             span = (z, _chunk(row.count, splits))
-            o, m, denom = _attend(
-                bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span, softcap
-            )
+            unit_lanes = (rows, share, lane)
+            o, m, denom = _attend(bufs, unit_lanes, group, per, kh, r, row, keys, span, softcap)
             with T.If(unclamped < count), T.Then():
                 if splits == 1:
-                    _store(bufs, group, per, share, dtype, kh, r, lane, o, denom)
+                    _store(bufs, unit_lanes, group, per, dtype, kh, r, o, denom)
                 else:
-                    _store_partial(bufs, group, per, share, kh, r, z, lane, o, m, denom)
+                    _store_partial(bufs, unit_lanes, group, per, kh, r, z, o, m, denom)
     return ib.get()
 
 
-def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span, softcap):
-    scale = tirx.const(1.0 / math.sqrt(d), "float32")
+def _attend(bufs, unit_lanes, group, per, kh, r, row, keys, span, softcap):
+    rows, share, lane = unit_lanes
+    page_size = rows.page_size
+    scale = tirx.const(1.0 / math.sqrt(rows.d), "float32")
     q = T.alloc_buffer((group * per,), "float32", scope="local")
     o = T.alloc_buffer((group * per,), "float32", scope="local")
     m = T.alloc_buffer((group,), "float32", scope="local")
@@ -155,7 +161,9 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span,
         for e in range(per):
             head = kh * group + h
             T.buffer_store(
-                q, bufs["q"][r, head, lane + share * e].astype("float32") * scale, [h * per + e]
+                q,
+                bufs["q"][r, head, rows.feature(lane, share, e)].astype("float32") * scale,
+                [h * per + e],
             )
             T.buffer_store(o, tirx.const(0.0, "float32"), [h * per + e])
     pages = bufs["pages"]
@@ -171,15 +179,13 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span,
         jj = T.bind(T.min(j, T.max(row.limit - 1, 0)))
         page = T.bind(bufs["page_values"][row.first_page + jj // page_size])
         slot = T.bind(jj % page_size)
-        k = [
-            T.bind(pages[page, 0, kh, slot, lane + share * e].astype("float32")) for e in range(per)
-        ]
-        v = [
-            T.bind(pages[page, 1, kh, slot, lane + share * e].astype("float32")) for e in range(per)
-        ]
+        k, k_scale = rows.read(pages, page, 0, kh, slot, lane, share, per)
+        v, v_scale = rows.read(pages, page, 1, kh, slot, lane, share, per)
         for h in range(group):
             dot = sum((q[h * per + e] * k[e] for e in range(1, per)), q[h * per] * k[0])
             score = allreduce(T.bind(dot), lane, share) if share > 1 else dot
+            if k_scale is not None:
+                score = score * k_scale
             if softcap:
                 cap = tirx.const(softcap, "float32")
                 score = T.tanh(score / cap) * cap
@@ -188,25 +194,30 @@ def _attend(bufs, share, group, per, d, page_size, kh, r, lane, row, keys, span,
             corr, p = T.bind(T.exp(m[h] - new_m)), T.bind(T.exp(score - new_m))
             T.buffer_store(denom, denom[h] * corr + p, [h])
             T.buffer_store(m, new_m, [h])
+            if v_scale is not None:  # the value's weight, not the sum's
+                p = T.bind(p * v_scale)
             for e in range(per):
                 i = h * per + e
                 T.buffer_store(o, o[i] * corr + p * v[e], [i])
     return o, m, denom
 
 
-def _store(bufs, group, per, share, dtype, kh, r, lane, o, denom):
+def _store(bufs, unit_lanes, group, per, dtype, kh, r, o, denom):
+    rows, share, lane = unit_lanes
     for h in range(group):
         inv = T.bind(tirx.const(1.0, "float32") / denom[h])
         for e in range(per):
             value = (o[h * per + e] * inv).astype(dtype)
-            T.buffer_store(bufs["out"], value, [r, kh * group + h, lane + share * e])
+            T.buffer_store(bufs["out"], value, [r, kh * group + h, rows.feature(lane, share, e)])
 
 
-def _store_partial(bufs, group, per, share, kh, r, z, lane, o, m, denom):
+def _store_partial(bufs, unit_lanes, group, per, kh, r, z, o, m, denom):
+    rows, share, lane = unit_lanes
     for h in range(group):
         head = kh * group + h
         for e in range(per):
-            T.buffer_store(bufs["partial"], o[h * per + e], [z, r, head, lane + share * e])
+            index = [z, r, head, rows.feature(lane, share, e)]
+            T.buffer_store(bufs["partial"], o[h * per + e], index)
         with T.If(lane == 0), T.Then():
             T.buffer_store(bufs["stats"], m[h], [z, r, head, 0])
             T.buffer_store(bufs["stats"], denom[h], [z, r, head, 1])

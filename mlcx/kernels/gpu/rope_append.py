@@ -9,6 +9,11 @@ consecutive features (coalesced).
 
 With q/k norms (Qwen3: an RMSNorm over each q and k head before RoPE, weights as two extra [d]
 inputs after slots) the threads of a head first sum their squares through shared memory.
+
+The pages may hold another dtype than the activations (mlcx.kernels.gpu.kv_rows). Int8 rows
+are words of four consecutive features, which four threads of a rotation pair compute: the
+threads put their rotated (or copied) values and magnitudes in shared memory, and past a
+barrier the first d / 4 threads of each head quantize a word each.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS
-from mlcx.kernels.kv_layout import NUM_PAGES, kv_pages_shape
+from mlcx.kernels.gpu.kv_append import magnitude, row_max
+from mlcx.kernels.gpu.kv_rows import PACK, GpuRows
 from mlcx.kernels.rope import RopeParams, rope_freq_func
 
 THREADS = 128
@@ -61,7 +67,7 @@ def _head_norm(weights: tuple | None, eps: float | None, threads: int) -> _HeadN
     return _HeadNorm(*weights, eps, sums, total)
 
 
-def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, norm: bool):
+def _params(h_q: int, h_kv: int, d: int, rows: GpuRows, dtype: str, norm: bool):
     tokens = tirx.Var("tokens", "int64")
     width = (h_q + 2 * h_kv) * d
 
@@ -70,8 +76,7 @@ def _params(h_q: int, h_kv: int, d: int, page_size: int, dtype: str, norm: bool)
 
     qkv = param("qkv", (tokens, width), dtype)
     positions = param("positions", (tokens,), "int32")
-    num_pages = tirx.Var(NUM_PAGES, "int64")
-    pages = param("pages", kv_pages_shape(num_pages, h_kv, page_size, d), dtype)
+    pages = rows.param()
     slots = param("slots", (tokens,), "int32")
     weights = (param("q_norm", (d,), dtype), param("k_norm", (d,), dtype)) if norm else None
     q_out = param("q", (tokens, h_q, d), dtype)
@@ -95,23 +100,27 @@ def rope_append_gpu(
     dtype: str,
     rope: RopeParams,
     norm_eps: float | None = None,
+    cache_dtype: str = "",
 ) -> tirx.PrimFunc:
     """(qkv [t, (h_q + 2 h_kv) d], positions [t], pages (in place), slots [t]
-    [, q_norm [d], k_norm [d] when norm_eps is given]) -> q [t, h_q, d].
-    RoPE over the whole head (rotary_dim == d), the layout every mlcx model uses."""
+    [, q_norm [d], k_norm [d] when norm_eps is given]) -> q [t, h_q, d]; the pages hold
+    `cache_dtype` ("": `dtype`). RoPE over the whole head (rotary_dim == d), the layout every
+    mlcx model uses."""
     if rope.rotary_dim != d or d % 2:
         raise ValueError(f"the GPU rope+append kernel rotates whole heads, not {rope.rotary_dim}")
+    rows = GpuRows(h_kv, d, page_size, cache_dtype or dtype)
     half, heads = d // 2, h_q + 2 * h_kv
     groups = max(1, THREADS // half)
     with IRBuilder() as ib, T.prim_func():
         T.func_name("rope_append_gpu")
         T.func_attr(KERNEL_ATTRS)
-        params = _params(h_q, h_kv, d, page_size, dtype, norm_eps is not None)
+        params = _params(h_q, h_kv, d, rows, dtype, norm_eps is not None)
         tokens, qkv, positions, pages, slots, weights, q_out = params
         t = T.env_thread("blockIdx.x")
         tx = T.env_thread("threadIdx.x")
         with T.launch_thread(t, tokens), T.launch_thread(tx, groups * half):
             norm = _head_norm(weights, norm_eps, groups * half)
+            staged = _Staged.alloc(groups, d) if rows.packed else None
             i, group = tx % half, tx // half
             cos, sin = _cos_sin(rope, positions[t], i)
             slot = T.bind(slots[t])
@@ -120,21 +129,64 @@ def rope_append_gpu(
                 base = T.bind(
                     T.min(h, heads - 1) * d
                 )  # the last step's extra threads read in range
-                a = T.bind(qkv[t, base + i].astype("float32"))
-                b = T.bind(qkv[t, base + half + i].astype("float32"))
-                if norm is not None:  # v heads are copied from qkv below, unnormalized
+                raw = (
+                    T.bind(qkv[t, base + i].astype("float32")),
+                    T.bind(qkv[t, base + half + i].astype("float32")),
+                )
+                a, b = raw
+                if norm is not None:  # v heads are stored from `raw`, unnormalized
                     a, b = norm.apply(a, b, h, h_q, i, group, half)
-                low = (a * cos - b * sin).astype(dtype)
-                high = (b * cos + a * sin).astype(dtype)
-                page, offset = slot // page_size, slot % page_size
+                low, high = T.bind(a * cos - b * sin), T.bind(b * cos + a * sin)
                 with T.If(h < h_q), T.Then():
-                    T.buffer_store(q_out, low, [t, h, i])
-                    T.buffer_store(q_out, high, [t, h, half + i])
-                with T.If(tirx.all(h >= h_q, h < h_q + h_kv, slot >= 0)), T.Then():
-                    T.buffer_store(pages, low, [page, 0, h - h_q, offset, i])
-                    T.buffer_store(pages, high, [page, 0, h - h_q, offset, half + i])
-                with T.If(tirx.all(h >= h_q + h_kv, h < heads, slot >= 0)), T.Then():
-                    kv = h - h_q - h_kv
-                    T.buffer_store(pages, qkv[t, base + i], [page, 1, kv, offset, i])
-                    T.buffer_store(pages, qkv[t, base + half + i], [page, 1, kv, offset, half + i])
+                    T.buffer_store(q_out, low.astype(dtype), [t, h, i])
+                    T.buffer_store(q_out, high.astype(dtype), [t, h, half + i])
+                where = (slot // page_size, slot % page_size)
+                if staged is None:
+                    _store_pairs(rows, pages, (h, h_q), i, where, slot, (low, high), raw)
+                else:
+                    is_key = h < h_q + h_kv  # k rotated; v (and q, not stored) as read
+                    pair = (T.Select(is_key, low, raw[0]), T.Select(is_key, high, raw[1]))
+                    staged.store(rows, pages, (h, h_q, heads), i, group, pair, where, slot)
     return ib.get()
+
+
+def _store_pairs(rows: GpuRows, pages, heads, i, where, slot, key, value) -> None:
+    """Float pages: head h's pair (features i and d/2 + i), `key` if it is a k head, `value`
+    (as qkv holds it) if a v head; `heads` is (h, h_q)."""
+    (h, h_q), h_kv, half = heads, rows.h_kv, rows.d // 2
+    page, offset = where
+    for kv, pair, first in ((0, key, h_q), (1, value, h_q + h_kv)):
+        with T.If(tirx.all(h >= first, h < first + h_kv, slot >= 0)), T.Then():
+            rows.store(pages, page, kv, h - first, offset, i, [pair[0]])
+            rows.store(pages, page, kv, h - first, offset, half + i, [pair[1]])
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """Shared memory for int8 rows: each head group's d values and its pairs' magnitudes."""
+
+    values: tirx.Buffer  # [groups * d]
+    amax: tirx.Buffer  # [groups * d / 2]
+
+    @staticmethod
+    def alloc(groups: int, d: int) -> _Staged:
+        values = T.alloc_buffer((groups * d,), "float32", scope="shared")
+        return _Staged(values, T.alloc_buffer((groups * d // 2,), "float32", scope="shared"))
+
+    def store(self, rows: GpuRows, pages, heads, i, group, pair, where, slot) -> None:
+        """Every thread of the workgroup calls it (two barriers); `heads` is (h, h_q, all)."""
+        h, h_q, total = heads
+        d = rows.d
+        half = d // 2
+        T.buffer_store(self.values, pair[0], [group * d + i])
+        T.buffer_store(self.values, pair[1], [group * d + half + i])
+        T.buffer_store(self.amax, magnitude(list(pair)), [group * half + i])
+        T.evaluate(T.tvm_storage_sync("shared"))
+        top = row_max(self.amax, group * half, half)
+        words = [self.values[group * d + PACK * i + b] for b in range(PACK)]
+        h_kv = rows.h_kv
+        kv = T.bind(T.Select(h < h_q + h_kv, 0, 1))
+        head = h - h_q - kv * h_kv
+        with T.If(tirx.all(i < rows.words, h >= h_q, h < total, slot >= 0)), T.Then():
+            rows.store(pages, where[0], kv, head, where[1], i, words, top)
+        T.evaluate(T.tvm_storage_sync("shared"))  # the next step overwrites the staging

@@ -60,9 +60,10 @@ class TVMRunner:
         ]
         # CUDA graphs: one scratch page past the engine's blocks for padding rows
         graphs = config.decode_graph_batch if kind == "cuda" else None
-        shape = config.kv_layout.pages_shape(num_blocks + (1 if graphs else 0))
+        layout = config.kv_layout
+        shape = layout.pages_shape(num_blocks + (1 if graphs else 0))
         self.kv_pages = [
-            tvm.runtime.empty(shape, config.cache_dtype, self.device)
+            tvm.runtime.empty(shape, layout.element, self.device)
             for _ in range(config.model.num_layers)
         ]
         self.num_blocks = num_blocks

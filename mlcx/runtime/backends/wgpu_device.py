@@ -27,7 +27,10 @@ RAISED_LIMITS = (
 # WebGPU feature names in a plan -> wgpu-native's names, and what to do without them.
 NATIVE_FEATURES = {"shader-f16": "shader-f16", "subgroups": "subgroup"}
 WITHOUT = {
-    "shader-f16": "recompile with f32 activations (--quantization gguf, q4f32 or q0f32)",
+    "shader-f16": (
+        "recompile with f32 activations (--quantization gguf, q4f32 or q0f32) and a KV cache "
+        "other than float16 (--kv-dtype float32 or int8)"
+    ),
     "subgroups": "recompile with --no-subgroups",
 }
 

@@ -69,7 +69,7 @@ class WgpuRunner:
         page = layout.pages_bytes(num_blocks)
         self._check_binding(page, "one layer's KV pages (lower the KV cache size)")
         self.kv_pages = [
-            GpuTensor(self.gpu.buffer(page), layout.pages_shape(num_blocks), config.cache_dtype)
+            GpuTensor(self.gpu.buffer(page), layout.pages_shape(num_blocks), layout.element)
             for _ in range(config.model.num_layers)
         ]
         self.num_blocks = num_blocks

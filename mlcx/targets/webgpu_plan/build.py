@@ -8,13 +8,13 @@ from pathlib import Path
 import tvm
 from tvm import relax
 
-from mlcx.kernels.step_params import KV_PAGES
 from mlcx.passes.pipeline_gpu import gpu_config, gpu_graph_passes
 from mlcx.passes.tir_lowering import lower_tir
+from mlcx.targets.device_code import activation_dtype, kv_pages_dtype
 from mlcx.targets.webgpu_plan.dequant_gemv import DequantGEMV
 from mlcx.targets.webgpu_plan.host_launches import tir_function
 from mlcx.targets.webgpu_plan.relax_walk import walk_function
-from mlcx.targets.webgpu_plan.schema import PLAN_FILE, Kernel, Plan, PlanError
+from mlcx.targets.webgpu_plan.schema import PLAN_FILE, Kernel, Plan
 from mlcx.targets.webgpu_plan.shaders import kernel_sources
 from mlcx.targets.webgpu_plan.storage_legalize import legalize_storage, uses_f16
 
@@ -35,15 +35,6 @@ class PlanBundle:
             path.write_text(source)
         (out_dir / PLAN_FILE).write_text(self.plan.to_json())
         return PLAN_FILE
-
-
-def activation_dtype(mod: tvm.IRModule) -> str:
-    """The KV pages' dtype, which is the model's activation dtype."""
-    for func in mod.functions.values():
-        pages = [p for p in getattr(func, "params", []) if p.name == KV_PAGES]
-        if isinstance(func, relax.Function) and pages:
-            return str(pages[0].ty.fields[0].dtype)
-    raise PlanError(f"the module has no entry function taking {KV_PAGES}")
 
 
 def _lower_tir(graph: tvm.IRModule, names: set[str], target: tvm.target.Target, keep_f16: bool):
@@ -81,7 +72,9 @@ def build_plan(mod: tvm.IRModule, target: tvm.target.Target, subgroups: bool = T
         if isinstance(f, relax.Function)
     }
     called = {s.func for f in functions.values() for s in f.steps if s.op == "call"}
-    host, device = _lower_tir(graph, called, target, keep_f16=dtype == "float16")
+    # f16 KV pages under f32 math keep f16 too: the plan then needs shader-f16
+    keep_f16 = "float16" in (dtype, kv_pages_dtype(mod))
+    host, device = _lower_tir(graph, called, target, keep_f16=keep_f16)
     sources = kernel_sources(device)
     counts = {name: s.num_buffers for name, s in sources.items()}
     tir_functions, blocks = {}, {}
