@@ -99,13 +99,14 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
     The peak memory is mlcx's alone: taken before an in-process peer loads its model."""
     ours = MlcxEngine(resolved.artifact, workload)
     ids = workload.prompt_ids(ours.vocab)
-    ours.warm_up(ids, workload)
+    ours.warm_up(ids, workload)  # the whole run: its peak memory is then the run's
     peak = peak_memory_bytes()
     kv_dtype = ours.artifact.config.cache_dtype
     setup = PeerSetup(resolved.gguf, workload, threads, kv_dtype, ours.device, req.build_peer, say)
     engines = [ours, *(PEERS[name](setup) for name in req.against)]
+    warm = workload.warm_up()
     for peer in engines[1:]:
-        peer.warm_up(ids, workload)
+        peer.warm_up(ids[: warm.prompt_tokens], warm)
     runs: dict[str, list] = {e.name: [] for e in engines}
     for rep in range(workload.reps):
         say(f"rep {rep + 1}/{workload.reps}")

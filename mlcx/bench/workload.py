@@ -29,6 +29,11 @@ class Workload:
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be at least 1, not {self.threads}")
 
+    def warm_up(self) -> Workload:
+        """A short run that warms an engine (weights paged in, threads started, kernels and
+        pipelines loaded): a 32k-token prompt need not run twice for that."""
+        return Workload(min(self.prompt_tokens, 512), min(self.decode_tokens, 8), 1, self.threads)
+
     def prompt_ids(self, vocab_size: int) -> list[int]:
         """Deterministic ids spread over the vocabulary, away from the special tokens at 0."""
         low = min(100, vocab_size // 4)

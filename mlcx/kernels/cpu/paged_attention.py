@@ -6,7 +6,10 @@ One kernel serves prefill (ragged query runs, with or without a cached prefix) a
 
 Keys are stored transposed inside each page (mlcx.kernels.cpu.kv_pages), so the scores of a block
 of query rows against one page are page_size-lane vector FMAs, one per feature. Each row then
-takes an exact softmax over its visible scores (vectorized exp) and sums the values.
+takes an exact softmax over its visible scores (vectorized exp), and the block's rows sum the
+values together: each value row is loaded once per block (8 rows at page size 16), its weight
+0 for rows that do not see it. Long prompts are processed in the compiled chunk (prefill_chunk
+tokens a step), so a row block's scores span its context once.
 
 Inputs follow the layout of TVM's paged kernels: q [tokens, h_q, d], q_indptr [b + 1],
 pages [num_pages, 2, h_kv, page_size, d], page_indptr [b + 1], page_values [nnz_pages],
@@ -48,7 +51,7 @@ class _Shape:
     @property
     def value_lanes(self) -> int:
         d = self.geo.head_dim
-        return next(w for w in (64, 32, 16, 8, d) if d % w == 0)
+        return next(w for w in (32, 16, 8, d) if d % w == 0)  # rows * w / 16 registers
 
 
 def _scores(sh: _Shape, bufs, seq, head, row0, n, pages, scores) -> None:
@@ -57,7 +60,7 @@ def _scores(sh: _Shape, bufs, seq, head, row0, n, pages, scores) -> None:
     Features are split over `chains` partial sums per row so that enough independent FMA
     chains are in flight (one row alone would wait on FMA latency)."""
     geo, ps, rows = sh.geo, sh.geo.page_size, sh.rows
-    chains = max(1, 4 // rows) if geo.head_dim % 4 == 0 else 1
+    chains = math.gcd(max(1, 8 // rows), geo.head_dim)
     acc = T.alloc_buffer((rows * chains, ps), "float32")
     first = bufs["q_indptr"][seq]
     with T.serial(*pages) as p:
@@ -115,27 +118,36 @@ def _softmax(sh: _Shape, scores, r, visible, pages):
     return T.bind(vec.hsum(total[vec.ramp(0, ps)], ps))
 
 
-def _values(sh: _Shape, bufs, seq, head, r, row, visible, first_page, total, scores) -> None:
-    """output[row, head] = sum_j weight_j * value_j / total (keys before the row's window
-    have weight 0)."""
-    geo, ps, lanes = sh.geo, sh.geo.page_size, sh.value_lanes
-    acc = T.alloc_buffer((lanes,), "float32")
-    inv = vec.splat(vec.f32(1.0) / total, lanes)
+def _values(sh: _Shape, bufs, seq, head, row0, n, keys, totals, scores) -> None:
+    """output[row, head] = sum_j weight_j * value_j / total for the block's rows, keys
+    `keys` = (first, last) of the block: each value row is loaded once for all the block's
+    rows, whose weights are 0 for keys they do not see (the softmax wrote them so)."""
+    geo, ps, rows = sh.geo, sh.geo.page_size, sh.rows
+    lanes = sh.value_lanes
+    acc = T.alloc_buffer((rows, lanes), "float32")
+    first, last = keys
     with T.serial(0, geo.head_dim // lanes) as part:
-        T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [vec.ramp(0, lanes)])
-        with T.serial(first_page, (visible + ps - 1) // ps) as p:
+        for r in range(rows):
+            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+        with T.serial(first // ps, (last + ps - 1) // ps) as p:
             page = bufs["page_values"][bufs["page_indptr"][seq] + p]
             base = T.bind(geo.value_base(page, head // sh.group) + part * lanes)
             scales = geo.value_scales(page, head // sh.group) if geo.quantized else None
-            with T.serial(0, T.min(ps, visible - p * ps)) as s:
+            with T.serial(0, T.min(ps, last - p * ps)) as s:
                 value = vec.to_f32(bufs["flat"][vec.ramp(base + s * geo.head_dim, lanes)])
-                weight = scores[r, p * ps + s]
                 if scales is not None:  # the value row's scale
-                    weight = weight * bufs["scales"][scales + s]
-                weight = vec.splat(weight, lanes)
-                T.buffer_store(acc, acc[vec.ramp(0, lanes)] + weight * value, [vec.ramp(0, lanes)])
-        out = T.Cast(vec.vtype(geo.io_dtype, lanes), acc[vec.ramp(0, lanes)] * inv)
-        T.buffer_store(bufs["output"], out, [row, head, vec.ramp(part * lanes, lanes)])
+                    value = value * vec.splat(bufs["scales"][scales + s], lanes)
+                value = T.bind(value)
+                for r in range(rows):
+                    weight = vec.splat(scores[r, p * ps + s], lanes)
+                    update = acc[r, vec.ramp(0, lanes)] + weight * value
+                    T.buffer_store(acc, update, [r, vec.ramp(0, lanes)])
+        for r in range(rows):
+            with T.If(row0 + r < n), T.Then():
+                inv = vec.splat(vec.f32(1.0) / totals[r], lanes)
+                out = T.Cast(vec.vtype(geo.io_dtype, lanes), acc[r, vec.ramp(0, lanes)] * inv)
+                row = bufs["q_indptr"][seq] + row0 + r
+                T.buffer_store(bufs["output"], out, [row, head, vec.ramp(part * lanes, lanes)])
 
 
 def _block(sh: _Shape, bufs, seq, head, block, scores) -> None:
@@ -145,19 +157,19 @@ def _block(sh: _Shape, bufs, seq, head, block, scores) -> None:
     num_pages = bufs["page_indptr"][seq + 1] - bufs["page_indptr"][seq]
     kv_len = T.bind((num_pages - 1) * ps + bufs["last_page_len"][seq])
     row0 = block * rows
-    last_visible = kv_len - n + T.min(row0 + rows, n)
+    last_visible = T.bind(kv_len - n + T.min(row0 + rows, n))
     pages_seen = T.bind((last_visible + ps - 1) // ps)
     first_page = 0
     if sh.window:  # the block's first row has the earliest window
         first_page = T.bind(T.max(kv_len - n + row0 + 1 - sh.window, 0) // ps)
     pages = (first_page, pages_seen)
     _scores(sh, bufs, seq, head, row0, n, pages, scores)
-    for r in range(rows):
-        with T.If(row0 + r < n), T.Then():
-            visible = T.bind(kv_len - n + row0 + r + 1)
-            total = _softmax(sh, scores, r, visible, pages)
-            row = bufs["q_indptr"][seq] + row0 + r
-            _values(sh, bufs, seq, head, r, row, visible, first_page, total, scores)
+    totals = T.alloc_buffer((rows,), "float32")
+    for r in range(rows):  # rows past the run repeat its last row (not stored)
+        visible = T.bind(kv_len - n + T.min(row0 + r, n - 1) + 1)
+        T.buffer_store(totals, _softmax(sh, scores, r, visible, pages), [r])
+    keys = (first_page * ps, last_visible)
+    _values(sh, bufs, seq, head, row0, n, keys, totals, scores)
 
 
 def _params(sh: _Shape) -> dict:
@@ -203,7 +215,7 @@ def paged_attention_cpu(
         raise ValueError(f"window and softcap must be >= 0 (0: none), got {window}, {softcap}")
     geo = PageGeometry(h_kv, d, page_size, dtype, act_dtype)
     single = _Shape(h_q, geo, rows=1, window=window, softcap=softcap)  # one row per sequence
-    blocked = _Shape(h_q, geo, max(1, min(4, 64 // page_size)), window, softcap)
+    blocked = _Shape(h_q, geo, max(1, min(8, 128 // page_size)), window, softcap)
     with IRBuilder() as ib, T.prim_func():
         # one exported symbol per variant a model uses (local and global layers)
         variant = f"_w{window}" if window else ""

@@ -54,7 +54,8 @@ def _page_scores(sh: DecodeShape, bufs, seq, kv_head, page, following, scores) -
     Also prefetches the `following` page's key and value slabs: each slab starts a new 4 KiB
     memory page, where hardware prefetchers would start cold."""
     geo, ps, g = sh.geo, sh.geo.page_size, sh.group
-    chains = max(1, 4 // g)
+    # 8 independent FMA chains (two FMA units, four cycles each) over the group's heads
+    chains = math.gcd(max(1, 8 // g), geo.head_dim)
     acc = T.alloc_buffer((g * chains, ps), "float32")
     base = T.bind(geo.key_base(page, kv_head))
     next_key = T.bind(geo.key_base(following, kv_head))
