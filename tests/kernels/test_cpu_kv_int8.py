@@ -105,7 +105,9 @@ def _attention(q, keys, values, lengths, new, window):
 
 
 @pytest.mark.parametrize(
-    "lengths, new", [([7, 23, 5], [3, 20, 5]), ([17, 1, 40], [1, 1, 1])], ids=["prefill", "decode"]
+    "lengths, new",
+    [([7, 23, 5], [3, 20, 5]), ([17, 1, 40], [1, 1, 1]), ([27, 21, 30], [5, 3, 1])],
+    ids=["prefill", "decode", "verify"],  # verify: a few rows each, read with the decode pages
 )
 @pytest.mark.parametrize("window", [0, 6], ids=["causal", "window6"])
 def test_attention_over_int8_pages_matches_numpy(lengths, new, window):

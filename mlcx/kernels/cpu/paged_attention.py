@@ -1,7 +1,8 @@
 """Paged causal attention for CPU targets, written for mlcx.
 
-One kernel serves prefill (ragged query runs, with or without a cached prefix) and decode
-(one query token per sequence, handled by mlcx.kernels.cpu.paged_decode). Prefill work items are
+One kernel serves prefill (ragged query runs, with or without a cached prefix), decode (one
+query token per sequence) and verify steps (a few per sequence): the last two are
+mlcx.kernels.cpu.paged_decode's. Prefill work items are
 (query head, slice of row blocks), so long prompts spread over all cores.
 
 Keys are stored transposed inside each page (mlcx.kernels.cpu.kv_pages), so the scores of a block
@@ -30,7 +31,13 @@ from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.cpu import vec
 from mlcx.kernels.cpu.kv_pages import PageGeometry
-from mlcx.kernels.cpu.paged_decode import DecodeShape, decode_attention, uses_decode
+from mlcx.kernels.cpu.paged_decode import (
+    DecodeShape,
+    decode_attention,
+    fewest_rows_over,
+    uses_decode,
+    verify_rows,
+)
 
 SLICES = 4  # row-block slices per head: work items = h_q * SLICES
 NEG_INF = -3.0e38
@@ -51,7 +58,9 @@ class _Shape:
     @property
     def value_lanes(self) -> int:
         d = self.geo.head_dim
-        return next(w for w in (32, 16, 8, d) if d % w == 0)  # rows * w / 16 registers
+        # rows * w / 16 accumulator registers, at most 8: at 16 (8 rows of 32) LLVM spills and
+        # a 4000-token prefill's attention took 2.8x as long (Zen 4, measured in the model)
+        return next(w for w in (32, 16, 8, d) if d % w == 0 and (self.rows * w <= 128 or w == d))
 
 
 def _scores(sh: _Shape, bufs, seq, head, row0, n, pages, scores) -> None:
@@ -227,8 +236,23 @@ def paged_attention_cpu(
             with T.Then():
                 decode_attention(DecodeShape(h_q, geo, window, softcap), bufs)
             with T.Else():
-                _prefill(bufs, single, blocked)
+                _few_rows_or_prefill(bufs, single, blocked)
     return ib.get()
+
+
+def _few_rows_or_prefill(bufs, single: _Shape, blocked: _Shape) -> None:
+    """A step whose sequences bring a few rows each (speculative verify) reads each page once
+    for all of them and the GQA group (paged_decode); longer runs take the row blocks."""
+    rows = 1 if blocked.window else verify_rows(blocked.group)
+    if rows == 1:
+        _prefill(bufs, single, blocked)
+        return
+    with T.If(fewest_rows_over(bufs, rows)):
+        with T.Then():
+            shape = DecodeShape(blocked.h_q, blocked.geo, softcap=blocked.softcap, rows=rows)
+            decode_attention(shape, bufs)
+        with T.Else():
+            _prefill(bufs, single, blocked)
 
 
 def _prefill(bufs, single: _Shape, blocked: _Shape) -> None:
