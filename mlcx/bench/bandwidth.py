@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -41,14 +42,20 @@ def _read_kernel(elements: int, threads: int):
     return ib.get(), per * threads * 4
 
 
-def measure_read_bandwidth(threads: int, reps: int = 5) -> float:
-    """Median bytes per second that `threads` threads read from a 256 MiB buffer."""
-    elements = BUFFER_BYTES // 4
+@functools.cache
+def _compiled(elements: int, threads: int):
     func, nbytes = _read_kernel(elements, threads)
     target = tvm.target.Target(
         {"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": threads}
     )
-    kernel = tvm.compile(tvm.IRModule({"read_bandwidth": func}), target=target)["read_bandwidth"]
+    return tvm.compile(tvm.IRModule({"read_bandwidth": func}), target=target), nbytes
+
+
+def measure_read_bandwidth(threads: int, reps: int = 5) -> float:
+    """Median bytes per second that `threads` threads read from a 256 MiB buffer."""
+    elements = BUFFER_BYTES // 4
+    executable, nbytes = _compiled(elements, threads)
+    kernel = executable["read_bandwidth"]
     dev = tvm.cpu()
     data = tvm.runtime.tensor(np.ones(elements, np.float32), dev)
     out = tvm.runtime.empty((threads, LANES), "float32", dev)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
+
+from mlcx.bench.mlcx_engine import GreedySequence
 
 
 @dataclass(frozen=True)
@@ -57,3 +61,32 @@ class StepProfile:
             ms, share = k.seconds * 1e3, k.seconds / total
             out.append(f"  {k.kernel:<{width}}  {k.calls:>6}  {ms:>10.3f}  {share:>6.1%}")
         return out
+
+
+Samples = list[tuple[str, float]]  # (kernel, seconds) of each call, in order
+
+
+def profile_two_steps(
+    runner,
+    artifact,
+    blocks: int,
+    ids: list[int],
+    timed: Callable[[], AbstractContextManager[Samples]],
+    method: str,
+) -> tuple[StepProfile, ...]:
+    """One prefill of `ids` and one decode step after it, each inside `timed()`, whose list
+    the step's kernel calls land in; a first sequence warms up (pages in weights, starts
+    threads, lets drivers compile pipelines)."""
+    warm = GreedySequence(runner, artifact, blocks, ids)
+    warm.prefill()
+    warm.decode()
+    sequence = GreedySequence(runner, artifact, blocks, ids)
+    steps = []
+    for name, step, tokens in (
+        ("prefill", sequence.prefill, len(ids)),
+        ("decode", sequence.decode, 1),
+    ):
+        with timed() as samples:
+            step()
+        steps.append(StepProfile.of(name, tokens, method, samples))
+    return tuple(steps)

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
 from mlcx.bench.gpu_timing import TIMERS, TIMESTAMPS, Timer, choose_timer
-from mlcx.bench.kernel_profile import StepProfile
-from mlcx.bench.mlcx_engine import GreedySequence, kv_blocks
+from mlcx.bench.kernel_profile import StepProfile, profile_two_steps
+from mlcx.bench.mlcx_engine import kv_blocks
 from mlcx.bench.vm_profile import profile_vm
 from mlcx.bench.workload import Workload
 from mlcx.targets.registry import TARGETS
@@ -52,19 +53,8 @@ def _profile_plan(artifact: Artifact, workload: Workload, timestamps: bool):
     runner = WgpuRunner(artifact, blocks, optional_features=(TIMESTAMPS,))
     method = choose_timer(runner.gpu.device.features, timestamps)
     ids = workload.prompt_ids(artifact.config.model.vocab_size)
-    warm = GreedySequence(runner, artifact, blocks, ids)  # drivers compile pipelines lazily
-    warm.prefill()
-    warm.decode()
-    sequence = GreedySequence(runner, artifact, blocks, ids)
-    steps = []
-    for name, step, tokens in (
-        ("prefill", sequence.prefill, len(ids)),
-        ("decode", sequence.decode, 1),
-    ):
-        with recording(runner.executor.kernels, TIMERS[method]) as samples:
-            step()
-        steps.append(StepProfile.of(name, tokens, method, samples))
-    return tuple(steps)
+    timed = partial(recording, runner.executor.kernels, TIMERS[method])
+    return profile_two_steps(runner, artifact, blocks, ids, timed, method)
 
 
 # Runtime -> profiler of one prefill and one decode step.

@@ -4,9 +4,12 @@ then run mlcx and its peers interleaved, rep by rep, on the same ids and thread 
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.kv_budget import kv_budget
@@ -92,11 +95,14 @@ class _Measured:
     weight_bytes_per_token: int
     kv_bytes_per_token: int
     kv_dtype: str
+    read_bandwidth: float | None  # median of the reps' probes
 
 
-def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads: int, say):
+def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads: int, say, probe):
     """Every engine warmed up, then run rep by rep in turn; their runners are gone on return.
-    The peak memory is mlcx's alone: taken before an in-process peer loads its model."""
+    The peak memory is mlcx's alone: taken before an in-process peer loads its model.
+    `probe` (cpu kernels) measures the host's read bandwidth before each rep: on a shared host
+    it moves by 2x within minutes, so the bound is taken where the runs are."""
     ours = MlcxEngine(resolved.artifact, workload)
     ids = workload.prompt_ids(ours.vocab)
     ours.warm_up(ids, workload)  # the whole run: its peak memory is then the run's
@@ -108,8 +114,11 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
     for peer in engines[1:]:
         peer.warm_up(ids[: warm.prompt_tokens], warm)
     runs: dict[str, list] = {e.name: [] for e in engines}
+    bandwidths = []
     for rep in range(workload.reps):
         say(f"rep {rep + 1}/{workload.reps}")
+        if probe is not None:
+            bandwidths.append(probe())
         for engine in engines:
             runs[engine.name].append(engine.run(ids, workload))
     return _Measured(
@@ -121,7 +130,19 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
         weight_bytes_per_token=weight_bytes_per_token(ours.artifact),
         kv_bytes_per_token=kv_budget(ours.artifact.config).bytes_per_token,
         kv_dtype=kv_dtype,
+        read_bandwidth=float(np.median(bandwidths)) if bandwidths else None,
     )
+
+
+def _window_notes(artifact: Path, workload: Workload) -> list[str]:
+    window = Artifact(artifact).config.context_window
+    tokens = workload.prompt_tokens + workload.decode_tokens
+    if tokens <= window:
+        return []
+    return [
+        f"the run's {tokens} tokens pass the model's {window}-token context window: the "
+        "speeds hold, the tokens past it mean nothing (generate and serve refuse such prompts)"
+    ]
 
 
 def run_bench(req: BenchRequest, say=print) -> BenchReport:
@@ -139,11 +160,10 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
         raise ValueError(
             f"--against {req.against[0]} needs the model's GGUF file: pass --gguf PATH"
         )
-    measured = _measure(req, resolved, workload, threads, say)
-    bandwidth = None
+    probe = None
     if kind == "cpu":  # the host's memory bounds decode only where the kernels run on it
-        say(f"measuring read bandwidth with {threads} threads")
-        bandwidth = measure_read_bandwidth(threads)
+        probe = functools.partial(measure_read_bandwidth, threads)
+    measured = _measure(req, resolved, workload, threads, say, probe)
     profile = ()
     if req.profile:
         say("profiling one prefill and one decode step, kernel by kernel")
@@ -162,7 +182,7 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
         peak_memory_bytes=measured.peak_memory_bytes,
         weight_bytes_per_token=measured.weight_bytes_per_token,
         kv_bytes_per_token=measured.kv_bytes_per_token,
-        read_bandwidth=bandwidth,
+        read_bandwidth=measured.read_bandwidth,
         profile=profile,
-        notes=list(measured.notes),
+        notes=[*_window_notes(resolved.artifact, workload), *measured.notes],
     )

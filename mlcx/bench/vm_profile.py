@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 
 from mlcx.artifact.config import Artifact
-from mlcx.bench.kernel_profile import StepProfile
-from mlcx.bench.mlcx_engine import GreedySequence, kv_blocks
+from mlcx.bench.kernel_profile import profile_two_steps
+from mlcx.bench.mlcx_engine import kv_blocks
 from mlcx.bench.workload import Workload
 
 BUILTINS = ("vm.builtin.", "relax.", "runtime.")  # the VM's bookkeeping calls, not kernels
@@ -57,16 +58,5 @@ def profile_vm(artifact: Artifact, workload: Workload, timestamps: bool) -> tupl
     blocks = kv_blocks(artifact, workload)
     runner = TVMRunner(artifact, blocks)
     ids = workload.prompt_ids(artifact.config.model.vocab_size)
-    warm = GreedySequence(runner, artifact, blocks, ids)  # pages in weights, starts threads
-    warm.prefill()
-    warm.decode()
-    sequence = GreedySequence(runner, artifact, blocks, ids)
-    steps = []
-    for name, step, tokens in (
-        ("prefill", sequence.prefill, len(ids)),
-        ("decode", sequence.decode, 1),
-    ):
-        with instrumented(runner) as samples:
-            step()
-        steps.append(StepProfile.of(name, tokens, "host clock per VM call", samples))
-    return tuple(steps)
+    timed = partial(instrumented, runner)
+    return profile_two_steps(runner, artifact, blocks, ids, timed, "host clock per VM call")

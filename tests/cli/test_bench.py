@@ -147,3 +147,13 @@ def test_bench_sizes_default_by_kernel_kind():
     }
     with pytest.raises(ValueError, match="prompt tokens"):
         BenchRequest("m", prompt_tokens=0)
+
+
+def test_a_run_past_the_context_window_says_so(artifact):
+    window = Artifact(artifact).config.context_window
+    result = run_mlcx(
+        "bench", str(artifact), "--prompt", str(window), "--decode", "2", "--reps", "1", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    notes = json.loads(result.stdout)["notes"]
+    assert any(f"{window + 2} tokens pass the model's {window}-token" in n for n in notes), notes

@@ -83,10 +83,12 @@ def test_longrope_resolves_to_per_pair_factors():
     assert table.scale == 1.2
 
 
-def test_scaled_context_is_original_times_factor():
+def test_scaled_context_is_original_times_factor_for_yarn_only():
     _, yarn = HFConfigReader(_hf_config(CASES["yarn"], 32).to_dict(), "qwen2").rope()
     _, llama3 = HFConfigReader(_hf_config(CASES["llama3"]).to_dict(), "llama").rope()
-    assert scaled_context(yarn) == 128 and scaled_context(llama3) == 256
+    assert scaled_context(yarn) == 128
+    # llama3's config states its maximum (Llama 3.2: 131072, not 32 x 8192)
+    assert scaled_context(llama3) == 0
     assert scaled_context({"rope_type": "linear", "factor": 4.0}) == 0
 
 

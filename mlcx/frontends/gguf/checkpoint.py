@@ -9,7 +9,7 @@ import numpy as np
 from gguf import GGMLQuantizationType, GGUFReader
 from gguf.quants import dequantize
 
-from mlcx.errors import ModelSourceError
+from mlcx.errors import ModelSourceError, UnsupportedModelError
 from mlcx.frontends.tensors import SourceTensor
 
 _FLOAT_TYPES = {
@@ -72,3 +72,14 @@ class GGUFCheckpoint:
             return dequantize(data, gtype).astype(np.float32).reshape(shape)
 
         return SourceTensor(name, shape, gtype, load, to_float)
+
+
+def need_arch_meta(ckpt: GGUFCheckpoint, key: str) -> Any:
+    """ckpt.arch_meta(key) that a model cannot do without: missing, a conversion left it out."""
+    value = ckpt.arch_meta(key)
+    if value is None:
+        raise UnsupportedModelError(
+            f"{ckpt.path}: GGUF metadata '{ckpt.architecture}.{key}' is missing; "
+            "re-convert the model with llama.cpp's convert_hf_to_gguf.py"
+        )
+    return value

@@ -6,22 +6,10 @@ llama.cpp writes every hyper-parameter under the architecture's own prefix
 
 from __future__ import annotations
 
-from typing import Any
-
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends.decoder_config import DecoderConfig
-from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint, need_arch_meta
 from mlcx.frontends.gguf.rope import gguf_rope_scaling
-
-
-def _need(ckpt: GGUFCheckpoint, key: str) -> Any:
-    value = ckpt.arch_meta(key)
-    if value is None:
-        raise UnsupportedModelError(
-            f"{ckpt.path}: GGUF metadata '{ckpt.architecture}.{key}' is missing; "
-            "re-convert the model with llama.cpp's convert_hf_to_gguf.py"
-        )
-    return value
 
 
 def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
@@ -39,19 +27,19 @@ def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
 def decoder_config_from_gguf(
     ckpt: GGUFCheckpoint, qkv_bias: bool, default_rms_eps: float, qk_norm: bool = False
 ) -> DecoderConfig:
-    hidden = int(_need(ckpt, "embedding_length"))
-    heads = int(_need(ckpt, "attention.head_count"))
+    hidden = int(need_arch_meta(ckpt, "embedding_length"))
+    heads = int(need_arch_meta(ckpt, "attention.head_count"))
     head_dim = _head_dim(ckpt, hidden, heads)
     tokens = ckpt.meta("tokenizer.ggml.tokens") or []
     return DecoderConfig(
         vocab_size=int(ckpt.arch_meta("vocab_size", len(tokens))),
         hidden_size=hidden,
-        intermediate_size=int(_need(ckpt, "feed_forward_length")),
-        num_layers=int(_need(ckpt, "block_count")),
+        intermediate_size=int(need_arch_meta(ckpt, "feed_forward_length")),
+        num_layers=int(need_arch_meta(ckpt, "block_count")),
         num_heads=heads,
         num_kv_heads=int(ckpt.arch_meta("attention.head_count_kv", heads)),
         head_dim=head_dim,
-        context_window=int(_need(ckpt, "context_length")),
+        context_window=int(need_arch_meta(ckpt, "context_length")),
         rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),
         rope_theta=float(ckpt.arch_meta("rope.freq_base", 10000.0)),
         rope_scaling=gguf_rope_scaling(ckpt, head_dim),

@@ -11,20 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from mlcx.errors import UnsupportedModelError
-from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint, need_arch_meta
 from mlcx.kernels.rope_scaling import yarn_attention_factor
 
 ROPE_FREQS = "rope_freqs.weight"
-
-
-def _need(ckpt: GGUFCheckpoint, key: str) -> Any:
-    value = ckpt.arch_meta(key)
-    if value is None:
-        raise UnsupportedModelError(
-            f"{ckpt.path}: GGUF metadata '{ckpt.architecture}.{key}' is missing; "
-            "re-convert the model with llama.cpp's convert_hf_to_gguf.py"
-        )
-    return value
 
 
 def _none(ckpt: GGUFCheckpoint) -> dict[str, Any]:
@@ -32,7 +22,7 @@ def _none(ckpt: GGUFCheckpoint) -> dict[str, Any]:
 
 
 def _linear(ckpt: GGUFCheckpoint) -> dict[str, Any]:
-    return {"rope_type": "linear", "factor": float(_need(ckpt, "rope.scaling.factor"))}
+    return {"rope_type": "linear", "factor": float(need_arch_meta(ckpt, "rope.scaling.factor"))}
 
 
 def _yarn(ckpt: GGUFCheckpoint) -> dict[str, Any]:
@@ -44,13 +34,13 @@ def _yarn(ckpt: GGUFCheckpoint) -> dict[str, Any]:
                 f"{ckpt.path}: YaRN with '{ckpt.architecture}.{key}' is not supported "
                 "(mlcx reads the YaRN of Qwen-style configs); compile the Hugging Face folder"
             )
-    factor = float(_need(ckpt, "rope.scaling.factor"))
+    factor = float(need_arch_meta(ckpt, "rope.scaling.factor"))
     original = ckpt.arch_meta("rope.scaling.original_context_length")
     attention = ckpt.arch_meta("rope.scaling.yarn_attn_factor") or yarn_attention_factor(factor)
     return {
         "rope_type": "yarn",
         "factor": factor,
-        "original_max_position_embeddings": int(original or _need(ckpt, "context_length")),
+        "original_max_position_embeddings": int(original or need_arch_meta(ckpt, "context_length")),
         "beta_fast": float(ckpt.arch_meta("rope.scaling.yarn_beta_fast") or 32.0),
         "beta_slow": float(ckpt.arch_meta("rope.scaling.yarn_beta_slow") or 1.0),
         "attention_factor": float(attention) * float(ckpt.arch_meta("rope.scaling.attn_factor", 1)),
