@@ -123,7 +123,7 @@ def export_model(req: CompileRequest) -> ExportedModel:
     heads = (cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
     layout = KVLayout(*heads, req.page_size, quant.activation_dtype, kv_dtype, target.kernel_kind)
     gpu = gpu_config(tvm_target, options.subgroups)
-    kv_ops = PagedKVOps(layout, target.kernel_kind, tvm_target, gpu)
+    kv_ops = PagedKVOps(layout, tvm_target, gpu)
     # the model is built for the compiled context (LongRoPE picks its factors by it)
     model = source.arch.build(replace(cfg, context_window=context_window), formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())

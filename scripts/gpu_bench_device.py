@@ -21,13 +21,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from gpu_bench_stage import install, stage, unpack  # beside this script: on sys.path
+from gpu_bench_clock import left, python, say  # beside this script: on sys.path
+from gpu_bench_stage import install, stage, unpack
 
-START = time.monotonic()
-BUDGET = float(os.environ.get("GPU_BENCH_BUDGET", "570"))  # seconds, of the 600 a call has
 ROOT = Path(__file__).resolve().parents[1]
 CARRY = ROOT / ".gpu"
 WORK = Path(os.environ.get("GPU_BENCH_WORK", "/tmp/gpu-bench"))
@@ -35,20 +33,6 @@ MODELS = ["smollm2-135m", "llama-3.2-1b-random", "llama-3.1-8b-random"]
 # seconds a model's bench may take at most (compile included), and what it must leave after
 STEP_LIMIT = {"smollm2-135m": 240, "llama-3.2-1b-random": 180, "llama-3.1-8b-random": 300}
 RESULTS: dict = {"models": {}}
-
-
-def say(*parts) -> None:
-    print(f"[{time.monotonic() - START:6.1f}s]", *parts, flush=True)
-
-
-def left() -> float:
-    return BUDGET - (time.monotonic() - START)
-
-
-def python(env, code: str, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout
-    )
 
 
 def device_info(env) -> None:

@@ -14,11 +14,7 @@ import numpy as np
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.kv_budget import kv_budget
 from mlcx.bench.bandwidth import measure_read_bandwidth
-from mlcx.bench.mlcx_engine import (
-    MlcxEngine,
-    peak_memory_bytes,
-    weight_bytes_per_token,
-)
+from mlcx.bench.mlcx_engine import MlcxEngine, peak_memory_bytes, weight_bytes_per_token
 from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.peers import PEERS
 from mlcx.bench.profile import check_profilable, profile_steps

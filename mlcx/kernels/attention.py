@@ -49,26 +49,15 @@ def _private(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 
 class PagedKVOps:
-    """Builds the kernels for one KV layout and target kind ("cpu" or "gpu")."""
+    """Builds the kernels for one KV layout, for the kernel kind it names ("cpu" or "gpu")."""
 
     def __init__(
-        self,
-        layout: KVLayout,
-        kernel_kind: str,
-        target: Target | None = None,
-        gpu: GpuConfig | None = None,
+        self, layout: KVLayout, target: Target | None = None, gpu: GpuConfig | None = None
     ):
-        if kernel_kind not in ("cpu", "gpu"):
-            raise ValueError(f"kernel kind must be 'cpu' or 'gpu', not {kernel_kind!r}")
-        if kernel_kind == "gpu" and target is None:
+        if layout.kernel_kind == "gpu" and target is None:
             raise ValueError("GPU attention kernels need the TVM target")
-        if layout.kernel_kind != kernel_kind:
-            raise ValueError(
-                f"the KV layout is for {layout.kernel_kind} kernels, not {kernel_kind}; build "
-                f"it with KVLayout(..., kernel_kind={kernel_kind!r})"
-            )
         self.layout = layout
-        self.kind = kernel_kind
+        self.kind = layout.kernel_kind  # KVLayout validated it
         self.target = target
         self.gpu = gpu or (gpu_config(target) if target is not None else GpuConfig())
 
