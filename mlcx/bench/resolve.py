@@ -23,6 +23,7 @@ class CompileChoice:
     kv_dtype: str | None  # None: the math's
     threads: int
     tuning_db: Path | None
+    linear_kernels: str | None = None  # cpu (LinearKernels' value); None: compile's default
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,12 @@ def _request(source: str, choice: CompileChoice):
     from mlcx.jit import artifact_dir
     from mlcx.targets.base import BuildOptions
 
-    options = BuildOptions(num_threads=choice.threads, tuning_db=choice.tuning_db)
+    from mlcx.kernels.cpu.kernel_config import LinearKernels
+
+    kernels = LinearKernels(choice.linear_kernels) if choice.linear_kernels else None
+    options = BuildOptions(
+        num_threads=choice.threads, tuning_db=choice.tuning_db, linear_kernels=kernels
+    )
     req = CompileRequest(
         source, choice.target, choice.quantization, options=options, kv_dtype=choice.kv_dtype
     )

@@ -53,6 +53,11 @@ class BlockTiledReader:
         return self.fmt.affine or self.subs == 1
 
     @property
+    def quads(self) -> bool:
+        """No int8 quad planes (mlcx.kernels.cpu.tiled_dots) for these formats yet."""
+        return False
+
+    @property
     def signed_codes(self) -> bool:
         return not self.has_offset
 

@@ -93,6 +93,13 @@ def madd_i16(a, b, lanes: int):
     return even + odd
 
 
+def dot_u8s8(acc, a, b):
+    """acc (int32 x 16) + the sums of four u8 x s8 products per lane (a: 64 unsigned bytes,
+    b: 64 signed bytes, both as int8 x 64): one `vpdpbusd`, so AVX512-VNNI hosts only
+    (KernelConfig.int8_dot). No saturation: codes below 16 against |b| <= 127 cannot overflow."""
+    return T.call_llvm_pure_intrin("int32x16", "llvm.x86.avx512.vpdpbusd.512", acc, a, b)
+
+
 def prefetch(buffer, index) -> None:
     """Hint the cache line holding buffer[index] into L1 (a statement; never faults)."""
     i32 = lambda v: tirx.const(v, "int32")  # noqa: E731
