@@ -47,7 +47,7 @@ class ArtifactConfig:
     source: str = ""
     tuning_db: str | None = None
     kv_dtype: str = ""  # of the KV pages; "" (artifacts from before it was a choice): activations'
-    # cpu: which kernels compute the linear layers (LinearKernels: int16, int8, float, tvm); None on other targets
+    # cpu: which kernels compute the linear layers (LinearKernels); None on other targets
     linear_kernels: str | None = None
     # cuda: decode batches up to this many rows replay CUDA graphs (runtime.backends.decode_graph)
     decode_graph_batch: int | None = None

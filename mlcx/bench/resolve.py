@@ -65,9 +65,8 @@ def _request(source: str, choice: CompileChoice):
     """The compile request of `choice` (its output: the JIT cache's folder for it)."""
     from mlcx.compile import CompileRequest
     from mlcx.jit import artifact_dir
-    from mlcx.targets.base import BuildOptions
-
     from mlcx.kernels.cpu.kernel_config import LinearKernels
+    from mlcx.targets.base import BuildOptions
 
     kernels = LinearKernels(choice.linear_kernels) if choice.linear_kernels else None
     options = BuildOptions(

@@ -23,7 +23,7 @@ from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
 EPS = 1e-5
-HAS_VNNI = INT8_DOT_FEATURES <= set(codegen.llvm_get_cpu_features(TARGET))
+HAS_VNNI = set(codegen.llvm_get_cpu_features(TARGET)) >= INT8_DOT_FEATURES
 needs_vnni = pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX512-VNNI")
 
 
@@ -73,7 +73,9 @@ def test_long_steps_match_int8_math(fmt_name, kind, k, n, tokens):
 
 @needs_vnni
 def test_short_steps_stay_int16():
-    out, rows, weight = _run("int4-sym-g32-float16-t16", "plain", 576, 192, 16, np.random.default_rng(3))
+    out, rows, weight = _run(
+        "int4-sym-g32-float16-t16", "plain", 576, 192, 16, np.random.default_rng(3)
+    )
     want = rows @ weight.T
     assert np.abs(out - want).max() <= 1e-4 * np.abs(want).max()
 

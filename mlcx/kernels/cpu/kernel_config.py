@@ -130,5 +130,5 @@ class KernelConfig:
             gemm_tokens=4 if registers == 16 else 8,
             batch_tokens=max(2, registers * lanes // (4 * 16)),
             linear_kernels=linear_kernels,
-            int8_dot=INT8_DOT_FEATURES <= cpu_features(target),
+            int8_dot=cpu_features(target) >= INT8_DOT_FEATURES,
         )

@@ -126,7 +126,9 @@ def quantize_row(source: RowSource, bufs: Buffers, t, dest: QuantizedRows, row, 
         amax = T.bind(vec.hmax(T.fabs(v), CHUNK))
         inv = T.bind(T.Select(amax > vec.f32(0.0), vec.f32(top) / amax, vec.f32(0.0)))
         rounded = T.bind(T.round(T.Shuffle([v], order) * vec.splat(inv, CHUNK)))
-        T.buffer_store(dest.codes, T.Cast(f"{dtype}x32", rounded), [row, vec.ramp(c * CHUNK, CHUNK)])
+        T.buffer_store(
+            dest.codes, T.Cast(f"{dtype}x32", rounded), [row, vec.ramp(c * CHUNK, CHUNK)]
+        )
         scale = T.bind(amax * vec.f32(1.0 / top))
         T.buffer_store(dest.scales, scale, [row, c])
         # The weights' offsets multiply the sum of what the dot products saw: the rounded codes
