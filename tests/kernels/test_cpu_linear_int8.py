@@ -59,6 +59,7 @@ def _run(fmt_name: str, kind: str, k: int, n: int, tokens: int, rng):
     [
         ("int4-affine-g32-float16-t16", "rmsnorm", 576, 960),  # GGUF Q4_1, row-tiled
         ("int4-sym-g32-float16-t16", "swiglu", 1536, 576),  # GGUF Q4_0
+        ("q4_k-t16", "plain", 512, 192),  # K-quant super-blocks of 256
     ],
 )
 @pytest.mark.parametrize("tokens", [17, 40])

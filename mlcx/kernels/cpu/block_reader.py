@@ -54,8 +54,15 @@ class BlockTiledReader:
 
     @property
     def quads(self) -> bool:
-        """No int8 quad planes (mlcx.kernels.cpu.tiled_dots) for these formats yet."""
-        return False
+        """Whether quarter_quads serves this format: plain 4-bit codes with one scale and an
+        offset per chunk (Q4_K). High bits, per-16 scales and centred codes stay int16."""
+        return not self.fmt.high and self.has_offset and self.subs == 1
+
+    def quarter_quads(self, views, band, chunk, quarter) -> list:
+        """The quarter's nibbles as 2 planes of bytes, as TiledReader.quarter_quads (the low
+        nibbles sit in the same order)."""
+        block = band * views["chunks"] + chunk
+        return vec.nibble_bytes(views["codes"][block * 4 + quarter, vec.ramp(0, WORDS)], WORDS)
 
     @property
     def signed_codes(self) -> bool:

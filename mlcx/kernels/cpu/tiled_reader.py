@@ -102,14 +102,7 @@ class TiledReader:
         """The same quarter as 2 planes of 64 unsigned bytes (as int8 x 64): bytes 4r .. 4r + 3
         are row r's codes of the quarter's features (0, 4, 1, 5), then (2, 6, 3, 7)."""
         block = band * views["chunks"] + chunk
-        words = views["codes"][block * 4 + quarter, vec.ramp(0, WORDS)]
-        lanes = T.bind(T.reinterpret(f"uint32x{ROWS}", words))
-        low = vec.splat(tirx.const(0x0F0F0F0F, "uint32"), ROWS)
-        four = vec.splat(tirx.const(4, "uint32"), ROWS)
-        return [
-            T.reinterpret(f"int8x{4 * ROWS}", lanes & low),
-            T.reinterpret(f"int8x{4 * ROWS}", (lanes >> four) & low),
-        ]
+        return vec.nibble_bytes(views["codes"][block * 4 + quarter, vec.ramp(0, WORDS)], WORDS)
 
     def prefetch_quarter(self, views, band, chunk, quarter, ahead_bytes: int) -> None:
         """Hint the cache lines `ahead_bytes` past this quarter's codes into L1."""
