@@ -55,14 +55,15 @@ def _run(fmt_name: str, kind: str, k: int, n: int, tokens: int, rng):
 
 @needs_vnni
 @pytest.mark.parametrize(
-    "fmt_name, kind, k, n",
+    "fmt_name, kind, k, n, tokens",
     [
-        ("int4-affine-g32-float16-t16", "rmsnorm", 576, 960),  # GGUF Q4_1, row-tiled
-        ("int4-sym-g32-float16-t16", "swiglu", 1536, 576),  # GGUF Q4_0
-        ("q4_k-t16", "plain", 512, 192),  # K-quant super-blocks of 256
+        ("int4-affine-g32-float16-t16", "rmsnorm", 576, 960, 17),  # GGUF Q4_1, row-tiled
+        ("int4-sym-g32-float16-t16", "swiglu", 1536, 576, 40),  # GGUF Q4_0
+        ("q4_k-t16", "plain", 512, 192, 40),  # K-quant super-blocks of 256
+        ("q5_0-t16", "rmsnorm", 576, 192, 17),  # a fifth bit from the high plane, centred codes
+        ("q5_k-t16", "swiglu", 512, 192, 25),
     ],
 )
-@pytest.mark.parametrize("tokens", [17, 40])
 def test_long_steps_match_int8_math(fmt_name, kind, k, n, tokens):
     out, rows, weight = _run(fmt_name, kind, k, n, tokens, np.random.default_rng(tokens + k))
     want = _int8_rows(rows) @ weight.T
