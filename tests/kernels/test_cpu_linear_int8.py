@@ -62,6 +62,7 @@ def _run(fmt_name: str, kind: str, k: int, n: int, tokens: int, rng):
         ("q4_k-t16", "plain", 512, 192, 40),  # K-quant super-blocks of 256
         ("q5_0-t16", "rmsnorm", 576, 192, 17),  # a fifth bit from the high plane, centred codes
         ("q5_k-t16", "swiglu", 512, 192, 25),
+        ("q6_k-t16", "plain", 512, 192, 17),  # scales per 16, codes centred on 32
     ],
 )
 def test_long_steps_match_int8_math(fmt_name, kind, k, n, tokens):

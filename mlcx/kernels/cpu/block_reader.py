@@ -66,9 +66,8 @@ class BlockTiledReader:
 
     @property
     def quads(self) -> bool:
-        """Whether quarter_quads serves this format: one scale and one offset a chunk (Q4_K,
-        Q5_0, Q5_1, Q5_K). Q6_K's scales per 16 features stay int16."""
-        return self.subs == 1
+        """Whether quarter_quads serves this format: one scale a chunk, or Q6_K's two."""
+        return self.subs in (1, 2)
 
     def quarter_quads(self, views, band, chunk, quarter) -> list:
         """The quarter's unsigned codes as 2 planes of bytes in TiledReader.quarter_quads'

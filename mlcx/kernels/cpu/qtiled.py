@@ -60,11 +60,15 @@ def _block(spec, reader, dots, views, q, words, band, t0, count: int, ahead: int
                     acc = dots.accumulate(iacc[i, rv], w, words[t0 + t, first + m])
                     T.buffer_store(iacc, acc, [i, rv])
         wsc = [T.bind(reader.scales(views, band, g, s)) for s in range(subs)]
-        woff = T.bind(reader.offsets(views, band, g)) if reader.has_offset else None
+        woff = [
+            T.bind(o) if o is not None else None for o in dots.offsets(reader, views, band, g, wsc)
+        ]
         for t in range(count):
-            value = q.scaled_dots(iacc[t * subs, rv], wsc[0], woff, t0 + t, g, ROWS)
-            for s in range(1, subs):
-                value = value + q.scaled_dots(iacc[t * subs + s, rv], wsc[s], None, t0 + t, g, ROWS)
+            value = None
+            for s in range(subs):
+                half = s if len(woff) > 1 else None
+                dot = q.scaled_dots(iacc[t * subs + s, rv], wsc[s], woff[s], t0 + t, g, ROWS, half)
+                value = dot if value is None else value + dot
             T.buffer_store(facc, facc[t, rv] + value, [t, rv])
     for t in range(count):
         store_out(spec, views["bufs"], t0 + t, vec.ramp(band * ROWS, ROWS), facc[t, rv])
