@@ -14,7 +14,7 @@ import pytest
 import tvm
 from tvm.target import codegen
 
-from mlcx.kernels.cpu.kernel_config import INT8_DOT_FEATURES, KernelConfig, LinearKernels
+from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels, has_int8_dot
 from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
@@ -23,7 +23,7 @@ from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
 EPS = 1e-5
-HAS_VNNI = set(codegen.llvm_get_cpu_features(TARGET)) >= INT8_DOT_FEATURES
+HAS_VNNI = has_int8_dot(TARGET)
 needs_vnni = pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX512-VNNI")
 
 
