@@ -40,6 +40,7 @@ COMPILING_SOURCES = (
     "targets",
     "artifact",
     "compile.py",
+    "compile_embed.py",
     "formats.py",
 )
 SMALL_FILE = 1 << 20  # files up to this size are keyed by content, larger ones by size+mtime
