@@ -57,6 +57,9 @@ class Embedder:
         """Token ids of each input, checked against the model's limits (InvalidFieldError)."""
         if isinstance(inputs, str) or not inputs:
             raise InvalidFieldError("input must be a non-empty list of texts or token lists", "input")
+        empty = [i for i, x in enumerate(inputs) if isinstance(x, str) and not x]
+        if empty:  # it would embed the special tokens alone, as OpenAI's API refuses to
+            raise InvalidFieldError(f"input[{empty[0]}] is an empty string", "input")
         prompts = [self.encode(x) if isinstance(x, str) else list(x) for x in inputs]
         for index, ids in enumerate(prompts):
             self._check(index, ids)
