@@ -98,7 +98,9 @@ def compile_embedding(
         source=str(folder.resolve()),
     )
     (output / CONFIG_FILE).write_text(config.to_json())
-    log.info("compiled %s for %s in %.1f s", source.name, target.name, time.perf_counter() - started)
+    log.info(
+        "compiled %s for %s in %.1f s", source.name, target.name, time.perf_counter() - started
+    )
     return output
 
 

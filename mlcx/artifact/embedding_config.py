@@ -63,7 +63,7 @@ class EmbeddingArtifactConfig:
 
 
 def artifact_task(path: Path | str) -> str | None:
-    """"embed" or "generate" for an artifact directory; None where `path` is not one."""
+    """ "embed" or "generate" for an artifact directory; None where `path` is not one."""
     config_path = Path(path) / CONFIG_FILE
     if not config_path.is_file():
         return None
@@ -85,7 +85,9 @@ class EmbeddingArtifact:
         try:
             self.config = EmbeddingArtifactConfig.from_json(config_path.read_text(), config_path)
         except (ValueError, KeyError, TypeError) as err:
-            raise ArtifactError(f"{config_path} is malformed ({err}); recompile the model") from None
+            raise ArtifactError(
+                f"{config_path} is malformed ({err}); recompile the model"
+            ) from None
 
     @property
     def library_path(self) -> Path:

@@ -51,7 +51,9 @@ def _read(path: Path) -> Any:
 def _mode(folder: Path, module_path: str) -> str:
     config = _read(folder / module_path / "config.json")
     modes = [mode for flag, mode in _ST_FLAGS.items() if config.get(flag)]
-    others = [k for k, v in config.items() if k.startswith("pooling_mode") and v and k not in _ST_FLAGS]
+    others = [
+        k for k, v in config.items() if k.startswith("pooling_mode") and v and k not in _ST_FLAGS
+    ]
     if len(modes) != 1 or others:
         raise ModelSourceError(
             f"{folder / module_path}/config.json: mlcx pools by exactly one of mean, CLS or last "

@@ -12,7 +12,7 @@ import numpy as np
 
 from mlcx.artifact.embedding_config import EmbeddingArtifact
 from mlcx.runtime.core.stats import EngineStats
-from mlcx.runtime.embedder import EmbedInput, Embedder
+from mlcx.runtime.embedder import Embedder, EmbedInput
 
 
 @dataclass(frozen=True)

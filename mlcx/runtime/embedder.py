@@ -37,8 +37,12 @@ class EmbedLimits:
 
 
 class Embedder:
-    def __init__(self, artifact: EmbeddingArtifact | str | Path, limits: EmbedLimits = EmbedLimits()):
-        self.artifact = artifact if isinstance(artifact, EmbeddingArtifact) else EmbeddingArtifact(artifact)
+    def __init__(
+        self, artifact: EmbeddingArtifact | str | Path, limits: EmbedLimits = EmbedLimits()
+    ):
+        self.artifact = (
+            artifact if isinstance(artifact, EmbeddingArtifact) else EmbeddingArtifact(artifact)
+        )
         self.config = self.artifact.config
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)
         self.runner = EmbedRunner(self.artifact)
@@ -56,7 +60,9 @@ class Embedder:
     def prepare(self, inputs: Sequence[EmbedInput]) -> list[list[int]]:
         """Token ids of each input, checked against the model's limits (InvalidFieldError)."""
         if isinstance(inputs, str) or not inputs:
-            raise InvalidFieldError("input must be a non-empty list of texts or token lists", "input")
+            raise InvalidFieldError(
+                "input must be a non-empty list of texts or token lists", "input"
+            )
         empty = [i for i, x in enumerate(inputs) if isinstance(x, str) and not x]
         if empty:  # it would embed the special tokens alone, as OpenAI's API refuses to
             raise InvalidFieldError(f"input[{empty[0]}] is an empty string", "input")
@@ -89,7 +95,9 @@ class Embedder:
                 "dimensions",
             )
         if not 1 <= dimensions <= hidden:
-            raise InvalidFieldError(f"dimensions must be in [1, {hidden}], not {dimensions}", "dimensions")
+            raise InvalidFieldError(
+                f"dimensions must be in [1, {hidden}], not {dimensions}", "dimensions"
+            )
 
     def embed(self, inputs: Sequence[EmbedInput], dimensions: int | None = None) -> np.ndarray:
         """float32 [len(inputs), dimensions or hidden]; unit length where the model's are."""

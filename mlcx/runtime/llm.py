@@ -21,7 +21,7 @@ from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Completion, Delta
-from mlcx.runtime.embedder import EmbedInput, Embedder
+from mlcx.runtime.embedder import Embedder, EmbedInput
 from mlcx.runtime.sample.params import SamplingParams
 
 Prompt = str | list[int]

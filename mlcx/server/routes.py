@@ -56,7 +56,9 @@ def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) 
         fmt = ChatFormat(body.model, engine.tokenizer, plan.include_usage, plan.tool_plan)
         return await respond(request, await start(engine, plan), plan, fmt, timer)
 
-    @router.post("/v1/embeddings", responses=openapi.errors(config, "/v1/embeddings", 400, 404, 413, 503))
+    @router.post(
+        "/v1/embeddings", responses=openapi.errors(config, "/v1/embeddings", 400, 404, 413, 503)
+    )
     async def embeddings(body: EmbeddingRequest) -> JSONResponse:
         embedder = host.require_embedder(body.model)
         return JSONResponse(await create_embeddings(embedder, body))

@@ -129,6 +129,8 @@ def test_chat_routes_refuse_an_embedding_model(server):
 def test_embeddings_refuse_a_chat_model(compiled):
     from mlcx.runtime.core.engine import Engine
 
-    with live_server(create_app(Engine(compiled()))) as url:
-        with pytest.raises(openai.BadRequestError, match="has no embeddings"):
-            _client(url).embeddings.create(model=_name(url), input="hi")
+    with (
+        live_server(create_app(Engine(compiled()))) as url,
+        pytest.raises(openai.BadRequestError, match="has no embeddings"),
+    ):
+        _client(url).embeddings.create(model=_name(url), input="hi")

@@ -48,12 +48,21 @@ def write_sentence_transformers(folder: Path, mode: str, normalize: bool) -> Non
     flags["last"] = "pooling_mode_lasttoken"
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {
+            "idx": 1,
+            "name": "1",
+            "path": "1_Pooling",
+            "type": "sentence_transformers.models.Pooling",
+        },
     ]
     if normalize:
         modules.append(
-            {"idx": 2, "name": "2", "path": "2_Normalize",
-             "type": "sentence_transformers.models.Normalize"}
+            {
+                "idx": 2,
+                "name": "2",
+                "path": "2_Normalize",
+                "type": "sentence_transformers.models.Normalize",
+            }
         )
     (folder / "modules.json").write_text(json.dumps(modules))
     (folder / "1_Pooling").mkdir(exist_ok=True)

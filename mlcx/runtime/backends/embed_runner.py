@@ -28,7 +28,10 @@ class EmbedRunner:
         except Exception as err:
             raise ArtifactError(f"cannot load {artifact.library_path} ({err}); recompile") from None
         self.vm = relax.VirtualMachine(module, self.device)
-        params = [tvm.runtime.tensor(np.asarray(a), self.device) for _, a in load_arrays(artifact.params_dir)]
+        params = [
+            tvm.runtime.tensor(np.asarray(a), self.device)
+            for _, a in load_arrays(artifact.params_dir)
+        ]
         self._params = tvm_ffi.convert(params)
 
     def run(self, batch: EmbedBatch) -> np.ndarray:
