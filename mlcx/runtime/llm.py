@@ -43,6 +43,10 @@ class LLM:
             )
         return self._engine
 
+    @engine.setter
+    def engine(self, engine: Engine) -> None:
+        self._engine = engine
+
     def embed(self, texts: str | Sequence[EmbedInput], dimensions: int | None = None) -> np.ndarray:
         """float32 [len(texts), dimensions or hidden]: one vector per text (or token-id list),
         in batches; ValueError for an empty input or one past the model's token limit.
