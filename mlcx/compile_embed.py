@@ -20,7 +20,8 @@ from mlcx.artifact.weight_shards import ShardWriter
 from mlcx.errors import ModelSourceError, UnsupportedModelError
 from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.embedding_source import EmbeddingSource, load_embedding_source
-from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
+from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.quantization.schemes import get_quantization
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.registry import get_target
@@ -67,12 +68,12 @@ def compile_embedding(
     quant = _checked_quantization(quantization)
     report("export", 0, 1)
     source = load_embedding_source(folder)
-    formats = plan_formats(source.weights, source.tensors, quant)
+    kernels = resolve_linear_kernels(options.linear_kernels, options.tuning_db)
+    options = replace(options, linear_kernels=kernels)
+    formats = plan_formats(source.weights, source.tensors, quant, cpu_weight_layout(kernels))
     model = source.arch.build(source.config, formats, quant.activation_dtype)
     mod, params = model.export_tvm(spec=model.export_spec())
     report("build", 0, 1)
-    # TVM's own matmuls: mlcx's hand-written CPU linears expect the decoder's weight layouts
-    options = replace(options, linear_kernels=LinearKernels.TVM)
     tvm_target = target.tvm_target(options)
     executable = target.build(mod, tvm_target, options)
     if output.exists():

@@ -30,11 +30,12 @@ class EncoderLayer(nn.Module):
         self.down = QLinear(cfg.intermediate_size, h, formats[p + "down"], dtype, True)
         self.out_norm = nn.LayerNorm(h, cfg.layer_norm_eps, dtype=dtype)
 
-    def forward(self, x: nn.Tensor, bias: nn.Tensor, batch, seq) -> nn.Tensor:
+    def forward(self, x: nn.Tensor, bias: nn.Tensor) -> nn.Tensor:
         cfg = self.cfg
-        qkv = op.reshape(self.qkv(x), (batch, seq, 3 * cfg.num_heads, cfg.head_dim))
-        q, k, v = op.split(qkv, 3, axis=2)
-        out = op.reshape(dense_attention(q, k, v, bias), (batch * seq, cfg.hidden_size))
+        tokens = x.shape[0]
+        qkv = op.reshape(self.qkv(x), (tokens, 3 * cfg.num_heads, cfg.head_dim))
+        q, k, v = op.split(qkv, 3, axis=1)
+        out = op.reshape(dense_attention(q, k, v, bias), (tokens, cfg.hidden_size))
         x = self.attn_norm(x + self.attn_out(out))
         return self.out_norm(x + self.down(_GELU[cfg.hidden_act](self.up(x))))
 
@@ -51,14 +52,11 @@ class BertEncoder(nn.Module):
         )
 
     def embed(self, input_ids, positions, mask, pool):
-        batch, seq = input_ids.shape
-        ids = op.reshape(input_ids, (batch * seq,))
-        where = op.reshape(positions, (batch * seq,))
-        x = self.words(ids) + op.take(self.positions, where, axis=0) + self.token_type
+        x = self.words(input_ids) + op.take(self.positions, positions, axis=0) + self.token_type
         x = self.embed_norm(x)
         bias = attention_bias(mask, causal=False)
         for layer in self.layers:
-            x = layer(x, bias, batch, seq)
+            x = layer(x, bias)
         return pooled(x, pool)
 
     def export_spec(self) -> dict:

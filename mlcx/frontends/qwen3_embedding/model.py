@@ -38,17 +38,17 @@ class RopeAttention(nn.Module):
         self.q_norm = _rms(cfg, cfg.head_dim, dtype) if cfg.qk_norm else None
         self.k_norm = _rms(cfg, cfg.head_dim, dtype) if cfg.qk_norm else None
 
-    def forward(self, x, positions, bias, batch, seq) -> nn.Tensor:
+    def forward(self, x, positions, bias) -> nn.Tensor:
         cfg = self.cfg
         heads = cfg.num_heads + 2 * cfg.num_kv_heads
-        qkv = op.reshape(self.qkv(x), (batch * seq, heads, cfg.head_dim))
+        tokens = x.shape[0]
+        qkv = op.reshape(self.qkv(x), (tokens, heads, cfg.head_dim))
         q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = self._rope(q, positions), self._rope(k, positions)
-        shaped = [op.reshape(t, (batch, seq, t.shape[1], cfg.head_dim)) for t in (q, k, v)]
-        out = dense_attention(*shaped, bias)
-        return self.o(op.reshape(out, (batch * seq, cfg.num_heads * cfg.head_dim)))
+        out = dense_attention(q, k, v, bias)
+        return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim)))
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
         theta, scaling = self.rope
@@ -65,8 +65,8 @@ class EmbedderLayer(nn.Module):
         self.post_attn_norm = _rms(cfg, cfg.hidden_size, dtype)
         self.mlp = GatedMLP(cfg, formats, prefix + "mlp.", dtype)
 
-    def forward(self, x, positions, bias, batch, seq) -> nn.Tensor:
-        x = x + self.attn(self.input_norm(x), positions, bias, batch, seq)
+    def forward(self, x, positions, bias) -> nn.Tensor:
+        x = x + self.attn(self.input_norm(x), positions, bias)
         return x + self.mlp(self.post_attn_norm(x))
 
 
@@ -79,12 +79,10 @@ class DecoderEmbedder(nn.Module):
         self.norm = _rms(cfg, cfg.hidden_size, dtype)
 
     def embed(self, input_ids, positions, mask, pool):
-        batch, seq = input_ids.shape
-        x = self.words(op.reshape(input_ids, (batch * seq,)))
-        where = op.reshape(positions, (batch * seq,))
+        x = self.words(input_ids)
         bias = attention_bias(mask, causal=True)
         for layer in self.layers:
-            x = layer(x, where, bias, batch, seq)
+            x = layer(x, positions, bias)
         return pooled(self.norm(x), pool)
 
     def export_spec(self) -> dict:

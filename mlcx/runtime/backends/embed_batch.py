@@ -49,5 +49,6 @@ class EmbedBatch:
         return cls(ids, positions, mask, pool)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """In the exported function's order (EMBED_INPUTS)."""
-        return self.input_ids, self.positions, self.mask, self.pool
+        """In the exported function's order (EMBED_INPUTS); ids and positions flattened
+        row-major, as the graph reads them."""
+        return self.input_ids.reshape(-1), self.positions.reshape(-1), self.mask, self.pool
