@@ -24,6 +24,7 @@ from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.passes.tuning.records import resolve_linear_kernels
 from mlcx.quantization.schemes import get_quantization
 from mlcx.targets.base import BuildOptions
+from mlcx.targets.device_code import ACTIVATION_DTYPE
 from mlcx.targets.registry import get_target
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def compile_embedding(
     formats = plan_formats(source.weights, source.tensors, quant, cpu_weight_layout(kernels))
     model = source.arch.build(source.config, formats, quant.activation_dtype)
     mod, params = model.export_tvm(spec=model.export_spec())
+    mod = mod.with_attr(ACTIVATION_DTYPE, quant.activation_dtype)
     report("build", 0, 1)
     tvm_target = target.tvm_target(options)
     executable = target.build(mod, tvm_target, options)

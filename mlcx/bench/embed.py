@@ -20,7 +20,7 @@ from mlcx.runtime.embedder import Embedder, EmbedLimits
 class EmbedBenchSpec:
     texts: int = 256
     tokens: int = 128  # per text; at most the model's limit
-    batch: int = 32
+    batch: int = 8
     reps: int = 3
     seed: int = 0
 

@@ -14,7 +14,7 @@ def bench_embed_command(
     ],
     texts: Annotated[int, typer.Option(help="Texts per timed run.")] = 256,
     tokens: Annotated[int, typer.Option(help="Tokens per text (fixed ids).")] = 128,
-    batch: Annotated[int, typer.Option(help="Texts per call of the model.")] = 32,
+    batch: Annotated[int, typer.Option(help="Texts per call of the model.")] = 8,
     reps: Annotated[int, typer.Option(help="Timed runs; the median is reported.")] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:

@@ -118,6 +118,13 @@ def test_bad_inputs_get_400_with_the_envelope(server, body, param):
     assert error["param"] == param
 
 
+def test_models_health_and_metrics_answer(server):
+    url, _, name = server
+    assert _name(url) == name
+    assert httpx.get(f"{url}/health").json() == {"status": "ok"}
+    assert httpx.get(f"{url}/metrics").status_code == 200
+
+
 def test_chat_routes_refuse_an_embedding_model(server):
     url, _, _ = server
     with pytest.raises(openai.BadRequestError, match="embedding model"):
