@@ -26,7 +26,17 @@ def test_bench_embed_reports_texts_per_second(embedding_model):
 def test_compile_refuses_targets_it_cannot_build_for(embedding_model, tmp_path):
     folder, _ = embedding_model("qwen3")
     result = run_mlcx("compile", str(folder), "-o", str(tmp_path / "out"), "--target", "webgpu")
-    assert "compile for cpu only, not 'webgpu'" in one_line_error(result)
+    assert "compile for cpu, cuda, metal only, not 'webgpu'" in one_line_error(result)
+
+
+def test_cuda_compiles(embedding_model, tmp_path):
+    """Codegen only (no GPU here runs it); metal builds through the same GPU pipeline."""
+    from mlcx.artifact.embedding_config import EmbeddingArtifact
+    from mlcx.compile_embed import compile_embedding
+
+    folder, _ = embedding_model("qwen3")
+    out = compile_embedding(folder, tmp_path / "cuda", "cuda")
+    assert EmbeddingArtifact(out).library_path.is_file()
 
 
 def test_compile_refuses_half_precision(embedding_model, tmp_path):

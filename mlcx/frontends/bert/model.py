@@ -30,12 +30,12 @@ class EncoderLayer(nn.Module):
         self.down = QLinear(cfg.intermediate_size, h, formats[p + "down"], dtype, True)
         self.out_norm = nn.LayerNorm(h, cfg.layer_norm_eps, dtype=dtype)
 
-    def forward(self, x: nn.Tensor, bias: nn.Tensor) -> nn.Tensor:
+    def forward(self, x: nn.Tensor, bias: nn.Tensor, rows, cols) -> nn.Tensor:
         cfg = self.cfg
         tokens = x.shape[0]
         qkv = op.reshape(self.qkv(x), (tokens, 3 * cfg.num_heads, cfg.head_dim))
         q, k, v = op.split(qkv, 3, axis=1)
-        out = op.reshape(dense_attention(q, k, v, bias), (tokens, cfg.hidden_size))
+        out = op.reshape(dense_attention(q, k, v, bias, rows, cols), (tokens, cfg.hidden_size))
         x = self.attn_norm(x + self.attn_out(out))
         return self.out_norm(x + self.down(_GELU[cfg.hidden_act](self.up(x))))
 
@@ -51,12 +51,12 @@ class BertEncoder(nn.Module):
             [EncoderLayer(cfg, formats, i, dtype) for i in range(cfg.num_layers)]
         )
 
-    def embed(self, input_ids, positions, mask, pool):
+    def embed(self, input_ids, positions, rows, mask, pool):
         x = self.words(input_ids) + op.take(self.positions, positions, axis=0) + self.token_type
         x = self.embed_norm(x)
         bias = attention_bias(mask, causal=False)
         for layer in self.layers:
-            x = layer(x, bias)
+            x = layer(x, bias, rows, positions)
         return pooled(x, pool)
 
     def export_spec(self) -> dict:

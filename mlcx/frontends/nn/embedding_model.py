@@ -1,14 +1,14 @@
 """What every embedding model's graph shares: attention over a padded batch without a KV
 cache, pooling by host-given weights, and the one exported function.
 
-embed(input_ids [tokens], positions [tokens], mask [batch, seq], pool [batch, seq])
+embed(input_ids, positions, rows [tokens], mask, pool [batch, seq])
   -> [batch, hidden] float32
 The batch's texts are right-padded to `seq` and flattened row-major (tokens = batch * seq, the
-runner's invariant), so every linear sees [tokens, features] as in the decoders and no tensor is
-reshaped by a product of two shape variables. `mask` is 1.0 for a text's tokens and 0.0 for
-padding; `pool` holds each token's share of the text's vector (mean: 1/len over its tokens;
-CLS: 1 at the first; last: 1 at its last), so one graph serves every pooling mode and the
-runtime decides it.
+runner's invariant; `rows` names each token's text), so every linear sees [tokens, features]
+as in the decoders and no tensor is reshaped by a product of two shape variables. `mask` is
+1.0 for a text's tokens and 0.0 for padding; `pool` holds each token's share of the text's
+vector (mean: 1/len over its tokens; CLS: 1 at the first; last: 1 at its last), so one graph
+serves every pooling mode and the runtime decides it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op, spec
 
 EMBED = "embed"
-EMBED_INPUTS = ("input_ids", "positions", "mask", "pool")
+EMBED_INPUTS = ("input_ids", "positions", "rows", "mask", "pool")
 MASKED = -1e9  # added to the scores of keys a query must not see (finite: no NaN rows)
 
 
@@ -52,27 +52,29 @@ def _scores_te(q: te.Tensor, k: te.Tensor, bias: te.Tensor) -> te.Tensor:
     return te.compute(dots.shape, lambda b, h, i, j: dots[b, h, i, j] + bias[b, 0, i, j])
 
 
-def _weighted_te(probs: te.Tensor, v: te.Tensor) -> te.Tensor:
+def _weighted_te(probs: te.Tensor, v: te.Tensor, rows: te.Tensor, cols: te.Tensor) -> te.Tensor:
     _, heads, seq, _ = probs.shape
     group, head_dim = heads // v.shape[1], v.shape[2]
     j = te.reduce_axis((0, seq), name="j")
 
+    # token t sits at (rows[t], cols[t]) of the padded batch: given, not t // seq and t % seq,
+    # which GPU schedule rules cannot split by a shape variable
     def out(t, h, e):
-        b, i = t // seq, t % seq
+        b, i = rows[t], cols[t]
         return te.sum(probs[b, h, i, j] * v[b * seq + j, h // group, e], axis=j)
 
     return te.compute((v.shape[0], heads, head_dim), out, name="attention_values")
 
 
-def dense_attention(q: nn.Tensor, k: nn.Tensor, v: nn.Tensor, bias: nn.Tensor) -> nn.Tensor:
+def dense_attention(q, k, v, bias, rows: nn.Tensor, cols: nn.Tensor) -> nn.Tensor:
     """softmax(q k^T / sqrt(d) + bias) v over a padded batch, its tokens flattened row-major.
 
     q [b * s, hq, d], k and v [b * s, hkv, d] (each kv head serves hq / hkv adjacent q heads),
-    bias [b, 1, s, s] -> [b * s, hq, d]. Written over the flat token axis, so the linears'
-    outputs are never reshaped to [b, s, ...]."""
+    bias [b, 1, s, s], rows and cols [b * s]: each token's text and position -> [b * s, hq, d].
+    Written over the flat token axis, so the linears' outputs are never reshaped to [b, s, ...]."""
     scores = op.tensor_expr_op(_scores_te, "attention_scores", [q, k, bias])
     probs = op.softmax(scores, axis=-1)
-    return op.tensor_expr_op(_weighted_te, "attention_values", [probs, v])
+    return op.tensor_expr_op(_weighted_te, "attention_values", [probs, v, rows, cols])
 
 
 def _pooled_te(hidden: te.Tensor, pool: te.Tensor) -> te.Tensor:
@@ -95,6 +97,7 @@ def embed_spec() -> dict:
     shapes = {
         "input_ids": (["tokens"], "int32"),
         "positions": (["tokens"], "int32"),
+        "rows": (["tokens"], "int32"),
         "mask": (["batch", "seq"], "float32"),
         "pool": (["batch", "seq"], "float32"),
     }

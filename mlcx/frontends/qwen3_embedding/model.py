@@ -38,7 +38,7 @@ class RopeAttention(nn.Module):
         self.q_norm = _rms(cfg, cfg.head_dim, dtype) if cfg.qk_norm else None
         self.k_norm = _rms(cfg, cfg.head_dim, dtype) if cfg.qk_norm else None
 
-    def forward(self, x, positions, bias) -> nn.Tensor:
+    def forward(self, x, positions, bias, rows) -> nn.Tensor:
         cfg = self.cfg
         heads = cfg.num_heads + 2 * cfg.num_kv_heads
         tokens = x.shape[0]
@@ -47,7 +47,7 @@ class RopeAttention(nn.Module):
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = self._rope(q, positions), self._rope(k, positions)
-        out = dense_attention(q, k, v, bias)
+        out = dense_attention(q, k, v, bias, rows, positions)
         return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim)))
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
@@ -65,8 +65,8 @@ class EmbedderLayer(nn.Module):
         self.post_attn_norm = _rms(cfg, cfg.hidden_size, dtype)
         self.mlp = GatedMLP(cfg, formats, prefix + "mlp.", dtype)
 
-    def forward(self, x, positions, bias) -> nn.Tensor:
-        x = x + self.attn(self.input_norm(x), positions, bias)
+    def forward(self, x, positions, bias, rows) -> nn.Tensor:
+        x = x + self.attn(self.input_norm(x), positions, bias, rows)
         return x + self.mlp(self.post_attn_norm(x))
 
 
@@ -78,11 +78,11 @@ class DecoderEmbedder(nn.Module):
         )
         self.norm = _rms(cfg, cfg.hidden_size, dtype)
 
-    def embed(self, input_ids, positions, mask, pool):
+    def embed(self, input_ids, positions, rows, mask, pool):
         x = self.words(input_ids)
         bias = attention_bias(mask, causal=True)
         for layer in self.layers:
-            x = layer(x, positions, bias)
+            x = layer(x, positions, bias, rows)
         return pooled(self.norm(x), pool)
 
     def export_spec(self) -> dict:

@@ -51,4 +51,6 @@ class EmbedBatch:
     def arrays(self) -> tuple[np.ndarray, ...]:
         """In the exported function's order (EMBED_INPUTS); ids and positions flattened
         row-major, as the graph reads them."""
-        return self.input_ids.reshape(-1), self.positions.reshape(-1), self.mask, self.pool
+        batch, seq = self.input_ids.shape
+        rows = np.repeat(np.arange(batch, dtype=np.int32), seq)
+        return self.input_ids.reshape(-1), self.positions.reshape(-1), rows, self.mask, self.pool
