@@ -25,6 +25,7 @@ from mlcx.frontends.pooling import PoolingConfig
 from mlcx.frontends.qwen3 import config as qwen3_config
 from mlcx.frontends.qwen3_embedding import model as qwen3_embedding_model
 from mlcx.frontends.qwen3_embedding import weights as qwen3_embedding_weights
+from mlcx.frontends.registry import ARCHITECTURES
 from mlcx.frontends.weight_spec import WeightSpec
 
 
@@ -83,7 +84,8 @@ def embedding_architecture(folder: Path) -> EmbeddingArchitecture | None:
     for arch in EMBEDDERS.values():
         if name in arch.hf_names or (sentence_transformers and name in arch.st_names):
             return arch
-    if sentence_transformers:
+    generative = any(name in a.hf_names for a in ARCHITECTURES.values())
+    if sentence_transformers and not generative:
         supported = ", ".join(a.name for a in EMBEDDERS.values())
         raise UnsupportedModelError(
             f"{folder} is a sentence-transformers model of architecture {name!r}; mlcx "
