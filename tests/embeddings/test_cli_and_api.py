@@ -39,6 +39,18 @@ def test_cuda_compiles(embedding_model, tmp_path):
     assert EmbeddingArtifact(out).library_path.is_file()
 
 
+def test_q8_weights_keep_the_vectors(embedding_model, embedder, tmp_path):
+    from mlcx.compile_embed import compile_embedding
+    from mlcx.runtime.embedder import Embedder
+
+    folder, _ = embedding_model("bert")
+    texts = ["hello world", "The capital of France is Paris."]
+    q8 = Embedder(compile_embedding(folder, tmp_path / "q8", quantization="q8f32")).embed(texts)
+    full = embedder("bert").embed(texts)
+    cosine = (q8 * full).sum(1) / np.linalg.norm(q8, axis=1) / np.linalg.norm(full, axis=1)
+    assert cosine.min() > 0.9999
+
+
 def test_compile_refuses_half_precision(embedding_model, tmp_path):
     from mlcx.compile_embed import compile_embedding
     from mlcx.errors import UnsupportedModelError
