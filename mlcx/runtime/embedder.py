@@ -117,17 +117,18 @@ class Embedder:
     def _batches(self, prompts: list[list[int]]) -> list[list[int]]:
         """Row indices per call, shortest texts first; each within the batch limits."""
         order = sorted(range(len(prompts)), key=lambda r: len(prompts[r]))
-        batches: list[list[int]] = []
+        batches: list[list[int]] = [[]]
         for row in order:
-            current = batches[-1] if batches else None
-            # sorted: this row is the longest in the batch it joins
-            padded = (len(current) + 1) * len(prompts[row]) if current else 0
-            full = current is None or len(current) >= self.limits.max_batch
-            if full or padded > self.limits.max_batch_tokens:
+            current = batches[-1]
+            # sorted: this row is the longest of the batch it joins, so it sets the padding
+            padded = (len(current) + 1) * len(prompts[row])
+            if current and (
+                len(current) >= self.limits.max_batch or padded > self.limits.max_batch_tokens
+            ):
                 batches.append([row])
             else:
                 current.append(row)
-        return batches
+        return [rows for rows in batches if rows]
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:

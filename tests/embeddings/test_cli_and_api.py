@@ -14,11 +14,20 @@ from tests.support.cli import one_line_error, run_mlcx
 
 
 def test_bench_embed_reports_texts_per_second(embedding_model):
+    """In process (typer's runner): the command's own code, without a second interpreter."""
+    import typer
+    from typer.testing import CliRunner
+
+    from mlcx.cli import bench_embed_cmd
+
+    bench = typer.Typer()
+    bench.callback()(lambda: None)
+    bench_embed_cmd.register(bench)
     _, artifact = embedding_model("bert")
     args = ["--texts", "8", "--tokens", "16", "--batch", "4", "--reps", "1", "--json"]
-    result = run_mlcx("bench", "embed", str(artifact), *args)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    result = CliRunner().invoke(bench, ["embed", str(artifact), *args])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
     assert report["texts"] == 8 and report["tokens_per_text"] == 16 and report["batch"] == 4
     assert report["texts_per_second"] > 0 and len(report["seconds"]) == 1
 
