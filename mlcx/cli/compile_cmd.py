@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mlcx.artifact.config import Artifact
+from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.artifact.kv_budget import kv_budget
 from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, TargetName, describe
 from mlcx.compile import CompileRequest, compile_model
@@ -109,7 +110,10 @@ def compile_command(
 
         out = compile_model(request, report)
     typer.echo(f"compiled {model} for {target.value} -> {out}")
-    typer.echo(kv_budget(Artifact(out).config).describe())
+    if artifact_task(out) == EMBED_TASK:
+        typer.echo(f"an embedding model: `mlcx serve {out}` answers POST /v1/embeddings")
+    else:
+        typer.echo(kv_budget(Artifact(out).config).describe())
 
 
 def register(app: typer.Typer) -> None:
