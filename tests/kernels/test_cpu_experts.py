@@ -16,6 +16,7 @@ from tvm.target import codegen
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels, has_int8_dot
 from mlcx.kernels.cpu.qexperts import ExpertSpec, build_expert_linear
 from mlcx.quantization.formats import format_from_name
+from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
 HAS_VNNI = has_int8_dot(TARGET)
@@ -45,7 +46,7 @@ def _run(spec: ExpertSpec, tokens: int, kernels: LinearKernels, seed: int):
     rng = np.random.default_rng(seed)
     dense = rng.standard_normal((spec.weight_rows, spec.in_features)).astype(np.float32) * 0.05
     planes = spec.fmt.pack(dense)
-    x_shape = (tokens, SLOTS, spec.in_features) if spec.per_slot else (tokens, spec.in_features)
+    x_shape = (tokens, SLOTS, spec.input_width) if spec.per_slot else (tokens, spec.input_width)
     x = rng.standard_normal(x_shape).astype(np.float32)
     ids = rng.integers(0, EXPERTS - 1, (tokens, SLOTS)).astype(np.int32)  # the last one unused
     cfg = KernelConfig.for_target(TARGET, kernels)
@@ -53,22 +54,24 @@ def _run(spec: ExpertSpec, tokens: int, kernels: LinearKernels, seed: int):
     out = tvm.runtime.empty((tokens, SLOTS, spec.out_features), "float32")
     args = [x, ids] + [planes[s] for s in spec.fmt.suffixes]
     lib["main"](*[tvm.runtime.tensor(a) for a in args], out)
-    want = _reference(spec, x, ids, spec.fmt.unpack(planes).astype(np.float64))
+    rows = input_rows("swiglu" if spec.swiglu else "plain", x)
+    want = _reference(spec, rows, ids, spec.fmt.unpack(planes).astype(np.float64))
     return out.numpy(), want
 
 
 @pytest.mark.parametrize(
-    "fmt_name, per_slot, fused, k, n",
+    "fmt_name, per_slot, fused, swiglu, k, n",
     [
-        ("int4-sym-g32-float16-t16", False, True, 64, 64),  # Q4_0 gate/up, fused halves
-        ("int4-sym-g32-float16-t16", True, False, 32, 64),  # Q4_0 down, a row per slot
-        ("q4_k-t16", False, True, 256, 32),  # K-quant super-blocks of 256
-        ("int8-sym-g32-float16-t16", True, False, 64, 48),  # Q8_0
+        ("int4-sym-g32-float16-t16", False, True, False, 64, 64),  # Q4_0 gate/up, fused halves
+        ("int4-sym-g32-float16-t16", True, False, True, 32, 64),  # Q4_0 down of silu(gate) * up
+        ("q4_k-t16", False, True, False, 256, 32),  # K-quant super-blocks of 256
+        ("int8-sym-g32-float16-t16", True, False, False, 64, 48),  # Q8_0 down, a row per slot
     ],
 )
 @pytest.mark.parametrize("tokens", [1, 3, 21])
-def test_experts_match_numpy(fmt_name, per_slot, fused, k, n, tokens):
-    spec = ExpertSpec(format_from_name(fmt_name), EXPERTS, SLOTS, k, n, per_slot, fused)
+def test_experts_match_numpy(fmt_name, per_slot, fused, swiglu, k, n, tokens):
+    fmt = format_from_name(fmt_name)
+    spec = ExpertSpec(fmt, EXPERTS, SLOTS, k, n, per_slot, fused, swiglu)
     got, want = _run(spec, tokens, LinearKernels.INT16, tokens + k)
     assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
 

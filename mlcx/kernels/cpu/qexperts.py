@@ -21,7 +21,7 @@ from tvm.script.ir_builder import tirx as T
 from mlcx.kernels.cpu import tiled_reader, vec
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
 from mlcx.kernels.cpu.linear_spec import split_range, token_blocks
-from mlcx.kernels.cpu.rows import PlainRows, quantize_all
+from mlcx.kernels.cpu.rows import PlainRows, SwiGluRows, quantize_all
 from mlcx.kernels.cpu.tiled_block import BandInputs, band_block
 from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
 from mlcx.kernels.cpu.tiled_reader import ROWS
@@ -40,6 +40,8 @@ class ExpertSpec:
               [tokens, K], one row a token for every slot (gate/up)
     fused:    N = 2 * width: output c < width from the expert's gate rows, the rest from its
               up rows (the weight's second half)
+    swiglu:   (per_slot) the input is the gate/up output [tokens, slots, 2K] and the rows are
+              silu(gate) * up, computed as they are quantized
     """
 
     fmt: WeightFormat
@@ -49,8 +51,11 @@ class ExpertSpec:
     out_features: int
     per_slot: bool = False
     fused: bool = False
+    swiglu: bool = False
 
     def __post_init__(self) -> None:
+        if self.swiglu and not self.per_slot:
+            raise ValueError("a SwiGLU input belongs to a per-slot (down) expert linear")
         width = self.out_features // 2 if self.fused else self.out_features
         if self.in_features % CHUNK or width % ROWS or (self.fused and self.out_features % 2):
             raise ValueError(
@@ -59,12 +64,25 @@ class ExpertSpec:
             )
 
     @property
+    def source(self) -> PlainRows | SwiGluRows:
+        return SwiGluRows(self.in_features) if self.swiglu else PlainRows(self.in_features)
+
+    @property
+    def input_name(self) -> str:
+        return self.source.inputs(1)[0][0]
+
+    @property
+    def input_width(self) -> int:
+        return self.source.inputs(1)[0][1][1]
+
+    @property
     def weight_rows(self) -> int:
         return self.experts * self.out_features
 
     @property
     def name(self) -> str:
         kind = "down" if self.per_slot else ("gate_up" if self.fused else "up")
+        kind += "_swiglu" if self.swiglu else ""
         fmt = self.fmt.name.replace("-", "_")
         return f"cpu_experts_{kind}_{fmt}_{self.experts}x{self.in_features}x{self.out_features}"
 
@@ -84,8 +102,9 @@ def _params(spec: ExpertSpec):
     def param(name, shape, dtype):
         bufs[name] = T.match_buffer(T.arg(name, T.handle()), shape, dtype)
 
-    k, slots = spec.in_features, spec.slots
-    param("x", (tokens, slots, k) if spec.per_slot else (tokens, k), "float32")
+    k, slots, width = spec.in_features, spec.slots, spec.input_width
+    shape = (tokens, slots, width) if spec.per_slot else (tokens, width)
+    param(spec.input_name, shape, "float32")
     param("ids", (tokens, slots), "int32")
     for suffix, (shape, dtype) in spec.fmt.param_specs(spec.weight_rows, k).items():
         param(suffix, shape, dtype)
@@ -104,9 +123,9 @@ def _gather(ids, pairs, expert, sel, count) -> None:
 def _route(spec: ExpertSpec, cfg: KernelConfig, reader, dots, views, flat, tokens) -> None:
     pairs = tokens * spec.slots
     rows = pairs if spec.per_slot else tokens
-    source = PlainRows(spec.in_features)
     order = list(dots.order)
-    q, words = quantize_all(source, {"x": flat["x"]}, rows, cfg.threads, dots.bits, order)
+    source_bufs = {spec.input_name: flat["x"]}
+    q, words = quantize_all(spec.source, source_bufs, rows, cfg.threads, dots.bits, order)
     inputs = BandInputs(reader, dots, views, q, words, spec.in_features, cfg.prefetch_bytes)
     sel = T.alloc_buffer((pairs,), "int32")
     count = T.alloc_buffer((1,), "int32")
@@ -136,10 +155,12 @@ def build_expert_linear(spec: ExpertSpec, cfg: KernelConfig) -> tirx.PrimFunc:
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         tokens, bufs = _params(spec)
         views = reader.views(bufs, spec.weight_rows, spec.in_features)
-        pairs, k, n = tokens * spec.slots, spec.in_features, spec.out_features
+        pairs, n = tokens * spec.slots, spec.out_features
         rows = pairs if spec.per_slot else tokens
         flat = {
-            "x": T.decl_buffer((rows, k), "float32", data=bufs["x"].data),
+            "x": T.decl_buffer(
+                (rows, spec.input_width), "float32", data=bufs[spec.input_name].data
+            ),
             "ids": T.decl_buffer((pairs,), "int32", data=bufs["ids"].data),
             "out": T.decl_buffer((pairs, n), "float32", data=bufs["out"].data),
         }
