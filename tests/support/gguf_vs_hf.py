@@ -23,12 +23,14 @@ GREEDY = 32
 F32 = {"weight": GT.F32}
 
 
-def compile_both(folder: Path, root: Path, **request) -> tuple[Path, Path, Path]:
+def compile_both(
+    folder: Path, root: Path, gguf_writer=write_tiny_gguf, **request
+) -> tuple[Path, Path, Path]:
     """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact);
-    `request`: further CompileRequest fields for both (f32 pages unless given: see the
-    `compiled` fixture)."""
+    `gguf_writer(folder, path, types)` writes the GGUF; `request`: further CompileRequest
+    fields for both (f32 pages unless given: see the `compiled` fixture)."""
     request.setdefault("kv_dtype", "float32")
-    path = write_tiny_gguf(folder, root / "tiny.gguf", F32)
+    path = gguf_writer(folder, root / "tiny.gguf", F32)
     gguf_art, hf_art = (
         compile_model(
             CompileRequest(model=str(model), output=root / name, quantization=quant, **request)
