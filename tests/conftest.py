@@ -42,6 +42,29 @@ def moe_model(models_root):
 
 
 @pytest.fixture(scope="session")
+def moe_compiled(tmp_path_factory, moe_model):
+    """Factory: moe_compiled(arch, quantization, target="cpu") -> the artifact of moe_model(arch)
+    (cached; f32 pages on cpu, as the `compiled` fixture)."""
+    from mlcx.compile import CompileRequest, compile_model
+    from tests.support.reference_pages import reference_pages
+
+    cache: dict = {}
+    root = tmp_path_factory.mktemp("moe-artifacts")
+
+    def build(arch: str, quantization: str, target: str = "cpu") -> Path:
+        key = (arch, quantization, target)
+        if key not in cache:
+            out = root / "-".join(key)
+            request = CompileRequest(
+                str(moe_model(arch)), target, quantization, output=out, **reference_pages(target)
+            )
+            cache[key] = compile_model(request)
+        return cache[key]
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def compiled(tmp_path_factory, tiny_model):
     """Factory: compiled(spec, quantization, target="cpu", **kw) -> artifact dir (cached)."""
     from mlcx.compile import CompileRequest, compile_model

@@ -24,6 +24,12 @@ from tvm import te, tirx
 from mlcx.kernels.linear import ACCUMULATE
 from mlcx.quantization.formats import WeightFormat
 
+# Block annotation of the gathered expert GEMVs (mlcx.passes.gpu.experts_rule schedules them).
+EXPERTS_ATTR = "mlcx.experts"
+# Block annotation of the router's top-k chain (mlcx.passes.gpu.topk_rule schedules it).
+TOPK_ATTR = "mlcx.router_topk"
+_TOPK = {TOPK_ATTR: 1}
+
 
 def _rank(probs: te.Tensor) -> te.Tensor:
     tokens, experts = probs.shape
@@ -35,7 +41,7 @@ def _rank(probs: te.Tensor) -> te.Tensor:
         one, zero = tirx.const(1, "int32"), tirx.const(0, "int32")
         return te.sum(tirx.Select(better, one, zero), axis=other)
 
-    return te.compute((tokens, experts), beats, name="expert_rank")
+    return te.compute((tokens, experts), beats, name="expert_rank", attrs=_TOPK)
 
 
 def topk_ids_te(probs: te.Tensor, k: int) -> te.Tensor:
@@ -46,6 +52,7 @@ def topk_ids_te(probs: te.Tensor, k: int) -> te.Tensor:
         (probs.shape[0], k),
         lambda t, j: te.sum(tirx.Select(rank[t, e] == j, e.var.astype("int32"), 0), axis=e),
         name="topk_ids",
+        attrs=_TOPK,
     )
 
 
@@ -60,12 +67,17 @@ def topk_weights_te(probs: te.Tensor, k: int, renormalize: bool) -> te.Tensor:
             tirx.Select(rank[t, e] == j, probs[t, e], tirx.const(0.0, probs.dtype)), axis=e
         ),
         name="topk_probs",
+        attrs=_TOPK,
     )
     if not renormalize:
         return top
     s = te.reduce_axis((0, k), name="s")
-    total = te.compute((probs.shape[0],), lambda t: te.sum(top[t, s], axis=s), name="topk_sum")
-    return te.compute(top.shape, lambda t, j: top[t, j] / total[t], name="topk_weights")
+    total = te.compute(
+        (probs.shape[0],), lambda t: te.sum(top[t, s], axis=s), name="topk_sum", attrs=_TOPK
+    )
+    return te.compute(
+        top.shape, lambda t, j: top[t, j] / total[t], name="topk_weights", attrs=_TOPK
+    )
 
 
 def _gathered(x_at, in_features, ids, weights, fmt: WeightFormat, shape, row, dtype, name):
@@ -76,7 +88,7 @@ def _gathered(x_at, in_features, ids, weights, fmt: WeightFormat, shape, row, dt
         w = fmt.element(weights, row(ids[t, j], c), i, ACCUMULATE)
         return te.sum(x_at(t, j, i).astype(ACCUMULATE) * w, axis=i)
 
-    acc = te.compute(shape, dot, name=name)
+    acc = te.compute(shape, dot, name=name, attrs={EXPERTS_ATTR: 1})
     if dtype == ACCUMULATE:
         return acc
     return te.compute(shape, lambda t, j, c: acc[t, j, c].astype(dtype), name=name + "_cast")

@@ -51,16 +51,14 @@ def _converted(model) -> tuple[DecoderConfig, dict[str, np.ndarray]]:
 
 
 @pytest.fixture(scope="module", params=ARCHS)
-def case(request, moe_model, tmp_path_factory):
+def case(request, moe_model, moe_compiled, tmp_path_factory):
     """(arch, folder, f32 gguf, the folder's artifact, rounded folder, the quantized gguf's
     artifact)"""
     arch = request.param
     root = tmp_path_factory.mktemp(f"moe-{arch}")
     folder = moe_model(arch)
     path = write_moe_gguf(folder, root / "f32.gguf")
-    hf_art = compile_model(
-        CompileRequest(str(folder), quantization="q0f32", output=root / "hf", kv_dtype="float32")
-    )
+    hf_art = moe_compiled(arch, "q0f32")
     quantized = write_moe_gguf(folder, root / "q.gguf", QUANT_TYPES)
     request_q = CompileRequest(
         str(quantized), output=root / "q-art", kv_dtype="float32", options=FLOAT_KERNELS
