@@ -155,6 +155,16 @@ def _supported() -> str:
     return ", ".join(name for a in ARCHITECTURES.values() for name in a.hf_names[:1])
 
 
+def gguf_architectures() -> list[str]:
+    """llama.cpp architecture names mlcx reads, in registry order, once each."""
+    return list(dict.fromkeys(a.gguf_name for a in ARCHITECTURES.values() if a.gguf_name))
+
+
+def describe_supported() -> str:
+    """The architectures for help texts: Hugging Face's names, then llama.cpp's."""
+    return f"Hugging Face: {_supported()}; GGUF: {', '.join(gguf_architectures())}"
+
+
 def for_hf(name: str) -> Architecture:
     for arch in ARCHITECTURES.values():
         if name in arch.hf_names:
@@ -177,7 +187,7 @@ def for_gguf(name: str, has_experts: bool = False) -> Architecture:
             f"GGUF architecture {name!r} as a {kind} model is not supported; mlcx reads "
             f"{name!r} files as: {', '.join(a.name for a in named)}"
         )
-    gguf = list(dict.fromkeys(a.gguf_name for a in ARCHITECTURES.values() if a.gguf_name))
+    gguf = gguf_architectures()
     raise UnsupportedModelError(
         f"GGUF architecture {name or '(none)'!r} is not supported; mlcx reads GGUF files of: "
         f"{', '.join(gguf)} (other architectures: compile their Hugging Face folder)"

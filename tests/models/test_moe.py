@@ -122,6 +122,8 @@ def test_unsupported_moe_variants_name_the_architecture():
         registry.for_gguf("olmoe", has_experts=False)
     assert registry.for_gguf("llama", has_experts=True).name == "mixtral"
     assert registry.for_gguf("llama").name == "llama"
+    supported = registry.describe_supported()  # in `mlcx compile --help`
+    assert all(name in supported for name in ("Qwen3MoeForCausalLM", "qwen3moe", "olmoe"))
     from mlcx.frontends.qwen3_moe.config import from_hf
 
     with pytest.raises(UnsupportedModelError, match="qwen3_moe: dense layers"):
