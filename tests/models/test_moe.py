@@ -142,3 +142,19 @@ def test_expert_config_is_validated():
     with pytest.raises(ValueError, match="qk_norm_scope"):
         DecoderConfig(**base, qk_norm_scope="row")
     assert not DecoderConfig(**base).is_moe
+
+
+def test_per_expert_tensors_of_old_conversions_are_refused(tmp_path):
+    """Mixtral files from before llama.cpp stacked the experts hold blk.N.ffn_gate.E.weight."""
+    from mlcx.bench.random_models import LlamaShape, llama_writer
+
+    writer = llama_writer(LlamaShape(64, 64, 1, 4, 2, 32), tmp_path / "old.gguf")
+    writer.add_expert_count(4)
+    writer.add_expert_used_count(2)
+    writer.add_tensor("blk.0.ffn_gate.0.weight", np.zeros((64, 64), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(UnsupportedModelError, match="one tensor per expert"):
+        load_source(str(tmp_path / "old.gguf"))

@@ -39,6 +39,12 @@ def with_gguf_experts(
             f"{ckpt.path}: GGUF architecture {ckpt.architecture!r} without "
             f"'{ckpt.architecture}.expert_count' is not a mixture of experts mlcx reads"
         )
+    if "blk.0.ffn_gate_exps.weight" not in ckpt.names():
+        raise UnsupportedModelError(
+            f"{ckpt.path}: {ckpt.architecture!r} file without stacked expert tensors "
+            "(blk.N.ffn_gate_exps): older llama.cpp conversions stored one tensor per expert; "
+            "re-convert the model with a current convert_hf_to_gguf.py"
+        )
     return dataclasses.replace(
         cfg,
         num_experts=count,
