@@ -27,6 +27,7 @@ class DecoderConfig:
     rope_scaling: dict[str, Any] = field(default_factory=dict)
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
+    o_bias: bool = False  # a bias on the attention's output projection (Llama attention_bias)
     qk_norm: bool = False  # RMSNorm over each q and k head before RoPE (Qwen3)
     # where qk_norm normalizes: "head" (each head's features) or "all" (the whole q and k
     # projections, OLMoE)

@@ -61,7 +61,7 @@ class PagedAttention(nn.Module):
         fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
         self.o = QLinear(
-            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, False
+            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
         )
         self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
         self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
