@@ -21,13 +21,11 @@ from mlcx.artifact.config import Artifact
 from mlcx.compile import CompileRequest, compile_model
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends import registry
-from mlcx.frontends.convert import convert_weight, plan_formats
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.source import load_source
 from mlcx.kernels.cpu.kernel_config import LinearKernels
-from mlcx.quantization.schemes import get_quantization
 from mlcx.targets.base import BuildOptions
-from tests.support.gguf_vs_hf import TOL, assert_matches_transformers
+from tests.support.gguf_vs_hf import TOL, assert_matches_transformers, converted_weights
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_models import load_reference
 from tests.support.tiny_moe import QUANT_TYPES, rounded_folder, write_moe_gguf
@@ -36,18 +34,6 @@ ARCHS = ["qwen3_moe", "mixtral", "olmoe"]
 # the quantized file runs the float linear kernels: the int16 kernels round activations by
 # about 1e-4 of these logits (as for Qwen3 and Gemma 3)
 FLOAT_KERNELS = BuildOptions(linear_kernels=LinearKernels.FLOAT)
-
-
-def _converted(model) -> tuple[DecoderConfig, dict[str, np.ndarray]]:
-    """The config and every converted weight array of a source, as `mlcx compile` writes them
-    (q0f32 for a folder; an f32 GGUF's tensors kept as they are)."""
-    source = load_source(str(model))
-    quant = get_quantization("q0f32" if source.kind == "hf" else "gguf")
-    formats = plan_formats(source.weights, source.tensors, quant)
-    arrays = {}
-    for spec in source.weights:
-        arrays.update(convert_weight(spec, source.tensors, formats.get(spec.target), "float32"))
-    return source.config, arrays
 
 
 @pytest.fixture(scope="module", params=ARCHS)
@@ -72,7 +58,7 @@ def test_f32_gguf_converts_to_the_folders_config_and_weights(case):
     """So its artifact is the folder's, whose logits the next test holds to transformers (the
     graph is built from the config and the weight formats alone)."""
     arch, folder, path, *_ = case
-    (theirs, want), (ours, got) = _converted(folder), _converted(path)
+    (theirs, want), (ours, got) = converted_weights(folder), converted_weights(path)
     assert load_source(str(path)).arch.name == arch
     assert np.float32(ours.rms_norm_eps) == np.float32(theirs.rms_norm_eps)  # f32 in GGUF
     assert replace(ours, rms_norm_eps=theirs.rms_norm_eps) == theirs

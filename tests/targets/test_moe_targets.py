@@ -11,13 +11,20 @@ from mlcx.targets.registry import get_target
 from mlcx.targets.webgpu import WebGPUTarget
 from tests.targets.test_gpu_rules import _rules_used, _unfit
 
-ARCHS = ["qwen3_moe", "mixtral", "olmoe"]
 MOE_KERNELS = {"ExpertGEMV", "RouterTopK"}
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+# every family on some target, each target's dtype choices; the kernels differ by family
+# (OLMoE's q/k norm over all heads, Qwen3's per head, Mixtral's none), not by target
 @pytest.mark.parametrize(
-    "target,quantization", [("cuda", "q4f16"), ("metal", "q4f16"), ("webgpu", "q0f32")]
+    "arch,target,quantization",
+    [
+        ("qwen3_moe", "cuda", "q4f16"),
+        ("mixtral", "metal", "q4f16"),
+        ("olmoe", "webgpu", "q0f32"),
+        ("olmoe", "android", "q4f16"),
+        ("mixtral", "webgpu", "q4f32"),
+    ],
 )
 def test_no_kernel_falls_back(moe_model, arch, target, quantization):
     rules = _rules_used(str(moe_model(arch)), target, quantization)
