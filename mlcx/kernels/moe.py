@@ -48,12 +48,16 @@ def topk_ids_te(probs: te.Tensor, k: int) -> te.Tensor:
     """ids [tokens, k] int32: the experts of the k highest probabilities, best first."""
     rank = _rank(probs)
     e = te.reduce_axis((0, probs.shape[1]), name="e")
-    return te.compute(
+    ids = te.compute(
         (probs.shape[0], k),
         lambda t, j: te.sum(tirx.Select(rank[t, e] == j, e.var.astype("int32"), 0), axis=e),
-        name="topk_ids",
+        name="topk_sum_ids",
         attrs=_TOPK,
     )
+    # NaN probabilities (a padded row's garbage) beat nothing: every expert ranks 0 and the
+    # sum is no expert; clamped, so the expert GEMVs never read past the stacked weights
+    last = tirx.const(int(probs.shape[1]) - 1, "int32")
+    return te.compute(ids.shape, lambda t, j: te.min(ids[t, j], last), name="topk_ids", attrs=_TOPK)
 
 
 def topk_weights_te(probs: te.Tensor, k: int, renormalize: bool) -> te.Tensor:
