@@ -47,7 +47,7 @@ class ArtifactConfig:
     source: str = ""
     tuning_db: str | None = None
     kv_dtype: str = ""  # of the KV pages; "" (artifacts from before it was a choice): activations'
-    # cpu: which kernels compute the linear layers (int16, float, tvm); None on other targets
+    # cpu: which kernels compute the linear layers (LinearKernels); None on other targets
     linear_kernels: str | None = None
     # cuda: decode batches up to this many rows replay CUDA graphs (runtime.backends.decode_graph)
     decode_graph_batch: int | None = None
@@ -57,7 +57,8 @@ class ArtifactConfig:
         if self.page_size <= 0 or self.prefill_chunk <= 0 or self.context_window <= 0:
             raise ValueError("page_size, prefill_chunk and context_window must be positive")
         if self.linear_kernels not in (None, *(k.value for k in LinearKernels)):
-            raise ValueError(f"linear_kernels {self.linear_kernels!r} is not int16, float or tvm")
+            choices = ", ".join(k.value for k in LinearKernels)
+            raise ValueError(f"linear_kernels {self.linear_kernels!r} is not one of {choices}")
         if self.kv_dtype not in ("", *KV_DTYPES):
             raise ValueError(
                 f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "

@@ -23,6 +23,7 @@ class CompileChoice:
     kv_dtype: str | None  # None: the math's
     threads: int
     tuning_db: Path | None
+    linear_kernels: str | None = None  # cpu (LinearKernels' value); None: compile's default
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,13 @@ def _request(source: str, choice: CompileChoice):
     """The compile request of `choice` (its output: the JIT cache's folder for it)."""
     from mlcx.compile import CompileRequest
     from mlcx.jit import artifact_dir
+    from mlcx.kernels.cpu.kernel_config import LinearKernels
     from mlcx.targets.base import BuildOptions
 
-    options = BuildOptions(num_threads=choice.threads, tuning_db=choice.tuning_db)
+    kernels = LinearKernels(choice.linear_kernels) if choice.linear_kernels else None
+    options = BuildOptions(
+        num_threads=choice.threads, tuning_db=choice.tuning_db, linear_kernels=kernels
+    )
     req = CompileRequest(
         source, choice.target, choice.quantization, options=options, kv_dtype=choice.kv_dtype
     )

@@ -38,6 +38,7 @@ class BenchRequest:
     gguf: Path | None = None  # the peer's model file, when `model` does not name one
     tuning_db: Path | None = None
     kv_dtype: str | None = None  # when compiling; None: compile's default (kv_layout)
+    linear_kernels: str | None = None  # when compiling for cpu; None: compile's default
     profile: bool = False  # also time one prefill and one decode step per kernel
     build_peer: bool = False  # build a missing peer that takes long to build
 
@@ -150,7 +151,9 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
     threads = _threads(req)
     # TVM sizes its thread pool once, at the first parallel kernel of the process.
     os.environ["TVM_NUM_THREADS"] = str(threads)
-    choice = CompileChoice(target, req.quantization, req.kv_dtype, threads, req.tuning_db)
+    choice = CompileChoice(
+        target, req.quantization, req.kv_dtype, threads, req.tuning_db, req.linear_kernels
+    )
     resolved = resolve(req.model, req.gguf, choice, say)
     if req.against and resolved.gguf is None:
         raise ValueError(

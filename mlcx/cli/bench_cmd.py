@@ -20,7 +20,8 @@ from mlcx.bench.run import BenchRequest, run_bench
 from mlcx.bench.workload import DEFAULT_SIZES
 from mlcx.cli import bench_profile_cmd, bench_serve_cmd, bench_soak_cmd, bench_spec_cmd, web_cmd
 from mlcx.cli.engine_options import KVDtypeOption
-from mlcx.cli.options import QuantizationName
+from mlcx.cli.options import LINEAR_KERNELS_HELP, QuantizationName
+from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.runtime.backends.registry import RUNNERS
 from mlcx.targets.registry import TARGETS
 
@@ -99,6 +100,9 @@ def bench_command(
     ] = False,
     tuning_db: Annotated[Path | None, typer.Option(help="Tuning database, when compiling.")] = None,
     kv_dtype: KVDtypeOption = None,
+    linear_kernels: Annotated[
+        LinearKernels | None, typer.Option(help=LINEAR_KERNELS_HELP + " When compiling.")
+    ] = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
 ) -> None:
     """Measure prefill and decode tokens/s at batch 1 (and compile time, peak memory, and on cpu
@@ -116,6 +120,7 @@ def bench_command(
         gguf=gguf,
         tuning_db=tuning_db,
         kv_dtype=kv_dtype.value if kv_dtype else None,
+        linear_kernels=linear_kernels.value if linear_kernels else None,
         profile=profile,
         build_peer=build_peer,
     )

@@ -19,7 +19,9 @@ QuantizationName = _choices("QuantizationName", QUANTIZATIONS)
 KVDtype = _choices("KVDtype", dict.fromkeys(KV_DTYPES))
 SpeculativeName = _choices("SpeculativeName", PROPOSERS)
 LINEAR_KERNELS_HELP = (
-    "cpu: kernels of the linear layers. int16: mlcx's (int16 activations, fast); float: "
+    "cpu: kernels of the linear layers. int16: mlcx's (int16 activations, fast); int8: "
+    "mlcx's with int8 activations in prefills on 4-bit weights, as llama.cpp (AVX512-VNNI "
+    "hosts; faster prefill, tokens may drift from int16's); float: "
     "TVM's float32 dequantize-matmul for quantized weights (exact to the reference, slower); "
     "tvm: TVM's plain kernels for every linear (what `mlcx tune` can tune)."
 )

@@ -9,7 +9,7 @@ import re
 import pytest
 import tvm
 
-from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
 from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
@@ -26,11 +26,11 @@ FORMATS = [
 ]
 
 
-def _asm(mtriple: str, mcpu: str, fmt: str) -> str:
+def _asm(mtriple: str, mcpu: str, fmt: str, kernels=LinearKernels.INT16) -> str:
     target = tvm.target.Target({"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2})
     k = 512 if fmt.startswith("q") else 576  # K-quant super-blocks hold 256 weights
     spec = LinearSpec(PlainRows(k), format_from_name(fmt), 96, False)
-    func = build_linear(spec, KernelConfig.for_target(target))
+    func = build_linear(spec, KernelConfig.for_target(target, kernels))
     return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
 
 
@@ -58,3 +58,10 @@ def test_arm64_gets_neon_widening_multiplies(fmt):
     asm = _asm("aarch64-linux-gnu", "neoverse-n1", fmt)
     assert _count(asm, r"\bsmull2?\b") > 0  # int16 x int16 -> int32, NEON
     assert _count(asm, r"%[xy]mm") == 0
+
+
+@pytest.mark.parametrize("mcpu", ["sapphirerapids", "znver4"])
+def test_int8_kernels_get_vpdpbusd_for_long_steps_and_keep_vpdpwssd_for_decode(mcpu):
+    asm = _asm("x86_64-linux-gnu", mcpu, "int4-sym-g32-float16-t16", LinearKernels.INT8)
+    assert _count(asm, r"\bvpdpbusd\b") > 0  # u8 weight codes x s8 activations, 4 a lane
+    assert _count(asm, r"\bvpdpwssd\b") > 0  # steps of up to 16 tokens stay int16

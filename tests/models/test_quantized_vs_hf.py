@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import tvm
+from tvm.target import codegen
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.kernels.cpu.kernel_config import INT8_DOT_FEATURES, LinearKernels
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
@@ -17,6 +19,8 @@ from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_models import TinySpec, load_reference
 
 SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=4)
+HOST = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu()})
+HAS_VNNI = set(codegen.llvm_get_cpu_features(HOST)) >= INT8_DOT_FEATURES
 
 
 def _dequantized_reference(folder, artifact_dir, quantization: str):
@@ -78,3 +82,19 @@ def test_quantization_error_is_bounded(tiny_model, compiled):
     got = harness.step({0: prompt}, all_rows=True)[0]
     exact = hf_logits(ref, prompt)
     assert 0 < np.abs(got - exact).max() < 0.3 * np.abs(exact).max()
+
+
+@pytest.mark.skipif(not HAS_VNNI, reason="int8 kernels need AVX512-VNNI")
+def test_int8_prefill_stays_near_the_dequantized_reference(tiny_model, compiled):
+    """--linear-kernels int8: a 27-token prefill takes int8 activations (int8 rounding, not
+    int16's 1e-4), a one-token decode after it int16 again."""
+    options = BuildOptions(linear_kernels=LinearKernels.INT8)
+    artifact = compiled(SPEC, "q4f32", options=options)
+    ref = _dequantized_reference(tiny_model(SPEC), artifact, "q4f32")
+    harness = Harness(artifact, num_blocks=32)
+    prompt = np.random.default_rng(1).integers(0, ref.config.vocab_size, 27).tolist()
+    got = harness.step({0: prompt}, all_rows=True)[0]
+    want = hf_logits(ref, prompt)
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert 1e-4 < err < 2e-2
+    assert (got.argmax(-1) == want.argmax(-1)).mean() >= 0.9

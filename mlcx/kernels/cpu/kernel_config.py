@@ -19,9 +19,16 @@ VECTOR_BITS: tuple[tuple[str, int], ...] = (
 )
 
 
-def vector_bits(target: tvm.target.Target) -> int:
+INT8_DOT_FEATURES = {"avx512bw", "avx512vnni"}  # vec.dot_u8s8's vpdpbusd on 512-bit vectors
+
+
+def cpu_features(target: tvm.target.Target) -> set[str]:
     with target:
-        features = set(codegen.llvm_get_cpu_features(target))
+        return set(codegen.llvm_get_cpu_features(target))
+
+
+def vector_bits(target: tvm.target.Target) -> int:
+    features = cpu_features(target)
     return next((bits for name, bits in VECTOR_BITS if name in features), 128)
 
 
@@ -31,14 +38,23 @@ class LinearKernels(str, Enum):
 
     int16: mlcx's hand-written kernels; quantized weights meet int16-quantized activations
            (one scale per 32 features, exact int32 dot products): the fast default.
+    int8:  the same kernels, but a step of more than 16 tokens (a prefill) meets 4-bit weights
+           with int8 activations, as llama.cpp's Q4_0 does: twice the multiplies per
+           instruction (AVX512-VNNI hosts only); the greedy tokens may drift from int16's.
     float: quantized linears keep TVM's float32 dequantize-matmul, computing exactly what the
            reference computes (slower); float-weight linears still use mlcx's float kernels.
     tvm:   every linear stays TVM's plain dequantize-matmul, which `mlcx tune` can tune.
     """
 
     INT16 = "int16"
+    INT8 = "int8"
     FLOAT = "float"
     TVM = "tvm"
+
+    @property
+    def integer(self) -> bool:
+        """mlcx's integer kernels, reading row-tiled weights."""
+        return self in (LinearKernels.INT16, LinearKernels.INT8)
 
     @property
     def hand_written(self) -> bool:
@@ -66,6 +82,7 @@ class KernelConfig:
     gemm_tokens:    tokens of one GEMM microkernel step
     prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
     linear_kernels: which linears get hand-written kernels (see LinearKernels)
+    int8_dot:       the target has the u8 x s8 dot product the int8 kernels need (vpdpbusd)
     """
 
     threads: int = 1
@@ -78,8 +95,14 @@ class KernelConfig:
     gemm_tokens: int = 4
     prefetch_bytes: int = 2048
     linear_kernels: LinearKernels = LinearKernels.INT16
+    int8_dot: bool = False
 
     def __post_init__(self) -> None:
+        if self.linear_kernels is LinearKernels.INT8 and not self.int8_dot:
+            raise ValueError(
+                "--linear-kernels int8 needs a CPU with AVX512-VNNI (vpdpbusd); this target "
+                "has none: use int16"
+            )
         for name in ("threads", "lanes", "gemv_rows", "gemv_max_tokens", "gemm_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"kernel config {name} must be positive")
@@ -107,4 +130,5 @@ class KernelConfig:
             gemm_tokens=4 if registers == 16 else 8,
             batch_tokens=max(2, registers * lanes // (4 * 16)),
             linear_kernels=linear_kernels,
+            int8_dot=cpu_features(target) >= INT8_DOT_FEATURES,
         )

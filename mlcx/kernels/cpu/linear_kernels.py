@@ -7,7 +7,7 @@ from collections.abc import Callable
 from tvm import tirx
 
 from mlcx.kernels.cpu import flinear, qlinear, qtiled, tiled_reader, weights
-from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
+from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.weights import CHUNK
 
@@ -15,11 +15,11 @@ Builder = Callable[[LinearSpec, KernelConfig], tirx.PrimFunc]
 
 
 def _quantized(fmt, cfg: KernelConfig) -> bool:
-    return cfg.linear_kernels is LinearKernels.INT16 and weights.supports(fmt)
+    return cfg.linear_kernels.integer and weights.supports(fmt)
 
 
 def _tiled(fmt, cfg: KernelConfig) -> bool:
-    return cfg.linear_kernels is LinearKernels.INT16 and tiled_reader.supports(fmt)
+    return cfg.linear_kernels.integer and tiled_reader.supports(fmt)
 
 
 def _float(fmt, cfg: KernelConfig) -> bool:

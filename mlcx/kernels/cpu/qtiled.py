@@ -6,7 +6,8 @@ no transposes. One loop nest then serves decode, batched decode and prefill: eac
 walks its bands of 16 rows; for a band, token blocks of up to `batch_tokens` tokens keep
 their accumulators in registers (int32 per chunk, float32 across chunks) while the band's
 codes, a few KiB, are re-read from L1 by each token block. Activations are int16 per 32
-features (mlcx.kernels.cpu.rows), as in the row-major kernels. The 5-bit and K-quant formats
+features (mlcx.kernels.cpu.rows), as in the row-major kernels; long prefills take int8 where
+LinearKernels.INT8 asks (mlcx.kernels.cpu.tiled_dots). The 5-bit and K-quant formats
 (mlcx.kernels.cpu.block_reader) add their high bits to the codes and scale each sub-block of a
 chunk on its own (Q6_K: two int32 sums a chunk).
 """
@@ -18,7 +19,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.cpu import tiled_reader, vec
-from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
 from mlcx.kernels.cpu.linear_spec import (
     LinearSpec,
     declare_params,
@@ -27,13 +28,14 @@ from mlcx.kernels.cpu.linear_spec import (
     token_blocks,
 )
 from mlcx.kernels.cpu.rows import QuantizedRows, quantize_all, quantize_row
+from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
 from mlcx.kernels.cpu.tiled_reader import PAIRS, ROWS
 from mlcx.kernels.cpu.weights import CHUNK, NATURAL
 
 PRIVATE_ROWS_MAX = 16  # up to this many tokens each thread quantizes the rows itself (no barrier)
 
 
-def _block(spec, reader, views, q, pairs, band, t0, count: int, ahead: int) -> None:
+def _block(spec, reader, dots, views, q, words, band, t0, count: int, ahead: int) -> None:
     """out[t0 : t0 + count, band's 16 rows] (count static); prefetching `ahead` bytes on."""
     rv = vec.ramp(0, ROWS)
     facc = T.alloc_buffer((count, ROWS), "float32")
@@ -49,29 +51,35 @@ def _block(spec, reader, views, q, pairs, band, t0, count: int, ahead: int) -> N
             if ahead:
                 reader.prefetch_quarter(views, band, g, quarter, ahead)
             sub = quarter * subs // 4
-            for m, plane in enumerate(reader.quarter_planes(views, band, g, quarter)):
+            planes = dots.planes(reader, views, band, g, quarter)
+            first = g * dots.words_per_chunk + quarter * len(planes)
+            for m, plane in enumerate(planes):
                 w = T.bind(plane)
                 for t in range(count):
-                    x = vec.splat(pairs[t0 + t, g * PAIRS + quarter * 4 + m], ROWS)
-                    dot = vec.madd_i16(w, T.reinterpret(f"int16x{2 * ROWS}", x), 2 * ROWS)
-                    T.buffer_store(iacc, iacc[t * subs + sub, rv] + dot, [t * subs + sub, rv])
+                    i = t * subs + sub
+                    acc = dots.accumulate(iacc[i, rv], w, words[t0 + t, first + m])
+                    T.buffer_store(iacc, acc, [i, rv])
         wsc = [T.bind(reader.scales(views, band, g, s)) for s in range(subs)]
-        woff = T.bind(reader.offsets(views, band, g)) if reader.has_offset else None
+        woff = [
+            T.bind(o) if o is not None else None for o in dots.offsets(reader, views, band, g, wsc)
+        ]
         for t in range(count):
-            value = q.scaled_dots(iacc[t * subs, rv], wsc[0], woff, t0 + t, g, ROWS)
-            for s in range(1, subs):
-                value = value + q.scaled_dots(iacc[t * subs + s, rv], wsc[s], None, t0 + t, g, ROWS)
+            value = None
+            for s in range(subs):
+                half = s if len(woff) > 1 else None
+                dot = q.scaled_dots(iacc[t * subs + s, rv], wsc[s], woff[s], t0 + t, g, ROWS, half)
+                value = dot if value is None else value + dot
             T.buffer_store(facc, facc[t, rv] + value, [t, rv])
     for t in range(count):
         store_out(spec, views["bufs"], t0 + t, vec.ramp(band * ROWS, ROWS), facc[t, rv])
 
 
-def _walk(spec, cfg: KernelConfig, reader, views, q, pairs, tokens, c) -> None:
+def _walk(spec, cfg: KernelConfig, reader, dots, views, q, words, tokens, c) -> None:
     begin, end = split_range(spec.out_features // ROWS, cfg.threads, c)
     with T.serial(begin, end) as band:
 
         def run(t0, size, band=band):
-            _block(spec, reader, views, q, pairs, band, t0, size, cfg.prefetch_bytes)
+            _block(spec, reader, dots, views, q, words, band, t0, size, cfg.prefetch_bytes)
 
         # A step of a few sequences or drafted tokens is one pass over the weights.
         token_blocks(cfg.batch_tokens, tokens, run, exact_tail=True)
@@ -84,14 +92,18 @@ def _private(spec, cfg, reader, views, tokens) -> None:
         with T.serial(0, tokens) as t:
             quantize_row(spec.source, views["bufs"], t, q, t, NATURAL)
         pairs = T.decl_buffer((tokens, spec.in_features // 2), "int32", data=q.codes.data)
-        _walk(spec, cfg, reader, views, q, pairs, tokens, c)
+        _walk(spec, cfg, reader, PairDots(), views, q, pairs, tokens, c)
 
 
 def _shared(spec, cfg, reader, views, tokens) -> None:
-    """Many tokens: rows quantized in a parallel pass first, shared by every thread."""
-    q, pairs = quantize_all(spec.source, views["bufs"], tokens, cfg.threads)
+    """Many tokens: rows quantized in a parallel pass first, shared by every thread. int8
+    activations, where asked for, serve here only: a prefill is bound by multiplies, a decode
+    step by the weights' bytes, which int8 would not shrink."""
+    dots = dots_for(reader, cfg.linear_kernels is LinearKernels.INT8)
+    bufs = views["bufs"]
+    q, words = quantize_all(spec.source, bufs, tokens, cfg.threads, dots.bits, list(dots.order))
     with T.parallel(0, cfg.threads) as c:
-        _walk(spec, cfg, reader, views, q, pairs, tokens, c)
+        _walk(spec, cfg, reader, dots, views, q, words, tokens, c)
 
 
 def build_tiled_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:

@@ -5,7 +5,8 @@ produced them in the graph runs inside the kernel (fused prologue) instead of as
 its own. Each source yields a row 32 features at a time as float32 x 32.
 
 int16 activations (one scale per 32 features) keep the greedy tokens of the float model;
-int8 activations, as llama.cpp uses, change them within a few tokens on SmolLM2-135M.
+int8 activations, as llama.cpp uses, change them within a few tokens on SmolLM2-135M, so
+they serve only where the int8 kernels were asked for (LinearKernels.INT8: long prefills).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mlcx.kernels.cpu.weights import CHUNK
 
 Buffers = dict[str, tirx.Buffer]
 INT16_MAX = 32767.0
+CODES = {16: ("int16", INT16_MAX), 8: ("int8", 127.0)}  # bits -> (code dtype, largest code)
 
 
 @dataclass(frozen=True)
@@ -85,45 +87,64 @@ RowSource = PlainRows | RmsNormRows | SwiGluRows
 
 @dataclass(frozen=True)
 class QuantizedRows:
-    """Scratch for int16 rows: codes [rows, K], scale and sum per chunk [rows, K/32]."""
+    """Scratch for int16 or int8 rows: codes [rows, K], scale and sum per chunk [rows, K/32];
+    int8 rows also keep the sum of each half chunk [rows, K/16] (for Q6_K's scales per 16)."""
 
     codes: tirx.Buffer
     scales: tirx.Buffer
     sums: tirx.Buffer
+    halves: tirx.Buffer | None = None
 
-    def scaled_dots(self, dots, weight_scales, weight_offsets, row, chunk, lanes: int):
-        """float32 x lanes: int32 dot products of `chunk` against input row `row`, times the
-        weights' scales and this row's chunk scale, plus the weights' offsets (None: none)
-        times the chunk's sum."""
+    def scaled_dots(self, dots, weight_scales, weight_offsets, row, chunk, lanes: int, half=None):
+        """float32 x lanes: int32 dot products of `chunk` (or of its `half`) against input
+        row `row`, times the weights' scales and this row's chunk scale, plus the weights'
+        offsets (None: none) times the sum of the chunk (or half)."""
         value = T.Cast(f"float32x{lanes}", dots) * weight_scales
         value = value * vec.splat(self.scales[row, chunk], lanes)
         if weight_offsets is not None:
-            value = value + weight_offsets * vec.splat(self.sums[row, chunk], lanes)
+            total = self.sums[row, chunk] if half is None else self.halves[row, 2 * chunk + half]
+            value = value + weight_offsets * vec.splat(total, lanes)
         return value
 
+    @property
+    def bits(self) -> int:
+        return 8 if self.codes.dtype == "int8" else 16
+
     @staticmethod
-    def alloc(rows, features: int) -> QuantizedRows:
+    def alloc(rows, features: int, bits: int = 16) -> QuantizedRows:
         chunks = features // CHUNK
         return QuantizedRows(
-            T.alloc_buffer((rows, features), "int16"),
+            T.alloc_buffer((rows, features), CODES[bits][0]),
             T.alloc_buffer((rows, chunks), "float32"),
             T.alloc_buffer((rows, chunks), "float32"),
+            T.alloc_buffer((rows, 2 * chunks), "float32") if bits == 8 else None,
         )
 
 
 def quantize_row(source: RowSource, bufs: Buffers, t, dest: QuantizedRows, row, order) -> None:
     """Quantize input row t into dest row `row`, chunk lanes in `order`."""
+    dtype, top = CODES[dest.bits]
     state = source.setup(bufs, t)
     with T.serial(0, source.features // CHUNK) as c:
         v = T.bind(source.chunk(bufs, t, c, state))
         amax = T.bind(vec.hmax(T.fabs(v), CHUNK))
-        inv = T.bind(T.Select(amax > vec.f32(0.0), vec.f32(INT16_MAX) / amax, vec.f32(0.0)))
-        scaled = T.Shuffle([v], order) * vec.splat(inv, CHUNK)
+        inv = T.bind(T.Select(amax > vec.f32(0.0), vec.f32(top) / amax, vec.f32(0.0)))
+        rounded = T.bind(T.round(T.Shuffle([v], order) * vec.splat(inv, CHUNK)))
         T.buffer_store(
-            dest.codes, T.Cast("int16x32", T.round(scaled)), [row, vec.ramp(c * CHUNK, CHUNK)]
+            dest.codes, T.Cast(f"{dtype}x32", rounded), [row, vec.ramp(c * CHUNK, CHUNK)]
         )
-        T.buffer_store(dest.scales, amax * vec.f32(1.0 / INT16_MAX), [row, c])
-        T.buffer_store(dest.sums, vec.hsum(v, CHUNK), [row, c])
+        scale = T.bind(amax * vec.f32(1.0 / top))
+        T.buffer_store(dest.scales, scale, [row, c])
+        # The weights' offsets multiply the sum of what the dot products saw: the rounded codes
+        # (for int8 the rounding would otherwise meet unbalanced 0..15 codes: twice the error).
+        if dest.bits == 8:
+            low, high = vec.halves(rounded, CHUNK)  # features 0-15, 16-31 in either lane order
+            low, high = T.bind(vec.hsum(low, CHUNK // 2)), T.bind(vec.hsum(high, CHUNK // 2))
+            T.buffer_store(dest.halves, low * scale, [row, 2 * c])
+            T.buffer_store(dest.halves, high * scale, [row, 2 * c + 1])
+            T.buffer_store(dest.sums, (low + high) * scale, [row, c])
+        else:
+            T.buffer_store(dest.sums, vec.hsum(v, CHUNK), [row, c])
 
 
 def float_row(source: RowSource, bufs: Buffers, t, dest: tirx.Buffer, row) -> None:
@@ -133,12 +154,14 @@ def float_row(source: RowSource, bufs: Buffers, t, dest: tirx.Buffer, row) -> No
         T.buffer_store(dest, source.chunk(bufs, t, c, state), [row, vec.ramp(c * CHUNK, CHUNK)])
 
 
-def quantize_all(source: RowSource, bufs: Buffers, tokens, threads: int):
-    """Every input row as int16 in natural order, in a parallel pass of its own (a barrier
-    follows): (rows, the same codes viewed as int32 feature pairs [tokens, K/2])."""
-    q = QuantizedRows.alloc(tokens, source.features)
+def quantize_all(source: RowSource, bufs: Buffers, tokens, threads: int, bits=16, order=None):
+    """Every input row quantized (chunk lanes in `order`, natural by default) in a parallel
+    pass of its own (a barrier follows): (rows, the same codes viewed as int32 words
+    [tokens, K * bits / 32]: feature pairs of int16, quads of int8)."""
+    q = QuantizedRows.alloc(tokens, source.features, bits)
     with T.parallel(0, threads) as c:
         per = (tokens + threads - 1) // threads
         with T.serial(c * per, T.min((c + 1) * per, tokens)) as t:
-            quantize_row(source, bufs, t, q, t, list(range(CHUNK)))
-    return q, T.decl_buffer((tokens, source.features // 2), "int32", data=q.codes.data)
+            quantize_row(source, bufs, t, q, t, order or list(range(CHUNK)))
+    words = source.features * bits // 32
+    return q, T.decl_buffer((tokens, words), "int32", data=q.codes.data)

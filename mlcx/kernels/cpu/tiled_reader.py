@@ -93,6 +93,17 @@ class TiledReader:
             for m in range(4)
         ]
 
+    @property
+    def quads(self) -> bool:
+        """Whether quarter_quads serves this format (4-bit codes: unsigned bytes below 16)."""
+        return self.fmt.bits == 4
+
+    def quarter_quads(self, views, band, chunk, quarter) -> list:
+        """The same quarter as 2 planes of 64 unsigned bytes (as int8 x 64): bytes 4r .. 4r + 3
+        are row r's codes of the quarter's features (0, 4, 1, 5), then (2, 6, 3, 7)."""
+        block = band * views["chunks"] + chunk
+        return vec.nibble_bytes(views["codes"][block * 4 + quarter, vec.ramp(0, WORDS)], WORDS)
+
     def prefetch_quarter(self, views, band, chunk, quarter, ahead_bytes: int) -> None:
         """Hint the cache lines `ahead_bytes` past this quarter's codes into L1."""
         codes = views["codes"]

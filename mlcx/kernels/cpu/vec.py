@@ -93,6 +93,23 @@ def madd_i16(a, b, lanes: int):
     return even + odd
 
 
+def dot_u8s8(acc, a, b):
+    """acc (int32 x 16) + the sums of four u8 x s8 products per lane (a: 64 unsigned bytes,
+    b: 64 signed bytes, both as int8 x 64): one `vpdpbusd`, so AVX512-VNNI hosts only
+    (KernelConfig.int8_dot). No saturation: codes below 16 against |b| <= 127 cannot overflow."""
+    return T.call_llvm_pure_intrin("int32x16", "llvm.x86.avx512.vpdpbusd.512", acc, a, b)
+
+
+def nibble_bytes(words, lanes: int) -> list:
+    """uint16 x lanes -> [low nibbles, high nibbles] of its bytes, each as int8 x 2 * lanes
+    (unsigned values below 16, dot_u8s8's first operand): one mask, one shift and a mask."""
+    packed = T.bind(T.reinterpret(f"uint32x{lanes // 2}", words))
+    low = splat(tirx.const(0x0F0F0F0F, "uint32"), lanes // 2)
+    four = splat(tirx.const(4, "uint32"), lanes // 2)
+    as_bytes = f"int8x{2 * lanes}"
+    return [T.reinterpret(as_bytes, packed & low), T.reinterpret(as_bytes, (packed >> four) & low)]
+
+
 def prefetch(buffer, index) -> None:
     """Hint the cache line holding buffer[index] into L1 (a statement; never faults)."""
     i32 = lambda v: tirx.const(v, "int32")  # noqa: E731

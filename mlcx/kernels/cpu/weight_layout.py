@@ -26,4 +26,4 @@ def _tiled(fmt: WeightFormat, shape: tuple[int, ...]) -> WeightFormat:
 def cpu_weight_layout(kernels: LinearKernels | None):
     """The layout function for plan_formats; None (row-major) unless the int16 kernels run:
     TVM's own kernels and the float fallback read row-major weights."""
-    return _tiled if kernels is LinearKernels.INT16 else None
+    return _tiled if kernels is not None and kernels.integer else None
