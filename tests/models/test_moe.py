@@ -144,3 +144,16 @@ def test_per_expert_tensors_of_old_conversions_are_refused(tmp_path):
     writer.close()
     with pytest.raises(UnsupportedModelError, match="one tensor per expert"):
         load_source(str(tmp_path / "old.gguf"))
+
+
+def test_default_cpu_kernels_on_the_quantized_file(moe_model, tmp_path):
+    """`mlcx compile x.gguf` as users run it: the int16 linear kernels for attention and head
+    (their activation rounding: 1e-3), the expert weights row-tiled like every linear's."""
+    folder = moe_model("mixtral")
+    path = write_moe_gguf(folder, tmp_path / "q.gguf", QUANT_TYPES)
+    artifact = compile_model(CompileRequest(str(path), output=tmp_path / "art", kv_dtype="float32"))
+    assert Artifact(artifact).config.linear_kernels == LinearKernels.INT16.value
+    reference = load_reference(rounded_folder(folder, tmp_path / "rounded", QUANT_TYPES))
+    prompt = np.random.default_rng(9).integers(0, reference.config.vocab_size, 21).tolist()
+    got = Harness(artifact, num_blocks=32).step({0: prompt}, all_rows=True)[0]
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= 1e-3
