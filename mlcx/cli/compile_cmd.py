@@ -13,6 +13,7 @@ from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.artifact.kv_budget import kv_budget
 from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, TargetName, describe
 from mlcx.compile import CompileRequest, compile_model
+from mlcx.frontends.registry import describe_supported
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
@@ -27,7 +28,11 @@ STAGES = {
 
 def compile_command(
     model: Annotated[
-        str, typer.Argument(help="Hugging Face folder, .gguf file, or preset (smollm2-135m).")
+        str,
+        typer.Argument(
+            help="Hugging Face folder, .gguf file, or preset (smollm2-135m). Architectures: "
+            + describe_supported()
+        ),
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Artifact directory.")],
     target: Annotated[TargetName, typer.Option(help=describe(TARGETS, "summary"))] = "cpu",
