@@ -24,7 +24,8 @@ from tvm import te, tirx
 from mlcx.kernels.linear import ACCUMULATE
 from mlcx.quantization.formats import WeightFormat
 
-# Block annotation of the gathered expert GEMVs (mlcx.passes.gpu.experts_rule schedules them).
+# Block annotation of the gathered expert GEMVs, naming their weight format
+# (mlcx.passes.gpu.experts_rule schedules them; mlcx.passes.cpu.fuse_experts swaps them).
 EXPERTS_ATTR = "mlcx.experts"
 # Block annotation of the router's top-k chain (mlcx.passes.gpu.topk_rule schedules it).
 TOPK_ATTR = "mlcx.router_topk"
@@ -92,7 +93,7 @@ def _gathered(x_at, in_features, ids, weights, fmt: WeightFormat, shape, row, dt
         w = fmt.element(weights, row(ids[t, j], c), i, ACCUMULATE)
         return te.sum(x_at(t, j, i).astype(ACCUMULATE) * w, axis=i)
 
-    acc = te.compute(shape, dot, name=name, attrs={EXPERTS_ATTR: 1})
+    acc = te.compute(shape, dot, name=name, attrs={EXPERTS_ATTR: fmt.name})
     if dtype == ACCUMULATE:
         return acc
     return te.compute(shape, lambda t, j, c: acc[t, j, c].astype(dtype), name=name + "_cast")

@@ -18,6 +18,7 @@ from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
 from mlcx.passes.cpu.experts_schedule import schedule_experts_cpu
+from mlcx.passes.cpu.fuse_experts import fuse_experts
 from mlcx.passes.cpu.fuse_linear import fuse_linear
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.tuning.apply import apply_database
@@ -30,7 +31,8 @@ def graph_passes(
     """Relax-level rewrites before legalization (also used by `mlcx tune` to find tasks)."""
     config = KernelConfig.for_target(target, linear_kernels)
     linears = [fuse_linear(config)] if linear_kernels.hand_written else []
-    return [*linears, fuse_rope_append()]
+    experts = [fuse_experts(config)] if linear_kernels.integer else []
+    return [*linears, *experts, fuse_rope_append()]
 
 
 def finalize_passes(target: tvm.target.Target) -> list[tvm.transform.Pass]:

@@ -13,6 +13,7 @@ and weights bit for bit, so its artifact is the folder's (not compiled again: CI
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,3 +158,7 @@ def test_default_cpu_kernels_on_the_quantized_file(moe_model, tmp_path):
     prompt = np.random.default_rng(9).integers(0, reference.config.vocab_size, 21).tolist()
     got = Harness(artifact, num_blocks=32).step({0: prompt}, all_rows=True)[0]
     assert np.abs(got - hf_logits(reference, prompt)).max() <= 1e-3
+    # mlcx's expert kernel (rows grouped by expert) for the down projection, reading
+    # silu(gate) * up; the gate/up stack mixes Q4_0 and Q8_0, which only the TE GEMV reads
+    library = (Path(artifact) / "model-cpu.so").read_bytes()
+    assert b"cpu_experts_down_swiglu_" in library and b"cpu_experts_gate_up_" not in library
