@@ -2,11 +2,12 @@
 
 The stacked weight [E * N, K] (expert-major, as GGUF's `*_exps`; a fused gate/up weight holds
 every expert's gate rows, then every expert's up rows) is row-tiled like any linear's, so an
-expert's output rows are whole bands. For each expert in turn the kernel gathers the (token,
-slot) pairs the router sent to it, then walks that expert's bands with the gathered rows as
-the token blocks of mlcx.kernels.cpu.tiled_block: a decode step reads only the chosen
-experts' weights, once; a prefill reads each expert's weights once per 8 routed rows (one
-GEMM per expert, the tokens grouped by expert without a sort). Rows are quantized once, in a
+expert's output rows are whole bands. The kernel sorts the (token, slot) pairs by the expert
+the router sent them to (a counting sort), then the threads share out every routed expert's
+bands, each walked with that expert's rows as the token blocks of
+mlcx.kernels.cpu.tiled_block: a decode step reads only the chosen experts' weights, once, in
+one parallel pass; a prefill reads each expert's weights once per 8 routed rows (one GEMM per
+expert). Rows are quantized once, in a
 parallel pass, as the dense linears quantize theirs (int8 for long steps where asked).
 """
 
@@ -112,15 +113,30 @@ def _params(spec: ExpertSpec):
     return tokens, bufs
 
 
-def _gather(ids, pairs, expert, sel, count) -> None:
-    """sel[0 : count[0]] = the (token, slot) pairs whose expert is `expert`, in order."""
-    T.buffer_store(count, tirx.const(0, "int32"), [0])
-    with T.serial(0, pairs) as p, T.If(ids[p] == expert), T.Then():
-        T.buffer_store(sel, T.Cast("int32", p), [count[0]])
-        T.buffer_store(count, count[0] + 1, [0])
+def _group(ids, pairs, experts: int, sel, start, active, count) -> None:
+    """A counting sort of the (token, slot) pairs by expert: expert e's pairs are
+    sel[start[e] : start[e + 1]], in order; active[: count[0]] the experts with any."""
+    zero = tirx.const(0, "int32")
+    cursor = T.alloc_buffer((experts,), "int32")
+    with T.serial(0, experts + 1) as e:
+        T.buffer_store(start, zero, [e])
+    with T.serial(0, pairs) as p:
+        T.buffer_store(start, start[ids[p] + 1] + 1, [ids[p] + 1])
+    T.buffer_store(count, zero, [0])
+    with T.serial(0, experts) as e:
+        with T.If(start[e + 1] > 0), T.Then():
+            T.buffer_store(active, T.Cast("int32", e), [count[0]])
+            T.buffer_store(count, count[0] + 1, [0])
+        T.buffer_store(start, start[e + 1] + start[e], [e + 1])
+        T.buffer_store(cursor, start[e], [e])
+    with T.serial(0, pairs) as p:
+        T.buffer_store(sel, T.Cast("int32", p), [cursor[ids[p]]])
+        T.buffer_store(cursor, cursor[ids[p]] + 1, [ids[p]])
 
 
 def _route(spec: ExpertSpec, cfg: KernelConfig, reader, dots, views, flat, tokens) -> None:
+    """One parallel pass over every (routed expert, output band) pair: a decode step's few
+    experts share the threads without a launch per expert."""
     pairs = tokens * spec.slots
     rows = pairs if spec.per_slot else tokens
     order = list(dots.order)
@@ -128,24 +144,28 @@ def _route(spec: ExpertSpec, cfg: KernelConfig, reader, dots, views, flat, token
     q, words = quantize_all(spec.source, source_bufs, rows, cfg.threads, dots.bits, order)
     inputs = BandInputs(reader, dots, views, q, words, spec.in_features, cfg.prefetch_bytes)
     sel = T.alloc_buffer((pairs,), "int32")
+    start = T.alloc_buffer((spec.experts + 1,), "int32")
+    active = T.alloc_buffer((spec.experts,), "int32")
     count = T.alloc_buffer((1,), "int32")
+    _group(flat["ids"], pairs, spec.experts, sel, start, active, count)
     in_row = (lambda p: p) if spec.per_slot else (lambda p: p // spec.slots)  # noqa: E731
-    with T.serial(0, spec.experts) as e:
-        _gather(flat["ids"], pairs, e, sel, count)
-        routed = T.bind(count[0])
-        with T.If(routed > 0), T.Then(), T.parallel(0, cfg.threads) as c:
-            begin, end = split_range(spec.out_features // ROWS, cfg.threads, c)
-            with T.serial(begin, end) as band:
+    bands = spec.out_features // ROWS
+    work = T.bind(count[0] * bands)
+    with T.parallel(0, cfg.threads) as c:
+        begin, end = split_range(work, cfg.threads, c)
+        with T.serial(begin, end) as w:
+            e, band = T.bind(active[w // bands]), T.bind(w % bands)
+            first = T.bind(start[e])
 
-                def run(i0, size, band=band, e=e):
-                    def store(i, value):
-                        at = [sel[i0 + i], vec.ramp(band * ROWS, ROWS)]
-                        T.buffer_store(flat["out"], value, at)
+            def run(i0, size, band=band, e=e, first=first):
+                def store(i, value):
+                    at = [sel[first + i0 + i], vec.ramp(band * ROWS, ROWS)]
+                    T.buffer_store(flat["out"], value, at)
 
-                    gathered = [in_row(sel[i0 + i]) for i in range(size)]
-                    band_block(inputs, spec.weight_band(e, band), gathered, store)
+                gathered = [in_row(sel[first + i0 + i]) for i in range(size)]
+                band_block(inputs, spec.weight_band(e, band), gathered, store)
 
-                token_blocks(cfg.batch_tokens, routed, run, exact_tail=True)
+            token_blocks(cfg.batch_tokens, start[e + 1] - first, run, exact_tail=True)
 
 
 def build_expert_linear(spec: ExpertSpec, cfg: KernelConfig) -> tirx.PrimFunc:
