@@ -34,6 +34,11 @@ export class TextCodec {
     return this.tokenizer.decode(ids, { skip_special_tokens: true });
   }
 
+  // One token's own text, special tokens included (logprobs name tokens by it).
+  piece(id) {
+    return this.tokenizer.decode([id], { skip_special_tokens: false });
+  }
+
   chatPrompt(messages) {
     const text = this.template.render({
       messages,

@@ -1,0 +1,120 @@
+"""The library's engine API end to end in headless Chromium (WebGPU on SwiftShader): a page on
+`mlcx web`'s origin imports `/mlcx-web/index.js` as any web app would, loads the compiled tiny
+model with `CreateMLCEngine("/artifact/")` and asks it OpenAI-shaped questions. The request
+logic itself is tested under node on a fake model (web/test/engine.test.mjs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from mlcx.runtime.llm import LLM
+from mlcx.runtime.sample.params import SamplingParams
+
+pytestmark = pytest.mark.browser
+PROMPT = "The capital of France is"
+MAX_TOKENS = 12
+
+# One page visit: each scenario's result under its name, errors by name.
+SCENARIOS = """async () => {
+  const { CreateMLCEngine } = await import("/mlcx-web/index.js");
+  const reports = [];
+  const engine = await CreateMLCEngine("/artifact/", { initProgressCallback: (r) => reports.push(r) });
+  const ask = (extra) => ({ messages: [{ role: "user", content: PROMPT }], temperature: 0,
+                            max_tokens: MAX_TOKENS, return_token_ids: true, ...extra });
+  const drain = async (stream, onChunk = () => {}) => {
+    const chunks = [];
+    for await (const c of stream) { chunks.push(c); onChunk(chunks); }
+    return chunks;
+  };
+  const out = { reports: reports.length, lastProgress: reports.at(-1).progress };
+  out.whole = await engine.chat.completions.create(ask({}));
+  out.chunks = await drain(await engine.chat.completions.create(
+    ask({ stream: true, stream_options: { include_usage: true } })));
+  const text = out.whole.choices[0].message.content;
+  out.stop = text.slice(3, 6);
+  out.stopped = await engine.chat.completions.create(ask({ stop: [out.stop] }));
+  out.followUp = await engine.chat.completions.create(ask({ messages: [
+    { role: "user", content: PROMPT }, out.whole.choices[0].message, { role: "user", content: "And Spain?" }] }));
+  out.interrupted = await drain(await engine.chat.completions.create(ask({ stream: true, max_tokens: 64 })),
+    (chunks) => { if (chunks.length === 3) engine.interruptGenerate(); });
+  out.kvAfterInterrupt = engine.kvUsage();
+  const order = [];
+  const tagged = async (tag) => drain(await engine.chat.completions.create(ask({ stream: true, max_tokens: 4 })),
+    () => order.push(tag));
+  await Promise.all([tagged("a"), tagged("b")]);
+  out.order = order.join("");
+  try {
+    await engine.chat.completions.create(ask({ messages: [{ role: "user", content: "Paris ".repeat(400) }] }));
+  } catch (err) {
+    out.tooLong = err.name;
+  }
+  await engine.unload();
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def answers(browser_ready, webgpu_artifact):
+    from mlcx.web.browser import browser_page
+    from mlcx.web.server import serve_in_background, url_of
+
+    artifact = webgpu_artifact("q0f32")
+    server = serve_in_background(artifact)
+    try:
+        with browser_page(url_of(server) + "style.css") as page:
+            script = SCENARIOS.replace("PROMPT", repr(PROMPT)).replace("MAX_TOKENS", str(MAX_TOKENS))
+            return artifact, page.evaluate(script)
+    finally:
+        server.shutdown()
+
+
+def test_a_whole_reply_is_openai_shaped_with_the_python_backend_s_tokens(answers):
+    artifact, out = answers
+    llm = LLM(str(artifact))
+    prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
+    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    whole = out["whole"]
+    assert whole["object"] == "chat.completion" and whole["prompt_token_ids"] == prompt_ids
+    [choice] = whole["choices"]
+    assert choice["token_ids"] == want.token_ids and choice["message"]["content"] == want.text
+    assert choice["finish_reason"] == "length"
+    usage = whole["usage"]
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (len(prompt_ids), MAX_TOKENS)
+    assert out["reports"] > 2 and out["lastProgress"] == 1
+
+
+def test_a_stream_says_the_same_with_usage_last(answers):
+    _, out = answers
+    chunks = out["chunks"]
+    assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+    text = "".join(c["choices"][0]["delta"]["content"] for c in chunks[:-1])
+    assert text == out["whole"]["choices"][0]["message"]["content"]
+    assert chunks[-2]["choices"][0]["finish_reason"] == "length"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == MAX_TOKENS
+
+
+def test_a_stop_string_cuts_the_reply(answers):
+    _, out = answers
+    text = out["whole"]["choices"][0]["message"]["content"]
+    [choice] = out["stopped"]["choices"]
+    assert choice["message"]["content"] == text[: text.index(out["stop"])]
+    assert choice["finish_reason"] == "stop"
+
+
+def test_a_follow_up_turn_reuses_the_cached_conversation(answers):
+    _, out = answers
+    details = out["followUp"]["usage"]["prompt_tokens_details"]
+    assert details["cached_tokens"] >= 16  # the first turn's full pages
+
+
+def test_an_interrupt_ends_the_stream_and_frees_its_pages(answers):
+    _, out = answers
+    chunks = out["interrupted"]
+    assert len(chunks) == 4 and chunks[-1]["choices"][0]["finish_reason"] == "abort"
+    assert out["kvAfterInterrupt"]["usedBlocks"] == 0
+
+
+def test_concurrent_requests_do_not_interleave_and_long_prompts_are_refused(answers):
+    _, out = answers
+    assert out["order"] in ("aaaabbbb", "bbbbaaaa")
+    assert out["tooLong"] == "ContextWindowSizeExceededError"

@@ -1,0 +1,6 @@
+// mlcx-web: the in-browser runtime as a library, in WebLLM's names (see index.d.ts).
+
+export { CreateMLCEngine, MLCEngine } from "./mlc_engine.js";
+export {
+  ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError,
+} from "./errors.js";

@@ -1,0 +1,38 @@
+// Loading an artifact for an engine: the plan, kernels and weights (Runner), the tokenizer
+// and template (TextCodec), with WebLLM's progress reports ({progress, timeElapsed, text})
+// and an AbortSignal checked between stages.
+
+import { Runner } from "./runner.js";
+import { TextCodec } from "./tokenizer.js";
+
+const mb = (n) => (n / 2 ** 20).toFixed(1);
+
+// Runner status -> WebLLM's InitProgressReport.
+function report(status, started) {
+  const timeElapsed = (performance.now() - started) / 1000;
+  if (status.stage === "weights") {
+    const from = status.cached ? "from the browser cache" : "downloading";
+    return { progress: 0.2 + 0.8 * (status.done / (status.total || 1)), timeElapsed,
+             text: `weights ${mb(status.done)} / ${mb(status.total)} MB (${from})`, ...status };
+  }
+  const progress = status.total ? 0.2 * (status.done / status.total) : 0;
+  const text = status.total ? `compiling kernels ${status.done}/${status.total}` : "opening the GPU";
+  return { progress, timeElapsed, text, ...status };
+}
+
+export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl } = {}) {
+  const base = new URL(artifactUrl, globalThis.location?.href);
+  const started = performance.now();
+  const onStatus = (s) => {
+    signal?.throwIfAborted();
+    initProgressCallback?.(report(s, started));
+  };
+  signal?.throwIfAborted();
+  const [runner, codec] = await Promise.all([
+    Runner.load(base, kvBlocks, onStatus, shardsUrl && new URL(shardsUrl, base)),
+    TextCodec.load(base),
+  ]);
+  signal?.throwIfAborted();
+  initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
+  return { runner, codec };
+}
