@@ -1,9 +1,12 @@
 """The library's engine API end to end in headless Chromium (WebGPU on SwiftShader): a page on
 `mlcx web`'s origin imports `/mlcx-web/index.js` as any web app would, loads the compiled tiny
-model with `CreateMLCEngine("/artifact/")` and asks it OpenAI-shaped questions. The request
-logic itself is tested under node on a fake model (web/test/engine.test.mjs)."""
+model with `CreateMLCEngine("/artifact/")` and asks it OpenAI-shaped questions, then once more
+through a worker engine (`CreateWebWorkerMLCEngine`, the handler in a module Web Worker). The
+request logic itself is tested under node on a fake model (web/test/engine.test.mjs)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -14,43 +17,7 @@ pytestmark = pytest.mark.browser
 PROMPT = "The capital of France is"
 MAX_TOKENS = 12
 
-# One page visit: each scenario's result under its name, errors by name.
-SCENARIOS = """async () => {
-  const { CreateMLCEngine } = await import("/mlcx-web/index.js");
-  const reports = [];
-  const engine = await CreateMLCEngine("/artifact/", { initProgressCallback: (r) => reports.push(r) });
-  const ask = (extra) => ({ messages: [{ role: "user", content: PROMPT }], temperature: 0,
-                            max_tokens: MAX_TOKENS, return_token_ids: true, ...extra });
-  const drain = async (stream, onChunk = () => {}) => {
-    const chunks = [];
-    for await (const c of stream) { chunks.push(c); onChunk(chunks); }
-    return chunks;
-  };
-  const out = { reports: reports.length, lastProgress: reports.at(-1).progress };
-  out.whole = await engine.chat.completions.create(ask({}));
-  out.chunks = await drain(await engine.chat.completions.create(
-    ask({ stream: true, stream_options: { include_usage: true } })));
-  const text = out.whole.choices[0].message.content;
-  out.stop = text.slice(3, 6);
-  out.stopped = await engine.chat.completions.create(ask({ stop: [out.stop] }));
-  out.followUp = await engine.chat.completions.create(ask({ messages: [
-    { role: "user", content: PROMPT }, out.whole.choices[0].message, { role: "user", content: "And Spain?" }] }));
-  out.interrupted = await drain(await engine.chat.completions.create(ask({ stream: true, max_tokens: 64 })),
-    (chunks) => { if (chunks.length === 3) engine.interruptGenerate(); });
-  out.kvAfterInterrupt = engine.kvUsage();
-  const order = [];
-  const tagged = async (tag) => drain(await engine.chat.completions.create(ask({ stream: true, max_tokens: 4 })),
-    () => order.push(tag));
-  await Promise.all([tagged("a"), tagged("b")]);
-  out.order = order.join("");
-  try {
-    await engine.chat.completions.create(ask({ messages: [{ role: "user", content: "Paris ".repeat(400) }] }));
-  } catch (err) {
-    out.tooLong = err.name;
-  }
-  await engine.unload();
-  return out;
-}"""
+SCENARIOS = Path(__file__).parent / "js" / "engine_scenarios.js"
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +29,8 @@ def answers(browser_ready, webgpu_artifact):
     server = serve_in_background(artifact)
     try:
         with browser_page(url_of(server) + "style.css") as page:
-            script = SCENARIOS.replace("PROMPT", repr(PROMPT)).replace("MAX_TOKENS", str(MAX_TOKENS))
-            return artifact, page.evaluate(script)
+            args = {"PROMPT": PROMPT, "MAX_TOKENS": MAX_TOKENS}
+            return artifact, page.evaluate(SCENARIOS.read_text(), args)
     finally:
         server.shutdown()
 
@@ -118,3 +85,9 @@ def test_concurrent_requests_do_not_interleave_and_long_prompts_are_refused(answ
     _, out = answers
     assert out["order"] in ("aaaabbbb", "bbbbaaaa")
     assert out["tooLong"] == "ContextWindowSizeExceededError"
+
+
+def test_the_worker_engine_answers_the_in_page_engine_s_tokens(answers):
+    _, out = answers
+    assert out["worker"]["choices"] == out["whole"]["choices"]
+    assert out["worker"]["usage"]["completion_tokens"] == MAX_TOKENS

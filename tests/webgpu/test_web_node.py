@@ -1,7 +1,8 @@
 """The browser runtime's logic, as node's test runner checks it: the phone decisions and the
 downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on a fake model
-(engine.test.mjs), and the sampler, stop strings and KV manager against the Python runtime's
-vectors (vectors.test.mjs). Each node test is one pytest case, so a failure names it."""
+(engine.test.mjs) and its worker halves (worker.test.mjs), and the sampler, stop strings and
+KV manager against the Python runtime's vectors (vectors.test.mjs). Each node test is one
+pytest case, so a failure names it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from pathlib import Path
 import pytest
 
 WEB_TEST = Path(__file__).resolve().parents[2] / "web" / "test"
-FILES = ("device_fit.test.mjs", "download.test.mjs", "engine.test.mjs", "vectors.test.mjs")
+FILES = (
+    "device_fit.test.mjs",
+    "download.test.mjs",
+    "engine.test.mjs",
+    "vectors.test.mjs",
+    "worker.test.mjs",
+)
 
 
 @pytest.fixture(scope="module")

@@ -4,3 +4,5 @@ export { CreateMLCEngine, MLCEngine } from "./mlc_engine.js";
 export {
   ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError,
 } from "./errors.js";
+export { CreateWebWorkerMLCEngine, WebWorkerMLCEngine } from "./worker_engine.js";
+export { WebWorkerMLCEngineHandler } from "./worker_handler.js";

@@ -1,0 +1,45 @@
+// Evaluated in a page on `mlcx web`'s origin by tests/webgpu/test_web_engine.py: every scenario
+// against one engine, each result under its name (errors by their name).
+async ({ PROMPT, MAX_TOKENS }) => {
+  const { CreateMLCEngine, CreateWebWorkerMLCEngine } = await import("/mlcx-web/index.js");
+  const reports = [];
+  const engine = await CreateMLCEngine("/artifact/", { initProgressCallback: (r) => reports.push(r) });
+  const ask = (extra) => ({ messages: [{ role: "user", content: PROMPT }], temperature: 0,
+                            max_tokens: MAX_TOKENS, return_token_ids: true, ...extra });
+  const drain = async (stream, onChunk = () => {}) => {
+    const chunks = [];
+    for await (const c of stream) { chunks.push(c); onChunk(chunks); }
+    return chunks;
+  };
+  const out = { reports: reports.length, lastProgress: reports.at(-1).progress };
+  out.whole = await engine.chat.completions.create(ask({}));
+  out.chunks = await drain(await engine.chat.completions.create(
+    ask({ stream: true, stream_options: { include_usage: true } })));
+  const text = out.whole.choices[0].message.content;
+  out.stop = text.slice(3, 6);
+  out.stopped = await engine.chat.completions.create(ask({ stop: [out.stop] }));
+  out.followUp = await engine.chat.completions.create(ask({ messages: [
+    { role: "user", content: PROMPT }, out.whole.choices[0].message, { role: "user", content: "And Spain?" }] }));
+  out.interrupted = await drain(await engine.chat.completions.create(ask({ stream: true, max_tokens: 64 })),
+    (chunks) => { if (chunks.length === 3) engine.interruptGenerate(); });
+  out.kvAfterInterrupt = engine.kvUsage();
+  const order = [];
+  const tagged = async (tag) => drain(await engine.chat.completions.create(ask({ stream: true, max_tokens: 4 })),
+    () => order.push(tag));
+  await Promise.all([tagged("a"), tagged("b")]);
+  out.order = order.join("");
+  try {
+    await engine.chat.completions.create(ask({ messages: [{ role: "user", content: "Paris ".repeat(400) }] }));
+  } catch (err) {
+    out.tooLong = err.name;
+  }
+  await engine.unload();
+  const handler = `import { WebWorkerMLCEngineHandler } from "${location.origin}/mlcx-web/index.js";
+    const handler = new WebWorkerMLCEngineHandler();
+    self.onmessage = (event) => handler.onmessage(event);`;
+  const url = URL.createObjectURL(new Blob([handler], { type: "text/javascript" }));
+  const remote = await CreateWebWorkerMLCEngine(new Worker(url, { type: "module" }), "/artifact/");
+  out.worker = await remote.chat.completions.create(ask({}));
+  await remote.unload();
+  return out;
+}
