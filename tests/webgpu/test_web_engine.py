@@ -91,3 +91,8 @@ def test_the_worker_engine_answers_the_in_page_engine_s_tokens(answers):
     _, out = answers
     assert out["worker"]["choices"] == out["whole"]["choices"]
     assert out["worker"]["usage"]["completion_tokens"] == MAX_TOKENS
+
+
+def test_the_cache_api_sees_and_drops_the_artifact_s_weights(answers):
+    _, out = answers
+    assert out["cache"] == [True, False, True]  # loaded, deleted, loaded again by the worker

@@ -141,3 +141,35 @@ export declare class ContextWindowSizeExceededError extends InvalidRequestError 
 }
 export declare class EngineNotLoadedError extends Error {}
 export declare class DeviceLostError extends Error {}
+
+/** A proxy with MLCEngine's API for an engine in a Web Worker running WebWorkerMLCEngineHandler. */
+export declare class WebWorkerMLCEngine implements MLCEngineInterface {
+  constructor(worker: Worker);
+  chat: MLCEngineInterface["chat"];
+  completions: MLCEngineInterface["completions"];
+  /** `signal` stays on the page: checked when the load ends (an AbortSignal cannot be posted). */
+  reload(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<void>;
+  interruptGenerate(): void;
+  resetChat(): Promise<void>;
+  unload(): Promise<void>;
+  kvUsage(): Promise<{ usedBlocks: number; freeBlocks: number }>;
+}
+
+export declare function CreateWebWorkerMLCEngine(
+  worker: Worker, artifactUrl: string | URL, config?: MLCEngineConfig): Promise<WebWorkerMLCEngine>;
+
+/** In the worker: `const h = new WebWorkerMLCEngineHandler(); self.onmessage = (e) => h.onmessage(e);` */
+export declare class WebWorkerMLCEngineHandler {
+  constructor(engine?: MLCEngine, post?: (message: unknown) => void);
+  onmessage(event: MessageEvent): Promise<void>;
+}
+
+export interface CacheQueryOptions {
+  /** Where the weight shards are when not next to the plan. */
+  shardsUrl?: string | URL;
+}
+
+/** Whether every weight shard of the artifact is in the browser's Cache API. */
+export declare function hasModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<boolean>;
+/** Drops the artifact's weight shards (and half-downloaded ones) from the cache. */
+export declare function deleteModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<void>;

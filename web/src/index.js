@@ -6,3 +6,4 @@ export {
 } from "./errors.js";
 export { CreateWebWorkerMLCEngine, WebWorkerMLCEngine } from "./worker_engine.js";
 export { WebWorkerMLCEngineHandler } from "./worker_handler.js";
+export { deleteModelInCache, hasModelInCache } from "./model_cache.js";

@@ -7,7 +7,16 @@
 import { download } from "./download.js";
 import { createBuffer } from "./gpu.js";
 
-const CACHE = "mlcx-weights-v1";
+export const CACHE = "mlcx-weights-v1";
+
+// A shard's cache key: its URL and content hash, so a changed shard is never taken for the old.
+export const shardKey = (url, shard) => `${url}?sha256=${shard.sha256}`;
+
+// Where an artifact's weights are: its shard index, and the shards' folder.
+export async function shardIndex(baseUrl, shardsUrl = new URL("params/", baseUrl)) {
+  const index = await (await fetch(new URL("params/index.json", baseUrl))).json();
+  return { index, urls: index.shards.map((shard) => new URL(shard.file, shardsUrl).href) };
+}
 
 async function sha256Hex(data) {
   const digest = await crypto.subtle.digest("SHA-256", data);
@@ -31,7 +40,7 @@ async function fetchShard(cache, url, key, expectedBytes, onBytes) {
 }
 
 async function cachedShard(url, shard, onBytes) {
-  const key = `${url}?sha256=${shard.sha256}`;
+  const key = shardKey(url, shard);
   const cache = "caches" in self ? await caches.open(CACHE) : null;
   const hit = await cache?.match(key);
   const data = hit
@@ -43,19 +52,21 @@ async function cachedShard(url, shard, onBytes) {
     throw new Error(`${shard.file} does not match its sha256 (a damaged download or stale ` +
       "files); it was dropped from the cache, reload to fetch it again");
   }
-  if (!hit) await cache?.put(key, new Response(data));
+  if (!hit) await cache?.put(key, new Response(data)).catch((err) => console.warn(
+    `mlcx: ${shard.file} is kept in memory only, the browser cache refused it (${err.name}: ` +
+    `${err.message}); the next load downloads it again`));
   return { data, hit: Boolean(hit) };
 }
 
 // Returns the tensors in index order as {buffer, shape, dtype}; onProgress(done, total, cached).
 export async function loadWeights(device, baseUrl, onProgress, shardsUrl = new URL("params/", baseUrl)) {
-  const index = await (await fetch(new URL("params/index.json", baseUrl))).json();
+  const { index, urls } = await shardIndex(baseUrl, shardsUrl);
   const total = index.shards.reduce((s, shard) => s + shard.nbytes, 0);
   let done = 0;
   let cached = true;
   const tensors = [];
   for (const [i, shard] of index.shards.entries()) {
-    const { data, hit } = await cachedShard(new URL(shard.file, shardsUrl).href, shard, (n, fromCache = false) => {
+    const { data, hit } = await cachedShard(urls[i], shard, (n, fromCache = false) => {
       done += n;
       onProgress?.(done, total, cached && fromCache);
     });

@@ -1,7 +1,8 @@
 // Evaluated in a page on `mlcx web`'s origin by tests/webgpu/test_web_engine.py: every scenario
 // against one engine, each result under its name (errors by their name).
 async ({ PROMPT, MAX_TOKENS }) => {
-  const { CreateMLCEngine, CreateWebWorkerMLCEngine } = await import("/mlcx-web/index.js");
+  const lib = await import("/mlcx-web/index.js");
+  const { CreateMLCEngine, CreateWebWorkerMLCEngine } = lib;
   const reports = [];
   const engine = await CreateMLCEngine("/artifact/", { initProgressCallback: (r) => reports.push(r) });
   const ask = (extra) => ({ messages: [{ role: "user", content: PROMPT }], temperature: 0,
@@ -34,12 +35,16 @@ async ({ PROMPT, MAX_TOKENS }) => {
     out.tooLong = err.name;
   }
   await engine.unload();
+  out.cache = [await lib.hasModelInCache("/artifact/")];
+  await lib.deleteModelInCache("/artifact/");
+  out.cache.push(await lib.hasModelInCache("/artifact/"));
   const handler = `import { WebWorkerMLCEngineHandler } from "${location.origin}/mlcx-web/index.js";
     const handler = new WebWorkerMLCEngineHandler();
     self.onmessage = (event) => handler.onmessage(event);`;
   const url = URL.createObjectURL(new Blob([handler], { type: "text/javascript" }));
   const remote = await CreateWebWorkerMLCEngine(new Worker(url, { type: "module" }), "/artifact/");
   out.worker = await remote.chat.completions.create(ask({}));
+  out.cache.push(await lib.hasModelInCache("/artifact/")); // the worker's load cached it again
   await remote.unload();
   return out;
 }
