@@ -173,3 +173,17 @@ export interface CacheQueryOptions {
 export declare function hasModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<boolean>;
 /** Drops the artifact's weight shards (and half-downloaded ones) from the cache. */
 export declare function deleteModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<void>;
+
+/** In a Service Worker: `new ServiceWorkerMLCEngineHandler()` listens to its pages by itself;
+ * the engine stays loaded across page reloads (a reload of the same artifact answers at once). */
+export declare class ServiceWorkerMLCEngineHandler extends WebWorkerMLCEngineHandler {
+  constructor(engine?: MLCEngine, scope?: EventTarget);
+}
+
+/** A proxy with MLCEngine's API for the engine in the service worker controlling the page. */
+export declare class ServiceWorkerMLCEngine extends WebWorkerMLCEngine {
+  constructor(container?: ServiceWorkerContainer);
+}
+
+export declare function CreateServiceWorkerMLCEngine(
+  artifactUrl: string | URL, config?: MLCEngineConfig): Promise<ServiceWorkerMLCEngine>;

@@ -4,6 +4,8 @@ export { CreateMLCEngine, MLCEngine } from "./mlc_engine.js";
 export {
   ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError,
 } from "./errors.js";
-export { CreateWebWorkerMLCEngine, WebWorkerMLCEngine } from "./worker_engine.js";
-export { WebWorkerMLCEngineHandler } from "./worker_handler.js";
+export {
+  CreateServiceWorkerMLCEngine, CreateWebWorkerMLCEngine, ServiceWorkerMLCEngine, WebWorkerMLCEngine,
+} from "./worker_engine.js";
+export { ServiceWorkerMLCEngineHandler, WebWorkerMLCEngineHandler } from "./worker_handler.js";
 export { deleteModelInCache, hasModelInCache } from "./model_cache.js";

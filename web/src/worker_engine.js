@@ -103,6 +103,28 @@ export class WebWorkerMLCEngine {
   }
 }
 
+// The page side of a Service Worker engine: messages go to the controlling service worker.
+export class ServiceWorkerMLCEngine extends WebWorkerMLCEngine {
+  constructor(container = navigator.serviceWorker) {
+    super({
+      addEventListener: (type, fn) => container.addEventListener(type, fn),
+      postMessage: (msg) => container.controller.postMessage(msg),
+    });
+  }
+}
+
+// An engine in the service worker that controls this page (it runs a
+// ServiceWorkerMLCEngineHandler); the model stays loaded there across reloads.
+export async function CreateServiceWorkerMLCEngine(artifactUrl, options = {}) {
+  await navigator.serviceWorker.ready;
+  if (!navigator.serviceWorker.controller) {
+    throw new Error("no service worker controls this page yet: reload it, or call clients.claim() in the worker");
+  }
+  const engine = new ServiceWorkerMLCEngine(navigator.serviceWorker);
+  await engine.reload(artifactUrl, options);
+  return engine;
+}
+
 // WebLLM's entry point: an engine in `worker`, which runs a WebWorkerMLCEngineHandler.
 export async function CreateWebWorkerMLCEngine(worker, artifactUrl, options = {}) {
   const engine = new WebWorkerMLCEngine(worker);

@@ -5,7 +5,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { WebWorkerMLCEngine, WebWorkerMLCEngineHandler } from "../src/index.js";
+import {
+  ServiceWorkerMLCEngine, ServiceWorkerMLCEngineHandler, WebWorkerMLCEngine, WebWorkerMLCEngineHandler,
+} from "../src/index.js";
 import { fakeEngine } from "./fake_model.mjs";
 
 function pair(engine) {
@@ -42,4 +44,31 @@ test("leaving a worker stream early frees its pages in the worker", async () => 
 test("errors cross the worker boundary by name", async () => {
   const proxy = pair(fakeEngine({ contextWindow: 16 }));
   await assert.rejects(proxy.chat.completions.create(ask({ max_tokens: 30 })), { name: "ContextWindowSizeExceededError" });
+});
+
+// A page of a fake service worker `scope`: what navigator.serviceWorker gives the proxy.
+function servicePage(scope, id) {
+  const listeners = [];
+  const source = { id, postMessage: (msg) => setTimeout(() => listeners.forEach((fn) => fn({ data: structuredClone(msg) }))) };
+  const deliver = (msg) => scope.dispatchEvent(Object.assign(new Event("message"), { data: structuredClone(msg), source }));
+  return new ServiceWorkerMLCEngine({
+    addEventListener: (_, fn) => listeners.push(fn),
+    controller: { postMessage: (msg) => setTimeout(() => deliver(msg)) },
+  });
+}
+
+test("a service worker engine loads once for every page and answers each", async () => {
+  const engine = fakeEngine();
+  let loads = 0;
+  engine.reload = async () => (loads += 1);
+  const scope = new EventTarget();
+  new ServiceWorkerMLCEngineHandler(engine, scope);
+  const [first, second] = [servicePage(scope, "tab-1"), servicePage(scope, "tab-2")];
+  const reports = [];
+  await first.reload("http://x/artifact/");
+  await second.reload("http://x/artifact/", { initProgressCallback: (r) => reports.push(r.text) });
+  assert.equal(loads, 1);
+  assert.deepEqual(reports, ["already loaded in the service worker"]);
+  const [a, b] = await Promise.all([first, second].map((p) => p.chat.completions.create(ask())));
+  assert.deepEqual(a.choices, b.choices);
 });
