@@ -69,6 +69,7 @@ class _Handler(SimpleHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", self.guess_type(str(found)))
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("Service-Worker-Allowed", "/")  # src/service_worker.js may serve "/"
         self.end_headers()
         return io.BytesIO(body)
 
