@@ -96,3 +96,9 @@ def test_the_worker_engine_answers_the_in_page_engine_s_tokens(answers):
 def test_the_cache_api_sees_and_drops_the_artifact_s_weights(answers):
     _, out = answers
     assert out["cache"] == [True, False, True]  # loaded, deleted, loaded again by the worker
+
+
+def test_a_lost_device_is_an_error_event_and_reload_continues(answers):
+    _, out = answers
+    assert out["lost"] == ["DeviceLostError", "DeviceLostError"]
+    assert out["afterReload"]["choices"] == out["whole"]["choices"]

@@ -34,6 +34,12 @@ async ({ PROMPT, MAX_TOKENS }) => {
   } catch (err) {
     out.tooLong = err.name;
   }
+  const lost = new Promise((resolve) => engine.addEventListener("error", (e) => resolve(e.error.name)));
+  engine.core.runner.device.destroy(); // as a driver reset would lose it
+  out.lost = [await lost];
+  await engine.chat.completions.create(ask({})).catch((err) => out.lost.push(err.name));
+  await engine.reload("/artifact/");
+  out.afterReload = await engine.chat.completions.create(ask({}));
   await engine.unload();
   out.cache = [await lib.hasModelInCache("/artifact/")];
   await lib.deleteModelInCache("/artifact/");
