@@ -18,6 +18,8 @@ from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import sample
 from mlcx.runtime.sample.sampling_state import SamplingState
 from mlcx.runtime.text.stop import StopStringMatcher
+from mlcx.runtime.text.tool_prompt import with_generic_tools
+from mlcx.server.tool_calls import ToolReply
 
 VECTORS = Path(__file__).resolve().parents[2] / "web" / "test" / "vectors"
 VOCAB = 300  # over one 256-token draw block, so both levels of the draw are exercised
@@ -149,7 +151,63 @@ def kv_vectors() -> dict:
     return {"num_blocks": 6, "page_size": 4, "ops": ops}
 
 
-FILES = {"sampler.json": sampler_vectors, "stop.json": stop_vectors, "kv.json": kv_vectors}
+CALL = '{"name": "get_weather", "arguments": {"city": "Pa\\"ris", "days": [1, 2]}}'
+TOOL_REPLIES = {
+    "one call, split": ["<tool", "_call>\n" + CALL[:20], CALL[20:45], CALL[45:] + "\n</tool_call>"],
+    "two calls": [
+        f"<tool_call>\n{CALL}\n</tool_call>\n<tool_call>\n",
+        '{"name": "now", "arguments": 3}',
+    ],
+    "plain content": ["The weather ", "is fine."],
+    "a tag with no call": ["<tool_call>\nnothing", " here"],
+}
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+]
+TOOL_MESSAGES = {
+    "tools into a new system message": [{"role": "user", "content": "Weather?"}],
+    "tools after the system message": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather?"},
+    ],
+    "an assistant's calls as blocks": [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}],
+        },
+        {"role": "tool", "content": "cold"},
+    ],
+}
+
+
+def _without_ids(entries: list[dict]) -> list[dict]:
+    return [{k: v for k, v in e.items() if k != "id"} for e in entries]
+
+
+def tool_vectors() -> dict:
+    replies = {}
+    for name, pieces in TOOL_REPLIES.items():
+        reply = ToolReply(constrained=False)
+        deltas = [d for p in pieces for d in reply.feed(p)] + reply.finish()
+        for d in deltas:
+            d.get("tool_calls", [{}])[0].pop("id", None)
+        calls = _without_ids(reply._scanner.calls)
+        replies[name] = {"pieces": pieces, "deltas": deltas, "calls": calls}
+    prompts = {
+        name: {"messages": m, "tools": TOOLS, "rendered": with_generic_tools(m, TOOLS)}
+        for name, m in TOOL_MESSAGES.items()
+    }
+    return {"replies": replies, "prompts": prompts}
+
+
+FILES = {
+    "sampler.json": sampler_vectors,
+    "stop.json": stop_vectors,
+    "kv.json": kv_vectors,
+    "tools.json": tool_vectors,
+}
 
 
 def render() -> dict[str, str]:

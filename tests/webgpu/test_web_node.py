@@ -1,7 +1,8 @@
 """The browser runtime's logic, as node's test runner checks it: the phone decisions and the
 downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on a fake model
-(engine.test.mjs) and its worker halves (worker.test.mjs), and the sampler, stop strings and
-KV manager against the Python runtime's vectors (vectors.test.mjs). Each node test is one
+(engine.test.mjs), tool calls on a scripted model (tools.test.mjs), the worker halves
+(worker.test.mjs), and the sampler, stop strings, KV manager and tool-call parser against the
+Python runtime's vectors (vectors.test.mjs). Each node test is one
 pytest case, so a failure names it."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ FILES = (
     "device_fit.test.mjs",
     "download.test.mjs",
     "engine.test.mjs",
+    "tools.test.mjs",
     "vectors.test.mjs",
     "worker.test.mjs",
 )
@@ -54,6 +56,8 @@ def test_every_node_test_passes(results):
         "sampler: logprobs",
         "stop strings: split across deltas",
         "kv manager: prefix reuse and eviction order",
+        "tool calls: one call, split",
+        "a named tool call, whole: tool_calls, null content, finish_reason tool_calls",
         "two concurrent streams do not interleave",
         "an interrupt mid-stream ends it with finish_reason abort and frees its pages",
     ],

@@ -15,9 +15,22 @@ export interface MLCEngineConfig {
   shardsUrl?: string | URL;
 }
 
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
 export interface ChatMessage {
   role: "system" | "user" | "assistant" | "tool";
-  content: string;
+  content: string | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
+export interface Tool {
+  type: "function";
+  function: { name: string; description?: string; parameters?: object };
 }
 
 export interface SamplingFields {
@@ -44,13 +57,18 @@ export interface SamplingFields {
 
 export interface ChatCompletionRequest extends SamplingFields {
   messages: ChatMessage[];
+  /** Given to the chat template (or written into the system message when it reads none). */
+  tools?: Tool[];
+  /** "auto" (replies parsed for <tool_call> blocks) or "none"; "required" and a named function
+   * need constrained decoding, not available in the browser yet. */
+  tool_choice?: "auto" | "none";
 }
 
 export interface CompletionRequest extends SamplingFields {
   prompt: string | number[];
 }
 
-export type FinishReason = "stop" | "length" | "abort" | null;
+export type FinishReason = "stop" | "length" | "tool_calls" | "abort" | null;
 
 export interface CompletionUsage {
   prompt_tokens: number;
@@ -77,7 +95,7 @@ export interface ChatCompletion extends ResponseHead {
   object: "chat.completion";
   choices: {
     index: number;
-    message: { role: "assistant"; content: string };
+    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[] };
     finish_reason: FinishReason;
     logprobs: { content: TokenLogprob[] } | null;
     token_ids?: number[];
@@ -89,7 +107,11 @@ export interface ChatCompletionChunk extends ResponseHead {
   object: "chat.completion.chunk";
   choices: {
     index: number;
-    delta: { role?: "assistant"; content: string };
+    delta: {
+      role?: "assistant";
+      content?: string;
+      tool_calls?: { index: number; id?: string; type?: "function"; function: { name?: string; arguments: string } }[];
+    };
     finish_reason: FinishReason;
     logprobs: { content: TokenLogprob[] } | null;
     token_ids?: number[];

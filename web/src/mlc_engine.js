@@ -9,6 +9,7 @@ import { generateChoice } from "./generation.js";
 import { loadModel } from "./loader.js";
 import { samplingParams } from "./params.js";
 import { RequestQueue } from "./request_queue.js";
+import { parsesToolCalls, withToolCalls } from "./tool_events.js";
 import { FORMATS, chunkOf, collect, usageChunk, usageOf } from "./responses.js";
 
 let requestCount = 0;
@@ -51,7 +52,9 @@ export class MLCEngine extends EventTarget {
     if (!Array.isArray(request.messages) || !request.messages.length) {
       throw new InvalidRequestError("messages must be a non-empty list", "messages");
     }
-    return this.respond(request, core.codec.chatPrompt(request.messages), FORMATS.chat);
+    const tools = parsesToolCalls(request);
+    const promptIds = core.codec.chatPrompt(request.messages, request.tools ?? null);
+    return this.respond(request, promptIds, FORMATS.chat, tools);
   }
 
   async completion(request) {
@@ -69,14 +72,14 @@ export class MLCEngine extends EventTarget {
     return this.loaded().runner.config.sampling ?? {};
   }
 
-  respond(request, promptIds, format) {
+  respond(request, promptIds, format, tools = false) {
     const core = this.loaded();
     const params = samplingParams(request, this.samplingDefaults, core.runner.config.model?.vocab_size ?? 0);
     checkFits(promptIds.length, params.maxTokens, core.window);
     const meta = { id: `${format === FORMATS.chat ? "chatcmpl" : "cmpl"}-${++requestCount}`,
                    created: Math.floor(Date.now() / 1000), model: this.modelId, format,
                    returnIds: request.return_token_ids === true, promptIds };
-    const events = this.events(promptIds, params);
+    const events = tools ? withToolCalls(this.events(promptIds, params)) : this.events(promptIds, params);
     if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
     return this.whole(events, meta);
   }

@@ -31,20 +31,32 @@ const textLogprobs = (entries) => ({
   top_logprobs: entries.map((e) => Object.fromEntries((e.top ?? []).map((t) => [t.token, t.logprob]))),
 });
 
+// A token's deltas (tool_events.js) as one chunk delta: its content and its call entries.
+function chatDelta(e) {
+  if (!e.deltas) return { content: e.text };
+  const content = e.deltas.map((d) => d.content ?? "").join("");
+  const calls = e.deltas.flatMap((d) => d.tool_calls ?? []);
+  return calls.length ? { ...(content ? { content } : {}), tool_calls: calls } : { content };
+}
+
+const chatMessage = (c) => (c.calls
+  ? { role: "assistant", content: null, tool_calls: c.calls }
+  : { role: "assistant", content: c.text });
+
 // endpoint -> how its objects are named and where a choice's text goes
 export const FORMATS = {
   chat: {
     object: "chat.completion",
     chunkObject: "chat.completion.chunk",
-    delta: (text, first) => ({ delta: first ? { role: "assistant", content: text } : { content: text } }),
-    whole: (text) => ({ message: { role: "assistant", content: text } }),
+    delta: (e, first) => ({ delta: { ...(first ? { role: "assistant" } : {}), ...chatDelta(e) } }),
+    whole: (c) => ({ message: chatMessage(c) }),
     logprobs: chatLogprobs,
   },
   text: {
     object: "text_completion",
     chunkObject: "text_completion",
-    delta: (text) => ({ text }),
-    whole: (text) => ({ text }),
+    delta: (e) => ({ text: e.text }),
+    whole: (c) => ({ text: c.text }),
     logprobs: textLogprobs,
   },
 };
@@ -59,7 +71,7 @@ function envelope(meta, object, choices) {
 export function chunkOf(e, meta, first) {
   const f = meta.format;
   return envelope(meta, f.chunkObject, [{
-    index: e.index, ...f.delta(e.text, first), finish_reason: e.finish,
+    index: e.index, ...f.delta(e, first), finish_reason: e.finish,
     logprobs: e.entry ? f.logprobs([e.entry]) : null,
     ...(meta.returnIds ? { token_ids: [e.token] } : {}),
   }]);
@@ -72,15 +84,16 @@ export const usageChunk = (meta, usage) => ({ ...envelope(meta, meta.format.chun
 export function collect(events, meta, usage) {
   const choices = [];
   for (const e of events) {
-    const c = (choices[e.index] ??= { text: "", entries: [], ids: [], finish: null });
+    const c = (choices[e.index] ??= { text: "", entries: [], ids: [], finish: null, calls: null });
     c.text += e.text;
     if (e.entry) c.entries.push(e.entry);
     c.ids.push(e.token);
     c.finish = e.finish ?? c.finish;
+    c.calls = e.calls ?? c.calls;
   }
   const f = meta.format;
   return { ...envelope(meta, f.object, choices.map((c, index) => ({
-    index, ...f.whole(c.text), finish_reason: c.finish,
+    index, ...f.whole(c), finish_reason: c.finish,
     logprobs: c.entries.length ? f.logprobs(c.entries) : null,
     ...(meta.returnIds ? { token_ids: c.ids } : {}),
   }))), usage };

@@ -43,3 +43,38 @@ export function fakeEngine(options) {
   engine.modelId = "fake";
   return engine;
 }
+
+// A model that answers `pieces` in order, then EOS: token 0 is EOS, 1..n the pieces, n + 1
+// every prompt character.
+class ScriptedRunner extends FakeRunner {
+  constructor(n) {
+    super();
+    this.n = n;
+    this.config.model.vocab_size = n + 2;
+  }
+
+  async forward(ids) {
+    const last = ids[ids.length - 1];
+    const next = last === this.n + 1 ? 1 : last < this.n ? last + 1 : 0;
+    const data = new Float32Array(this.n + 2);
+    data[next] = 10;
+    return { data, vocab: this.n + 2 };
+  }
+}
+
+export function scriptedEngine(pieces) {
+  const codec = {
+    eosIds: new Set([0]),
+    encode: (text) => Array.from(text, () => pieces.length + 1),
+    decode: (ids) => ids.map((i) => pieces[i - 1] ?? "").join(""),
+    piece: (id) => pieces[id - 1] ?? "",
+    chatPrompt(messages, tools) {
+      this.tools = tools;
+      return this.encode(messages.map((m) => m.content).join(""));
+    },
+  };
+  const engine = new MLCEngine();
+  engine.core = new ModelCore(new ScriptedRunner(pieces.length), codec);
+  engine.modelId = "scripted";
+  return engine;
+}

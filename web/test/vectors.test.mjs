@@ -1,5 +1,6 @@
 // The JS runtime against what the Python runtime does (web/test/vectors/, written by
-// tests/support/web_vectors.py): seeded sampling and penalties, stop strings, KV prefix reuse.
+// tests/support/web_vectors.py): seeded sampling and penalties, stop strings, KV prefix reuse,
+// tool calls parsed from streamed text and tools written into a prompt.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -9,6 +10,8 @@ import { KVCacheManager } from "../src/kv_cache.js";
 import { samplingParams } from "../src/params.js";
 import { TokenSampler } from "../src/sampler.js";
 import { StopStringMatcher } from "../src/stop.js";
+import { ToolReply } from "../src/tool_calls.js";
+import { withGenericTools } from "../src/tool_prompt.js";
 
 const load = (name) => JSON.parse(readFileSync(new URL(`vectors/${name}`, import.meta.url)));
 
@@ -54,3 +57,22 @@ test("kv manager: prefix reuse and eviction order", () => {
     assert.deepEqual(kv.freeOrder(), op.free_order, at);
   }
 });
+
+const withoutIds = (entries) => entries.map(({ id, ...rest }) => rest);
+
+const tools = load("tools.json");
+for (const [name, vec] of Object.entries(tools.replies)) {
+  test(`tool calls: ${name}`, () => {
+    const reply = new ToolReply();
+    const deltas = [...vec.pieces.flatMap((p) => reply.feed(p)), ...reply.finish()];
+    const plain = deltas.map((d) => (d.tool_calls ? { tool_calls: withoutIds(d.tool_calls) } : d));
+    assert.deepEqual(plain, vec.deltas);
+    assert.deepEqual(withoutIds(reply.scanner.calls), vec.calls);
+  });
+}
+
+for (const [name, vec] of Object.entries(tools.prompts)) {
+  test(`tool prompt: ${name}`, () => {
+    assert.deepEqual(withGenericTools(vec.messages, vec.tools), vec.rendered);
+  });
+}
