@@ -165,7 +165,7 @@ export declare class EngineNotLoadedError extends Error {}
 export declare class DeviceLostError extends Error {}
 
 /** A proxy with MLCEngine's API for an engine in a Web Worker running WebWorkerMLCEngineHandler. */
-export declare class WebWorkerMLCEngine implements MLCEngineInterface {
+export declare class WebWorkerMLCEngine extends EventTarget implements MLCEngineInterface {
   constructor(worker: Worker);
   chat: MLCEngineInterface["chat"];
   completions: MLCEngineInterface["completions"];

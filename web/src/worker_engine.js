@@ -1,5 +1,6 @@
 // The page side of a worker engine: WebWorkerMLCEngine has MLCEngine's methods and sends each
-// call to the WebWorkerMLCEngineHandler in `worker` (worker_handler.js has the messages).
+// call to the WebWorkerMLCEngineHandler in `worker` (worker_handler.js has the messages); the
+// engine's error events (a lost device) are dispatched on it too.
 // Streams arrive as async iterables; leaving one early cancels it in the worker.
 
 let nextId = 0;
@@ -37,8 +38,9 @@ class ChunkQueue {
   }
 }
 
-export class WebWorkerMLCEngine {
+export class WebWorkerMLCEngine extends EventTarget {
   constructor(worker) {
+    super();
     this.worker = worker;
     this.pending = new Map(); // id -> {resolve, reject, onProgress} or a ChunkQueue
     worker.addEventListener("message", (event) => this.receive(event.data));
@@ -47,6 +49,10 @@ export class WebWorkerMLCEngine {
   }
 
   receive(msg) {
+    if (msg.kind === "event") {
+      this.dispatchEvent(Object.assign(new Event(msg.type), { error: errorFrom(msg.error) }));
+      return;
+    }
     const target = this.pending.get(msg.id);
     if (!target) return;
     if (target instanceof ChunkQueue) {

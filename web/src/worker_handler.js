@@ -6,6 +6,7 @@
 //                   {id, kind: "chunk", value}    one chunk of stream `id`, then {id, kind: "done"}
 //                   {id, kind: "error", error}    {name, message} of what the call threw
 //                   {id, kind: "progress", value} a load's InitProgressReport
+//                   {kind: "event", type: "error", error}   the engine's error event (device lost)
 
 import { MLCEngine } from "./mlc_engine.js";
 
@@ -16,6 +17,7 @@ export class WebWorkerMLCEngineHandler {
     this.engine = engine;
     this.post = post;
     this.cancelled = new Set();
+    engine.addEventListener("error", (event) => this.post({ kind: "event", type: "error", error: errorOf(event.error) }));
     // method -> what it does with its args (the streaming ones answer through `stream`)
     this.methods = {
       reload: (id, [url, options], reply) => this.reload(url, options, (value) => reply({ id, kind: "progress", value })),

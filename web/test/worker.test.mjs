@@ -41,6 +41,14 @@ test("leaving a worker stream early frees its pages in the worker", async () => 
   assert.deepEqual(await proxy.kvUsage(), { usedBlocks: 0, freeBlocks: engine.core.kv.pool.numFree });
 });
 
+test("the engine's error event reaches the page's proxy", async () => {
+  const engine = fakeEngine();
+  const proxy = pair(engine);
+  const seen = new Promise((resolve) => proxy.addEventListener("error", (e) => resolve(e.error.name)));
+  engine.onDeviceLost(engine.core.runner, { message: "gone" });
+  assert.equal(await seen, "DeviceLostError");
+});
+
 test("errors cross the worker boundary by name", async () => {
   const proxy = pair(fakeEngine({ contextWindow: 16 }));
   await assert.rejects(proxy.chat.completions.create(ask({ max_tokens: 30 })), { name: "ContextWindowSizeExceededError" });
