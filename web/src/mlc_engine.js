@@ -61,8 +61,9 @@ export class MLCEngine extends EventTarget {
     const core = this.loaded();
     const { prompt } = request;
     const ids = typeof prompt === "string" ? core.codec.encode(prompt, true) : prompt;
-    if (!Array.isArray(ids) || !ids.every(Number.isInteger)) {
-      throw new InvalidRequestError("prompt must be a string or a list of token ids", "prompt");
+    const vocab = core.runner.config.model?.vocab_size ?? Infinity;
+    if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocab)) {
+      throw new InvalidRequestError(`prompt must be a string or a list of token ids in [0, ${vocab})`, "prompt");
     }
     return this.respond(request, ids, FORMATS.text);
   }
@@ -87,7 +88,10 @@ export class MLCEngine extends EventTarget {
   async whole(events, meta) {
     const all = [];
     let usage = null;
-    for await (const e of events) e.usage ? (usage = e.usage) : all.push(e);
+    for await (const e of events) {
+      if (e.usage) usage = e.usage;
+      else all.push(e);
+    }
     return collect(all, meta, usage);
   }
 

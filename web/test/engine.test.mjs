@@ -138,3 +138,8 @@ test("unload frees the device; requests then fail until reload", async () => {
   assert.ok(runner.destroyed);
   await assert.rejects(engine.chat.completions.create(ask("hi")), { name: "EngineNotLoadedError" });
 });
+
+test("completions refuse token ids outside the vocabulary", async () => {
+  const engine = fakeEngine();
+  await assert.rejects(engine.completions.create({ prompt: [1, 99] }), /token ids in \[0, 27\)/);
+});
