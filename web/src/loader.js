@@ -28,6 +28,9 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
     initProgressCallback?.(report(s, started));
   };
   signal?.throwIfAborted();
+  // Best effort: ask the browser not to evict the weights' cache under storage pressure
+  // (persist() exists in pages only, not in workers).
+  await Promise.resolve(globalThis.navigator?.storage?.persist?.()).catch(() => false);
   const [runner, codec] = await Promise.all([
     Runner.load(base, kvBlocks, onStatus, shardsUrl && new URL(shardsUrl, base)),
     TextCodec.load(base),
