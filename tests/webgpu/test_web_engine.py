@@ -1,8 +1,9 @@
 """The library's engine API end to end in headless Chromium (WebGPU on SwiftShader): a page on
 `mlcx web`'s origin imports `/mlcx-web/index.js` as any web app would, loads the compiled tiny
 model with `CreateMLCEngine("/artifact/")` and asks it OpenAI-shaped questions, then once more
-through a worker engine (`CreateWebWorkerMLCEngine`, the handler in a module Web Worker). The
-request logic itself is tested under node on a fake model (web/test/engine.test.mjs)."""
+through a worker engine (`CreateWebWorkerMLCEngine`, the handler in a module Web Worker), and
+from the artifact's folder picked in a file input (`files`). The request logic itself is
+tested under node on a fake model (web/test/engine.test.mjs)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ PROMPT = "The capital of France is"
 MAX_TOKENS = 12
 
 SCENARIOS = Path(__file__).parent / "js" / "engine_scenarios.js"
+LOCAL_FILES = Path(__file__).parent / "js" / "local_files_scenario.js"
+PICKER = """() => {
+  const input = Object.assign(document.createElement("input"), { type: "file", id: "pick" });
+  input.webkitdirectory = true;
+  document.body.append(input);
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +37,11 @@ def answers(browser_ready, webgpu_artifact):
     try:
         with browser_page(url_of(server) + "style.css") as page:
             args = {"PROMPT": PROMPT, "MAX_TOKENS": MAX_TOKENS}
-            return artifact, page.evaluate(SCENARIOS.read_text(), args)
+            out = page.evaluate(SCENARIOS.read_text(), args)
+            page.evaluate(PICKER)
+            page.set_input_files("#pick", artifact)  # the folder, as a user picks it
+            out["local"] = page.evaluate(LOCAL_FILES.read_text(), args)
+            return artifact, out
     finally:
         server.shutdown()
 
@@ -102,3 +113,9 @@ def test_a_lost_device_is_an_error_event_and_reload_continues(answers):
     _, out = answers
     assert out["lost"] == ["DeviceLostError", "DeviceLostError"]
     assert out["afterReload"]["choices"] == out["whole"]["choices"]
+
+
+def test_an_artifact_picked_from_disk_answers_without_fetching_it(answers):
+    _, out = answers
+    assert out["local"]["fetched"] == []
+    assert out["local"]["reply"]["choices"] == out["whole"]["choices"]

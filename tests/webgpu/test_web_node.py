@@ -1,9 +1,9 @@
 """The browser runtime's logic, as node's test runner checks it: the phone decisions and the
 downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on a fake model
 (engine.test.mjs), tool calls on a scripted model (tools.test.mjs), the worker halves
-(worker.test.mjs), and the sampler, stop strings, KV manager and tool-call parser against the
-Python runtime's vectors (vectors.test.mjs). Each node test is one
-pytest case, so a failure names it."""
+(worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
+stop strings, KV manager and tool-call parser against the Python runtime's vectors
+(vectors.test.mjs). Each node test is one pytest case, so a failure names it."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ FILES = (
     "tools.test.mjs",
     "vectors.test.mjs",
     "worker.test.mjs",
+    "local_files.test.mjs",
 )
 
 

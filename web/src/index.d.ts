@@ -13,6 +13,9 @@ export interface MLCEngineConfig {
   kvBlocks?: number | ((plan: unknown, config: unknown) => number);
   /** Where the weight shards are when not next to the plan. */
   shardsUrl?: string | URL;
+  /** The artifact's folder picked from disk (`<input type="file" webkitdirectory>`'s files):
+   * loaded from those files, nothing fetched; the artifact URL is then ignored. */
+  files?: Iterable<File>;
 }
 
 export interface ToolCall {
@@ -153,7 +156,7 @@ export declare class MLCEngine extends EventTarget implements MLCEngineInterface
   kvUsage(): { usedBlocks: number; freeBlocks: number };
 }
 
-export declare function CreateMLCEngine(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<MLCEngine>;
+export declare function CreateMLCEngine(artifactUrl: string | URL | null, config?: MLCEngineConfig): Promise<MLCEngine>;
 
 export declare class InvalidRequestError extends Error {
   param: string | null;

@@ -2,6 +2,7 @@
 // and template (TextCodec), with WebLLM's progress reports ({progress, timeElapsed, text})
 // and an AbortSignal checked between stages.
 
+import { localArtifact } from "./local_files.js";
 import { Runner } from "./runner.js";
 import { TextCodec } from "./tokenizer.js";
 
@@ -20,8 +21,11 @@ function report(status, started) {
   return { progress, timeElapsed, text, ...status };
 }
 
-export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl } = {}) {
-  const base = new URL(artifactUrl, globalThis.location?.href);
+// `files`: the artifact's files picked from disk (local_files.js); `artifactUrl` is then ignored.
+export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl, files } = {}) {
+  const local = files ? localArtifact(files) : null;
+  const base = local?.base ?? new URL(artifactUrl, globalThis.location?.href);
+  const fetchFn = local?.fetchFn ?? ((url, init) => fetch(url, init));
   const started = performance.now();
   const onStatus = (s) => {
     signal?.throwIfAborted();
@@ -32,8 +36,8 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
   // (persist() exists in pages only, not in workers).
   await Promise.resolve(globalThis.navigator?.storage?.persist?.()).catch(() => false);
   const [runner, codec] = await Promise.all([
-    Runner.load(base, kvBlocks, onStatus, shardsUrl && new URL(shardsUrl, base)),
-    TextCodec.load(base),
+    Runner.load(base, kvBlocks, onStatus, shardsUrl && new URL(shardsUrl, base), fetchFn),
+    TextCodec.load(base, fetchFn),
   ]);
   signal?.throwIfAborted();
   initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });

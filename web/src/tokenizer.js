@@ -13,9 +13,9 @@ const FALLBACK_TEMPLATE =
   "{% endfor %}{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
 
 export class TextCodec {
-  static async load(baseUrl) {
+  static async load(baseUrl, fetchFn = fetch) {
     const [json, meta] = await Promise.all(
-      ["tokenizer.json", "mlcx-tokenizer.json"].map(async (f) => (await fetch(new URL(f, baseUrl))).json()));
+      ["tokenizer.json", "mlcx-tokenizer.json"].map(async (f) => (await fetchFn(new URL(f, baseUrl))).json()));
     return new TextCodec(json, meta);
   }
 

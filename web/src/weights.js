@@ -13,8 +13,8 @@ export const CACHE = "mlcx-weights-v1";
 export const shardKey = (url, shard) => `${url}?sha256=${shard.sha256}`;
 
 // Where an artifact's weights are: its shard index, and the shards' folder.
-export async function shardIndex(baseUrl, shardsUrl = new URL("params/", baseUrl)) {
-  const index = await (await fetch(new URL("params/index.json", baseUrl))).json();
+export async function shardIndex(baseUrl, shardsUrl = new URL("params/", baseUrl), fetchFn = fetch) {
+  const index = await (await fetchFn(new URL("params/index.json", baseUrl))).json();
   return { index, urls: index.shards.map((shard) => new URL(shard.file, shardsUrl).href) };
 }
 
@@ -24,13 +24,13 @@ async function sha256Hex(data) {
 }
 
 // An interrupted download's bytes are cached under their own key until the next attempt.
-async function fetchShard(cache, url, key, expectedBytes, onBytes) {
+async function fetchShard(cache, url, key, expectedBytes, onBytes, fetchFn) {
   const partialKey = `${key}&partial`;
   const stored = await cache?.match(partialKey);
   const partial = stored ? new Uint8Array(await stored.arrayBuffer()) : null;
   if (partial) onBytes(partial.byteLength);
   try {
-    const data = await download(url, { partial, expectedBytes, onBytes });
+    const data = await download(url, { partial, expectedBytes, onBytes, fetchFn });
     await cache?.delete(partialKey);
     return data;
   } catch (err) {
@@ -39,13 +39,13 @@ async function fetchShard(cache, url, key, expectedBytes, onBytes) {
   }
 }
 
-async function cachedShard(url, shard, onBytes) {
+async function cachedShard(url, shard, onBytes, fetchFn) {
   const key = shardKey(url, shard);
   const cache = "caches" in self ? await caches.open(CACHE) : null;
   const hit = await cache?.match(key);
   const data = hit
     ? new Uint8Array(await hit.arrayBuffer())
-    : await fetchShard(cache, url, key, shard.nbytes, onBytes);
+    : await fetchShard(cache, url, key, shard.nbytes, onBytes, fetchFn);
   if (hit) onBytes(data.byteLength, true);
   if ((await sha256Hex(data)) !== shard.sha256) {
     await cache?.delete(key);
@@ -59,8 +59,8 @@ async function cachedShard(url, shard, onBytes) {
 }
 
 // Returns the tensors in index order as {buffer, shape, dtype}; onProgress(done, total, cached).
-export async function loadWeights(device, baseUrl, onProgress, shardsUrl = new URL("params/", baseUrl)) {
-  const { index, urls } = await shardIndex(baseUrl, shardsUrl);
+export async function loadWeights(device, baseUrl, onProgress, shardsUrl = new URL("params/", baseUrl), fetchFn = fetch) {
+  const { index, urls } = await shardIndex(baseUrl, shardsUrl, fetchFn);
   const total = index.shards.reduce((s, shard) => s + shard.nbytes, 0);
   let done = 0;
   let cached = true;
@@ -69,7 +69,7 @@ export async function loadWeights(device, baseUrl, onProgress, shardsUrl = new U
     const { data, hit } = await cachedShard(urls[i], shard, (n, fromCache = false) => {
       done += n;
       onProgress?.(done, total, cached && fromCache);
-    });
+    }, fetchFn);
     cached &&= hit;
     for (const t of index.tensors.filter((t) => t.shard === i)) {
       const buffer = createBuffer(device, t.nbytes);
