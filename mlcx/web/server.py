@@ -1,11 +1,13 @@
 """A static file server for the browser demo: the page and its npm libraries (as /vendor/) from
-this install's browser runtime (mlcx.web.assets), and one compiled artifact (as /artifact/).
+this install's browser runtime (mlcx.web.assets), the library's package entry (as /mlcx-web/,
+see mlcx.web.package_entry), and one compiled artifact (as /artifact/).
 
 Local only (127.0.0.1): it serves files and nothing else, with no directory listings.
 """
 
 from __future__ import annotations
 
+import io
 import mimetypes
 import threading
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 from mlcx.artifact.config import Artifact
 from mlcx.errors import ArtifactError
 from mlcx.web.assets import WebRuntime, web_runtime
+from mlcx.web.package_entry import MOUNT, resolve_bare_imports
 
 mimetypes.add_type("text/javascript", ".mjs")
 mimetypes.add_type("text/javascript", ".js")
@@ -30,7 +33,11 @@ class Mounts:
 
     def resolve(self, url_path: str) -> Path | None:
         path = unquote(urlsplit(url_path).path)
-        mounts = (("/artifact/", self.artifact), ("/vendor/", self.web.vendor))
+        mounts = (
+            ("/artifact/", self.artifact),
+            ("/vendor/", self.web.vendor),
+            (MOUNT, self.web.page / "src"),
+        )
         for prefix, root in mounts:
             if path.startswith(prefix):
                 return _inside(root, path[len(prefix) :])
@@ -50,6 +57,21 @@ class _Handler(SimpleHTTPRequestHandler):
     def translate_path(self, path: str) -> str:
         found = self.mounts.resolve(path)
         return str(found) if found else "/nonexistent"
+
+    def send_head(self):
+        if not urlsplit(self.path).path.startswith(MOUNT):
+            return super().send_head()
+        found = self.mounts.resolve(self.path)
+        if found is None:
+            self.send_error(404)
+            return None
+        body = resolve_bare_imports(found.read_text()).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(str(found)))
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Service-Worker-Allowed", "/")  # src/service_worker.js may serve "/"
+        self.end_headers()
+        return io.BytesIO(body)
 
     def end_headers(self):
         self.send_header("Cache-Control", "no-cache")

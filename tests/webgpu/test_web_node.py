@@ -1,7 +1,9 @@
-"""The browser runtime's phone decisions and downloader, as node's test runner checks them
-(web/test/device_fit.test.mjs, download.test.mjs): variant choice by adapter features, KV
-pages from a memory budget, and resumed downloads against a fake server whose connection
-drops. Each node test is one pytest case, so a failure names it."""
+"""The browser runtime's logic, as node's test runner checks it: the phone decisions and the
+downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on a fake model
+(engine.test.mjs), tool calls on a scripted model (tools.test.mjs), the worker halves
+(worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
+stop strings, KV manager and tool-call parser against the Python runtime's vectors
+(vectors.test.mjs). Each node test is one pytest case, so a failure names it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,15 @@ from pathlib import Path
 import pytest
 
 WEB_TEST = Path(__file__).resolve().parents[2] / "web" / "test"
-FILES = ("device_fit.test.mjs", "download.test.mjs")
+FILES = (
+    "device_fit.test.mjs",
+    "download.test.mjs",
+    "engine.test.mjs",
+    "tools.test.mjs",
+    "vectors.test.mjs",
+    "worker.test.mjs",
+    "local_files.test.mjs",
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +40,7 @@ def results() -> dict[str, bool]:
 
 
 def test_every_node_test_passes(results):
-    assert len(results) >= 14
+    assert len(results) >= 46
     assert [name for name, ok in results.items() if not ok] == []
 
 
@@ -42,6 +52,15 @@ def test_every_node_test_passes(results):
         "a dropped connection resumes from the bytes received",
         "a body that ends early resumes when the size is known",
         "bytes from an earlier session are continued, not fetched again",
+        "sampler: top_k and top_p",
+        "sampler: presence and frequency",
+        "sampler: logprobs",
+        "stop strings: split across deltas",
+        "kv manager: prefix reuse and eviction order",
+        "tool calls: one call, split",
+        "a named tool call, whole: tool_calls, null content, finish_reason tool_calls",
+        "two concurrent streams do not interleave",
+        "an interrupt mid-stream ends it with finish_reason abort and frees its pages",
     ],
 )
 def test_phone_behaviour(results, name):

@@ -1,24 +1,29 @@
-// One generation at a time in the tab: prefill in chunks, then decode token by token, with
-// the KV cache manager deciding pages (finished turns stay cached, so the next chat turn only
-// computes its new tokens) and text streamed as it becomes printable.
+// The model side of one engine: prefill in chunks, then decode token by token, with the KV
+// cache manager deciding pages (a prompt that starts with a finished conversation only
+// computes its new tokens). One sequence at a time; every way out frees its pages.
 
 import { KVCacheManager } from "./kv_cache.js";
-import { makeRng, sample } from "./sampler.js";
 
-export class Engine {
+export class ModelCore {
   constructor(runner, codec) {
     this.runner = runner;
     this.codec = codec;
-    this.kv = new KVCacheManager(runner.numBlocks, runner.config.page_size);
+    this.pageSize = runner.config.page_size;
     this.chunk = runner.config.prefill_chunk;
+    this.window = Math.min(runner.config.context_window, runner.numBlocks * this.pageSize);
     this.nextId = 0;
+    this.resetCache();
   }
 
-  // Yields {token, text, done, stats}; `text` is the printable delta.
-  // ignoreEos: run maxTokens steps whatever is sampled (benchmarks).
-  async *generate(promptIds, { maxTokens = 128, temperature = 0, topP = 1, seed = null, ignoreEos = false } = {}) {
+  // Drops every cached prefix (a fresh page pool).
+  resetCache() {
+    this.kv = new KVCacheManager(this.runner.numBlocks, this.pageSize);
+  }
+
+  // Yields {logits, cached, prefillMs} once after the prompt, then {logits} after each token
+  // `next(token)` is handed; the caller breaks out when done, which frees the pages.
+  async *run(promptIds) {
     const id = this.nextId++;
-    const rng = makeRng(seed);
     const started = performance.now();
     const cached = this.kv.addSequence(id, promptIds);
     try {
@@ -26,25 +31,8 @@ export class Engine {
       for (let start = cached; start < promptIds.length; start += this.chunk) {
         logits = await this.step(id, promptIds.slice(start, start + this.chunk));
       }
-      const prefillMs = performance.now() - started;
-      const output = [];
-      let printed = "";
-      const decodeStart = performance.now();
-      for (let i = 0; i < maxTokens; i++) {
-        const token = sample(logits, { temperature, topP }, rng);
-        output.push(token);
-        const done = (!ignoreEos && this.codec.eosIds.has(token)) || i + 1 === maxTokens;
-        const text = this.codec.decode(output);
-        const delta = text.endsWith("\uFFFD") && !done ? "" : text.slice(printed.length);
-        printed += delta;
-        const decodeMs = performance.now() - decodeStart; // i decode steps so far
-        const stats = { promptTokens: promptIds.length, cachedTokens: cached, prefillMs,
-                        generated: output.length, decodeMs,
-                        tokPerS: i > 0 ? (i * 1000) / decodeMs : 0 };
-        yield { token, text: delta, done, stats };
-        if (done) break;
-        logits = await this.step(id, [token]);
-      }
+      let token = yield { logits, cached, prefillMs: performance.now() - started };
+      for (;;) token = yield { logits: await this.step(id, [token]) };
     } finally {
       this.kv.free(id);
     }

@@ -131,12 +131,12 @@ class Pipeline {
 }
 
 export class KernelSet {
-  static async load(device, plan, baseUrl, onProgress) {
+  static async load(device, plan, baseUrl, onProgress, fetchFn = fetch) {
     const set = new KernelSet(device);
     const names = Object.keys(plan.kernels);
     for (const [i, name] of names.entries()) {
       const kernel = plan.kernels[name];
-      const code = await (await fetch(new URL(kernel.shader, baseUrl))).text();
+      const code = await (await fetchFn(new URL(kernel.shader, baseUrl))).text();
       set.pipelines.set(name, new Pipeline(device, kernel, code));
       onProgress?.(i + 1, names.length);
     }

@@ -1,7 +1,8 @@
 // The paged KV cache manager, ported from mlcx/runtime/kv (block_pool, free_queue, manager,
 // page_tables): integer block ids with reference counts, an LRU queue of free blocks that
 // keeps cached prefixes until reused, prefix sharing between prompts (a chat turn reuses the
-// pages of the conversation so far), copy-on-write forks, and the per-step page-table arrays.
+// pages of the conversation so far) and the per-step page-table arrays. Held to the Python
+// manager's block ids and eviction order by web/test/vectors/kv.json.
 // Prefix hashes are 64-bit (two 32-bit lanes) instead of Python's blake2b: one tab, one user.
 
 export class OutOfBlocks extends Error {}
@@ -94,25 +95,15 @@ export class KVCacheManager {
     return hit;
   }
 
-  // Reserves slots for `tokens`; returns [src, dst] page copies to run first.
+  // Reserves slots for `tokens`; returns the page copies to run first: none, since only full
+  // pages are shared (no forks here), so a sequence never writes a page another one reads.
   append(id, tokens) {
     const seq = this.seqs.get(id);
-    const copies = [];
-    const cow = seq.tokens.length % this.pageSize !== 0 && this.pool.refcounts[seq.pages.at(-1)] > 1;
     const total = Math.ceil((seq.tokens.length + tokens.length) / this.pageSize);
-    if (total - seq.pages.length + Number(cow) > this.pool.numFree) {
-      throw new OutOfBlocks("not enough free KV cache blocks");
-    }
-    if (cow) {
-      const src = seq.pages.at(-1);
-      const dst = this.pool.allocate();
-      seq.pages[seq.pages.length - 1] = dst;
-      this.pool.free(src);
-      copies.push([src, dst]);
-    }
+    if (total - seq.pages.length > this.pool.numFree) throw new OutOfBlocks("not enough free KV cache blocks");
     while (seq.pages.length < total) seq.pages.push(this.pool.allocate());
     seq.tokens.push(...tokens);
-    return copies;
+    return [];
   }
 
   // The kernels' page-table arrays for [[id, numNew], ...] (see page_tables.py).
@@ -147,10 +138,13 @@ export class KVCacheManager {
     }
   }
 
-  fork(parent, child) {
-    const seq = this.seqs.get(parent);
-    seq.pages.forEach((b) => this.pool.touch(b));
-    this.seqs.set(child, { ...seq, tokens: [...seq.tokens], pages: [...seq.pages], hashes: [...seq.hashes] });
+  // Blocks `allocate` hands out next, in order (the Python pool's free_order).
+  freeOrder() {
+    return [...this.pool.empty, ...this.pool.evictable];
+  }
+
+  get usedBlocks() {
+    return this.pool.refcounts.filter((n) => n > 0).length;
   }
 
   free(id) {

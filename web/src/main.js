@@ -1,15 +1,13 @@
-// The chat page: loads the artifact served next to it (./artifact/, or ?artifact=URL), or in
-// an app one model of its app config (?app=mlcx-app.json&model=ID, see app.js), streams
-// replies into the chat box and shows tok/s. `window.mlcx` is the hook the end-to-end tests,
+// The chat page, a client of the library's API (index.js): loads the artifact served next to
+// it (./artifact/, or ?artifact=URL), or in an app one model of its app config
+// (?app=mlcx-app.json&model=ID, see app.js), streams replies into the chat box and shows tok/s. `window.mlcx` is the hook the end-to-end tests,
 // `mlcx bench web` and the native app shells use: {ready, chat(text, options),
 // bench(promptIds, decodeTokens), reset(), info, lastReply}; the shells also get events
 // (bridge.js). ?composer=native hides the page's input row when the app draws its own.
 
 import { appModel } from "./app.js";
 import { notify } from "./bridge.js";
-import { Engine } from "./engine.js";
-import { Runner } from "./runner.js";
-import { TextCodec } from "./tokenizer.js";
+import { CreateMLCEngine } from "./index.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -33,15 +31,10 @@ function showError(err) {
   notify({ type: "error", message: $("error").textContent });
 }
 
-function onStatus(s) {
-  notify({ type: "status", ...s });
-  if (s.adapter) $("model").dataset.adapter = s.adapter;
-  if (s.stage === "kernels" && s.total) $("progress").textContent = `compiling kernels ${s.done}/${s.total}`;
-  if (s.stage === "weights") {
-    const mb = (n) => (n / 2 ** 20).toFixed(1);
-    const from = s.cached ? "from the browser cache" : "downloading";
-    $("progress").textContent = `weights ${mb(s.done)} / ${mb(s.total)} MB (${from})`;
-  }
+function onProgress(report) {
+  notify({ type: "status", ...report });
+  if (report.adapter) $("model").dataset.adapter = report.adapter;
+  $("progress").textContent = report.text;
 }
 
 function bubble(role, text = "") {
@@ -52,28 +45,39 @@ function bubble(role, text = "") {
   return div;
 }
 
+function speedNote(usage) {
+  const { prompt_tokens: p, completion_tokens: n, prompt_tokens_details: d, extra } = usage;
+  return `${n} tokens · prefill ${p - d.cached_tokens} in ${extra.time_to_first_token_s.toFixed(2)} s · ` +
+    `decode ${extra.decode_tokens_per_s.toFixed(2)} tok/s`;
+}
+
 async function chat(text, options) {
   setState("generating");
   history.push({ role: "user", content: text });
   bubble("user", text);
   const out = bubble("assistant");
-  const promptIds = engine.codec.chatPrompt(history);
+  const request = { messages: history, stream: true, stream_options: { include_usage: true },
+                    return_token_ids: true, ...options };
   const tokenIds = [];
+  let promptIds = null;
   let reply = "";
-  let stats = null;
-  for await (const step of engine.generate(promptIds, options)) {
-    tokenIds.push(step.token);
-    reply += step.text;
-    stats = step.stats;
-    out.textContent = reply;
-    notify({ type: "token", token: step.token, text: step.text });
-    $("speed").textContent = `${stats.tokPerS.toFixed(2)} tok/s`;
+  let usage = null;
+  for await (const chunk of await engine.chat.completions.create(request)) {
+    promptIds ??= chunk.prompt_token_ids;
+    usage = chunk.usage ?? usage;
+    for (const choice of chunk.choices) {
+      tokenIds.push(...choice.token_ids);
+      reply += choice.delta.content;
+      out.textContent = reply;
+      notify({ type: "token", token: choice.token_ids[0], text: choice.delta.content });
+    }
   }
   history.push({ role: "assistant", content: reply });
+  const stats = { tokPerS: usage.extra.decode_tokens_per_s, usage };
+  $("speed").textContent = `${stats.tokPerS.toFixed(2)} tok/s`;
   const note = document.createElement("span");
   note.className = "stats";
-  note.textContent = `${stats.generated} tokens · prefill ${stats.promptTokens - stats.cachedTokens} ` +
-    `in ${(stats.prefillMs / 1000).toFixed(2)} s · decode ${stats.tokPerS.toFixed(2)} tok/s`;
+  note.textContent = speedNote(usage);
   out.append(note);
   window.mlcx.lastReply = { promptIds, tokenIds, text: reply, stats };
   setState("ready");
@@ -86,10 +90,9 @@ async function chat(text, options) {
 async function bench(promptIds, decodeTokens = 16) {
   const started = performance.now();
   const stamps = [];
-  for await (const _ of engine.generate(promptIds, { maxTokens: decodeTokens + 1, ignoreEos: true })) {
-    stamps.push(performance.now());
-  }
-  return { adapter: engine.runner.adapter, prefillTokens: promptIds.length,
+  const request = { prompt: promptIds, max_tokens: decodeTokens + 1, ignore_eos: true, temperature: 0, stream: true };
+  for await (const _ of await engine.completions.create(request)) stamps.push(performance.now());
+  return { adapter: window.mlcx.info.adapter, prefillTokens: promptIds.length,
            prefillSeconds: (stamps[0] - started) / 1000, decodeTokens: stamps.length - 1,
            decodeSeconds: (stamps.at(-1) - stamps[0]) / 1000 };
 }
@@ -99,6 +102,10 @@ function currentOptions() {
            topP: Number($("top-p").value) };
 }
 
+// The page's and the native shells' option names -> the request's.
+const requestOptions = ({ maxTokens, temperature, topP, seed }) =>
+  ({ max_tokens: maxTokens, temperature, top_p: topP, seed });
+
 function reset() {
   history.length = 0;
   $("chat").replaceChildren();
@@ -107,17 +114,21 @@ function reset() {
 async function start() {
   const app = params.has("app") ? await appModel(new URL(params.get("app"), location.href), params.get("model")) : null;
   const source = app ?? { base, blocks: KV_BLOCKS };
-  const [runner, codec] = await Promise.all([
-    Runner.load(source.base, source.blocks, onStatus, source.shardsUrl),
-    TextCodec.load(source.base),
-  ]);
-  engine = new Engine(runner, codec);
+  let adapter = null;
+  const initProgressCallback = (report) => {
+    adapter = report.adapter ?? adapter;
+    onProgress(report);
+  };
+  engine = await CreateMLCEngine(source.base, { initProgressCallback, kvBlocks: source.blocks, shardsUrl: source.shardsUrl });
+  engine.addEventListener("error", (event) => showError(event.error));
+  const { runner } = engine.core;
   const c = runner.config;
-  $("model").textContent = `${c.model_name} · ${c.quantization} · ${runner.adapter}`;
+  $("model").textContent = `${c.model_name} · ${c.quantization} · ${adapter}`;
   const loaded = runner.weightsCached ? "weights loaded from the browser cache" : "ready";
   $("progress").textContent = app?.note ? `${loaded}; ${app.note}` : loaded;
   Object.assign(window.mlcx.info, { model: app?.model.id ?? c.model_name, quantization: c.quantization,
-                                    kvBlocks: runner.numBlocks, adapter: runner.adapter, note: app?.note ?? null });
+                                    kvBlocks: runner.numBlocks, adapter, note: app?.note ?? null });
+  window.mlcx.engine = engine;
   setState("ready");
   notify({ type: "ready", ...window.mlcx.info });
 }
@@ -127,7 +138,7 @@ $("composer").addEventListener("submit", (event) => {
   const text = $("prompt").value.trim();
   if (!text || document.body.dataset.state !== "ready") return;
   $("prompt").value = "";
-  chat(text, currentOptions()).catch(showError);
+  chat(text, requestOptions(currentOptions())).catch(showError);
 });
 $("prompt").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) $("composer").requestSubmit();
@@ -135,12 +146,13 @@ $("prompt").addEventListener("keydown", (event) => {
 
 // What a long-lived tab holds: the runner's pooled step buffers and, where Chromium tells, the JS heap.
 function memory() {
-  const pool = engine?.runner.pool;
+  const pool = engine?.core?.runner.pool;
   return { poolBuffers: pool?.buffers ?? 0, poolBytes: pool?.bytes ?? 0,
            jsHeapBytes: performance.memory?.usedJSHeapSize ?? null };
 }
 
-window.mlcx = { chat: (text, options) => chat(text, { ...currentOptions(), ...options }), bench, reset, memory, info: {} };
+window.mlcx = { chat: (text, options) => chat(text, requestOptions({ ...currentOptions(), ...options })),
+                bench, reset, memory, info: {} };
 window.mlcx.ready = start().catch((err) => {
   showError(err);
   throw err;

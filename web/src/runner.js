@@ -9,17 +9,18 @@ import { loadWeights } from "./weights.js";
 
 export class Runner {
   // numBlocks: KV pages, or a function (plan, config) -> pages; shardsUrl: where the weight
-  // shards are when not next to the plan (an app's bundle).
-  static async load(baseUrl, numBlocks, onStatus, shardsUrl = undefined) {
-    const config = await (await fetch(new URL("mlcx-config.json", baseUrl))).json();
-    const plan = await (await fetch(new URL(config.library, baseUrl))).json();
+  // shards are when not next to the plan (an app's bundle); fetchFn: how files are read
+  // (local_files.js serves a user-picked folder).
+  static async load(baseUrl, numBlocks, onStatus, shardsUrl = undefined, fetchFn = fetch) {
+    const config = await (await fetchFn(new URL("mlcx-config.json", baseUrl))).json();
+    const plan = await (await fetchFn(new URL(config.library, baseUrl))).json();
     if (typeof numBlocks === "function") numBlocks = numBlocks(plan, config);
     const { device, name } = await openDevice(plan.features);
     onStatus?.({ stage: "kernels", adapter: name });
     const kernels = await KernelSet.load(device, plan, baseUrl, (i, n) =>
-      onStatus?.({ stage: "kernels", done: i, total: n }));
+      onStatus?.({ stage: "kernels", done: i, total: n }), fetchFn);
     const { tensors, cached } = await loadWeights(device, baseUrl, (done, total, hit) =>
-      onStatus?.({ stage: "weights", done, total, cached: hit }), shardsUrl);
+      onStatus?.({ stage: "weights", done, total, cached: hit }), shardsUrl, fetchFn);
     return new Runner({ config, plan, device, kernels, params: tensors, numBlocks, adapter: name, cached });
   }
 

@@ -1,6 +1,13 @@
-// Token sampling, ported from mlcx/runtime/sample/sampler.py: greedy argmax (ties to the lowest id)
-// when temperature is 0, otherwise temperature -> top_p (the shortest most likely set holding
-// top_p of the mass, ties at the cutoff kept) -> one draw.
+// One token per step, as mlcx/runtime/sample/sampler.py picks it: logit_bias and penalties,
+// then greedy argmax (ties to the lowest id) at temperature 0, otherwise temperature -> top_k
+// -> top_p -> min_p -> one inverse-CDF draw from the choice's own PCG64 (seed + choice index).
+// Logprobs are the log-softmax of the logits after bias and penalties, before temperature.
+
+import { makeRng } from "./pcg64.js";
+import { TokenHistory, applyPenalties, penalized } from "./penalties.js";
+import { distribution, scaled } from "./truncation.js";
+
+const DRAW_BLOCK = 256;
 
 export function argmax(logits) {
   let best = 0;
@@ -8,37 +15,71 @@ export function argmax(logits) {
   return best;
 }
 
-// A small seedable generator (mulberry32) so a seed reproduces a reply.
-export function makeRng(seed) {
-  if (seed === undefined || seed === null) return Math.random;
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), a | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+// First index whose cumulative weight exceeds u; never a zero weight.
+function firstAbove(cum, u, weights) {
+  const j = cum.findIndex((c) => c > u);
+  if (j >= 0) return j;
+  for (let i = weights.length - 1; i >= 0; i--) if (weights[i] > 0) return i;
+  return weights.length - 1;
 }
 
-export function sample(logits, { temperature = 0, topP = 1 } = {}, rng = Math.random) {
-  if (!(temperature > 0)) return argmax(logits);
-  const top = logits[argmax(logits)];
-  const weights = Float64Array.from(logits, (x) => Math.exp((x - top) / temperature));
-  let ids = Array.from(weights.keys());
-  if (topP < 1) {
-    ids.sort((a, b) => weights[b] - weights[a]);
-    const target = topP * weights.reduce((a, b) => a + b, 0);
-    let mass = 0;
-    let keep = 0;
-    while (keep < ids.length && mass < target) mass += weights[ids[keep++]];
-    const cutoff = weights[ids[keep - 1]];
-    ids = ids.filter((i) => weights[i] >= cutoff);
+// Two levels, blocks then one block, summed in the order the Python draw sums them.
+export function draw({ ids, weights }, rng) {
+  const blockMass = [];
+  for (let s = 0; s < weights.length; s += DRAW_BLOCK) {
+    let m = 0;
+    for (let i = s; i < Math.min(s + DRAW_BLOCK, weights.length); i++) m += weights[i];
+    blockMass.push(m);
   }
-  const total = ids.reduce((s, i) => s + weights[i], 0);
-  let u = rng() * total;
-  for (const i of ids) {
-    u -= weights[i];
-    if (u < 0) return i;
+  let acc = 0;
+  const blockCum = blockMass.map((m) => (acc += m));
+  const u = rng() * blockCum.at(-1);
+  const b = firstAbove(blockCum, u, blockMass);
+  const block = Array.from(weights.slice(b * DRAW_BLOCK, (b + 1) * DRAW_BLOCK));
+  const before = b ? blockCum[b - 1] : 0;
+  let run = 0;
+  const cum = block.map((w) => before + (run += w));
+  const j = b * DRAW_BLOCK + firstAbove(cum, u, block);
+  return ids ? ids[j] : j;
+}
+
+function logSumExp(x, top) {
+  let s = 0;
+  for (const v of x) s += Math.fround(Math.exp(Math.fround(v - top)));
+  return top + Math.log(s);
+}
+
+function topLogprobs(x, lse, k) {
+  const ids = Array.from(x.keys()).filter((i) => x[i] > -Infinity);
+  ids.sort((a, b) => x[b] - x[a] || a - b);
+  return ids.slice(0, k).map((i) => ({ id: i, logprob: x[i] - lse }));
+}
+
+function checkFinite(value) {
+  if (!Number.isFinite(value)) {
+    throw new RangeError("logits must be free of NaN and +inf and keep a finite value after logit_bias and penalties");
   }
-  return ids.at(-1);
+}
+
+// The sampling state of one generated sequence: its generator and the ids penalties look at.
+export class TokenSampler {
+  constructor(params, promptIds = [], choiceIndex = 0) {
+    this.params = params;
+    this.rng = makeRng(params.seed === null || params.seed === undefined ? null : params.seed + choiceIndex);
+    this.history = new TokenHistory(promptIds);
+  }
+
+  // -> {token, logprob, top} (logprob and top null unless params.logprobs).
+  sample(logits) {
+    const p = this.params;
+    const x = Float32Array.from(logits);
+    if (penalized(p)) applyPenalties(x, p, this.history);
+    const top = x[argmax(x)];
+    checkFinite(top);
+    const token = p.temperature === 0 ? argmax(x) : draw(distribution(scaled(x, top, p.temperature), p), this.rng);
+    this.history.append(token);
+    if (!p.logprobs) return { token, logprob: null, top: null };
+    const lse = logSumExp(x, top);
+    return { token, logprob: x[token] - lse, top: p.topLogprobs ? topLogprobs(x, lse, p.topLogprobs) : null };
+  }
 }

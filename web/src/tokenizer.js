@@ -5,15 +5,17 @@
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
 
+import { templateMessages, withGenericTools } from "./tool_prompt.js";
+
 // mlcx/runtime/text/chat_template.py's FALLBACK_TEMPLATE, for models that ship none.
 const FALLBACK_TEMPLATE =
   "{% for message in messages %}{{ message['role'] + ': ' + message['content'] + '\n' }}" +
   "{% endfor %}{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
 
 export class TextCodec {
-  static async load(baseUrl) {
+  static async load(baseUrl, fetchFn = fetch) {
     const [json, meta] = await Promise.all(
-      ["tokenizer.json", "mlcx-tokenizer.json"].map(async (f) => (await fetch(new URL(f, baseUrl))).json()));
+      ["tokenizer.json", "mlcx-tokenizer.json"].map(async (f) => (await fetchFn(new URL(f, baseUrl))).json()));
     return new TextCodec(json, meta);
   }
 
@@ -21,6 +23,9 @@ export class TextCodec {
     this.meta = meta;
     this.tokenizer = new Tokenizer(tokenizerJson, { bos_token: meta.bos_token, eos_token: meta.eos_token });
     this.template = new Template(meta.chat_template ?? FALLBACK_TEMPLATE);
+    // Whether the template renders tools itself (reads `tools`, Hugging Face's convention);
+    // a word test where Python asks Jinja for the template's variables.
+    this.knowsTools = /\btools\b/.test(meta.chat_template ?? "");
     this.eosIds = new Set(meta.eos_token_ids);
   }
 
@@ -34,9 +39,17 @@ export class TextCodec {
     return this.tokenizer.decode(ids, { skip_special_tokens: true });
   }
 
-  chatPrompt(messages) {
+  // One token's own text, special tokens included (logprobs name tokens by it).
+  piece(id) {
+    return this.tokenizer.decode([id], { skip_special_tokens: false });
+  }
+
+  // Token ids of a conversation, and the tools it may call, ready for the reply.
+  chatPrompt(messages, tools = null) {
+    const checked = templateMessages(messages);
     const text = this.template.render({
-      messages,
+      messages: this.knowsTools ? checked : withGenericTools(checked, tools),
+      ...(this.knowsTools && tools?.length ? { tools } : {}),
       add_generation_prompt: true,
       bos_token: this.meta.bos_token ?? "",
       eos_token: this.meta.eos_token ?? "",

@@ -7,7 +7,16 @@
 import { download } from "./download.js";
 import { createBuffer } from "./gpu.js";
 
-const CACHE = "mlcx-weights-v1";
+export const CACHE = "mlcx-weights-v1";
+
+// A shard's cache key: its URL and content hash, so a changed shard is never taken for the old.
+export const shardKey = (url, shard) => `${url}?sha256=${shard.sha256}`;
+
+// Where an artifact's weights are: its shard index, and the shards' folder.
+export async function shardIndex(baseUrl, shardsUrl = new URL("params/", baseUrl), fetchFn = fetch) {
+  const index = await (await fetchFn(new URL("params/index.json", baseUrl))).json();
+  return { index, urls: index.shards.map((shard) => new URL(shard.file, shardsUrl).href) };
+}
 
 async function sha256Hex(data) {
   const digest = await crypto.subtle.digest("SHA-256", data);
@@ -15,13 +24,13 @@ async function sha256Hex(data) {
 }
 
 // An interrupted download's bytes are cached under their own key until the next attempt.
-async function fetchShard(cache, url, key, expectedBytes, onBytes) {
+async function fetchShard(cache, url, key, expectedBytes, onBytes, fetchFn) {
   const partialKey = `${key}&partial`;
   const stored = await cache?.match(partialKey);
   const partial = stored ? new Uint8Array(await stored.arrayBuffer()) : null;
   if (partial) onBytes(partial.byteLength);
   try {
-    const data = await download(url, { partial, expectedBytes, onBytes });
+    const data = await download(url, { partial, expectedBytes, onBytes, fetchFn });
     await cache?.delete(partialKey);
     return data;
   } catch (err) {
@@ -30,35 +39,37 @@ async function fetchShard(cache, url, key, expectedBytes, onBytes) {
   }
 }
 
-async function cachedShard(url, shard, onBytes) {
-  const key = `${url}?sha256=${shard.sha256}`;
+async function cachedShard(url, shard, onBytes, fetchFn) {
+  const key = shardKey(url, shard);
   const cache = "caches" in self ? await caches.open(CACHE) : null;
   const hit = await cache?.match(key);
   const data = hit
     ? new Uint8Array(await hit.arrayBuffer())
-    : await fetchShard(cache, url, key, shard.nbytes, onBytes);
+    : await fetchShard(cache, url, key, shard.nbytes, onBytes, fetchFn);
   if (hit) onBytes(data.byteLength, true);
   if ((await sha256Hex(data)) !== shard.sha256) {
     await cache?.delete(key);
     throw new Error(`${shard.file} does not match its sha256 (a damaged download or stale ` +
       "files); it was dropped from the cache, reload to fetch it again");
   }
-  if (!hit) await cache?.put(key, new Response(data));
+  if (!hit) await cache?.put(key, new Response(data)).catch((err) => console.warn(
+    `mlcx: ${shard.file} is kept in memory only, the browser cache refused it (${err.name}: ` +
+    `${err.message}); the next load downloads it again`));
   return { data, hit: Boolean(hit) };
 }
 
 // Returns the tensors in index order as {buffer, shape, dtype}; onProgress(done, total, cached).
-export async function loadWeights(device, baseUrl, onProgress, shardsUrl = new URL("params/", baseUrl)) {
-  const index = await (await fetch(new URL("params/index.json", baseUrl))).json();
+export async function loadWeights(device, baseUrl, onProgress, shardsUrl = new URL("params/", baseUrl), fetchFn = fetch) {
+  const { index, urls } = await shardIndex(baseUrl, shardsUrl, fetchFn);
   const total = index.shards.reduce((s, shard) => s + shard.nbytes, 0);
   let done = 0;
   let cached = true;
   const tensors = [];
   for (const [i, shard] of index.shards.entries()) {
-    const { data, hit } = await cachedShard(new URL(shard.file, shardsUrl).href, shard, (n, fromCache = false) => {
+    const { data, hit } = await cachedShard(urls[i], shard, (n, fromCache = false) => {
       done += n;
       onProgress?.(done, total, cached && fromCache);
-    });
+    }, fetchFn);
     cached &&= hit;
     for (const t of index.tensors.filter((t) => t.shard === i)) {
       const buffer = createBuffer(device, t.nbytes);

@@ -1,0 +1,15 @@
+// Evaluated by tests/webgpu/test_web_service_worker.py in a page on `mlcx web`'s origin, once
+// before and once after a reload: the engine in the package's service worker answers.
+async ({ PROMPT, MAX_TOKENS }) => {
+  const { CreateServiceWorkerMLCEngine } = await import("/mlcx-web/index.js");
+  await navigator.serviceWorker.register("/mlcx-web/service_worker.js", { type: "module", scope: "/" });
+  await navigator.serviceWorker.ready;
+  if (!navigator.serviceWorker.controller) {
+    await new Promise((resolve) => navigator.serviceWorker.addEventListener("controllerchange", resolve));
+  }
+  const reports = [];
+  const engine = await CreateServiceWorkerMLCEngine("/artifact/", { initProgressCallback: (r) => reports.push(r.text) });
+  const reply = await engine.chat.completions.create({
+    messages: [{ role: "user", content: PROMPT }], temperature: 0, max_tokens: MAX_TOKENS, return_token_ids: true });
+  return { reply, lastReport: reports.at(-1) };
+}

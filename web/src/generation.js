@@ -1,0 +1,52 @@
+// One choice of a request, token by token: sample (penalties, seed + choice index), detokenize,
+// hold back text that may start a stop string, and end on a stop string, EOS, max tokens or
+// an interrupt. Every exit, the consumer breaking out included, frees the sequence's pages.
+
+import { IncrementalDetokenizer } from "./detokenizer.js";
+import { TokenSampler } from "./sampler.js";
+import { StopStringMatcher } from "./stop.js";
+
+function finishReason(hitStop, eos, n, maxNew, control) {
+  if (hitStop || eos) return "stop";
+  if (n >= maxNew) return "length";
+  return control.interrupted ? "abort" : null;
+}
+
+// The text a finished choice still holds (the detokenizer's, then the stop matcher's).
+function tail(detok, stops) {
+  const last = stops.feed(detok.flush());
+  return last.stop ? { text: last.text, stop: true } : { text: last.text + stops.flush(), stop: false };
+}
+
+// Yields {token, text, logprob, top, finish (null until the last), stats}.
+export async function* generateChoice(core, promptIds, params, index, control) {
+  const maxNew = params.maxTokens ?? core.window - promptIds.length;
+  const sampler = new TokenSampler(params, promptIds, index);
+  const detok = new IncrementalDetokenizer(core.codec, promptIds);
+  const stops = new StopStringMatcher(params.stop);
+  const steps = core.run(promptIds);
+  try {
+    let step = (await steps.next()).value;
+    const stats = { promptTokens: promptIds.length, cachedTokens: step.cached, prefillMs: step.prefillMs,
+                    decodeMs: 0, generated: 0 };
+    const decodeStart = performance.now();
+    for (let n = 1; ; n++) {
+      const s = sampler.sample(step.logits);
+      const eos = !params.ignoreEos && core.codec.eosIds.has(s.token);
+      const out = stops.feed(detok.push(s.token));
+      let finish = finishReason(out.stop !== null, eos, n, maxNew, control);
+      let text = out.text;
+      if (finish && out.stop === null) {
+        const rest = tail(detok, stops);
+        text += rest.text;
+        if (rest.stop) finish = "stop";
+      }
+      Object.assign(stats, { generated: n, decodeMs: performance.now() - decodeStart });
+      yield { token: s.token, text, logprob: s.logprob, top: s.top, finish, stats };
+      if (finish) return;
+      step = (await steps.next(s.token)).value;
+    }
+  } finally {
+    await steps.return();
+  }
+}

@@ -1,0 +1,214 @@
+// Types of mlcx-web's API (WebLLM's names; OpenAI's request and response shapes).
+
+export interface InitProgressReport {
+  progress: number; // 0..1
+  timeElapsed: number; // seconds
+  text: string;
+}
+
+export interface MLCEngineConfig {
+  initProgressCallback?: (report: InitProgressReport) => void;
+  signal?: AbortSignal;
+  /** KV cache pages to allocate (default 128), or a function of the plan and config. */
+  kvBlocks?: number | ((plan: unknown, config: unknown) => number);
+  /** Where the weight shards are when not next to the plan. */
+  shardsUrl?: string | URL;
+  /** The artifact's folder picked from disk (`<input type="file" webkitdirectory>`'s files):
+   * loaded from those files, nothing fetched; the artifact URL is then ignored. */
+  files?: Iterable<File>;
+}
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string | null;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
+export interface Tool {
+  type: "function";
+  function: { name: string; description?: string; parameters?: object };
+}
+
+export interface SamplingFields {
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  top_k?: number | null;
+  min_p?: number | null;
+  frequency_penalty?: number | null;
+  presence_penalty?: number | null;
+  repetition_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  seed?: number | null;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  n?: number;
+  stop?: string | string[] | null;
+  ignore_eos?: boolean;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean } | null;
+  /** vLLM's extension: prompt_token_ids and each choice's token_ids in the response. */
+  return_token_ids?: boolean;
+}
+
+export interface ChatCompletionRequest extends SamplingFields {
+  messages: ChatMessage[];
+  /** Given to the chat template (or written into the system message when it reads none). */
+  tools?: Tool[];
+  /** "auto" (replies parsed for <tool_call> blocks) or "none"; "required" and a named function
+   * need constrained decoding, not available in the browser yet. */
+  tool_choice?: "auto" | "none";
+}
+
+export interface CompletionRequest extends SamplingFields {
+  prompt: string | number[];
+}
+
+export type FinishReason = "stop" | "length" | "tool_calls" | "abort" | null;
+
+export interface CompletionUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+  extra: { time_to_first_token_s: number; prefill_tokens_per_s: number; decode_tokens_per_s: number };
+}
+
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs: { token: string; logprob: number }[];
+}
+
+interface ResponseHead {
+  id: string;
+  created: number;
+  model: string;
+  prompt_token_ids?: number[];
+}
+
+export interface ChatCompletion extends ResponseHead {
+  object: "chat.completion";
+  choices: {
+    index: number;
+    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[] };
+    finish_reason: FinishReason;
+    logprobs: { content: TokenLogprob[] } | null;
+    token_ids?: number[];
+  }[];
+  usage: CompletionUsage;
+}
+
+export interface ChatCompletionChunk extends ResponseHead {
+  object: "chat.completion.chunk";
+  choices: {
+    index: number;
+    delta: {
+      role?: "assistant";
+      content?: string;
+      tool_calls?: { index: number; id?: string; type?: "function"; function: { name?: string; arguments: string } }[];
+    };
+    finish_reason: FinishReason;
+    logprobs: { content: TokenLogprob[] } | null;
+    token_ids?: number[];
+  }[];
+  usage?: CompletionUsage;
+}
+
+export interface Completion extends ResponseHead {
+  object: "text_completion";
+  choices: { index: number; text: string; finish_reason: FinishReason; logprobs: unknown; token_ids?: number[] }[];
+  usage?: CompletionUsage;
+}
+
+export interface MLCEngineInterface {
+  chat: {
+    completions: {
+      create(request: ChatCompletionRequest & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+      create(request: ChatCompletionRequest & { stream?: false }): Promise<ChatCompletion>;
+    };
+  };
+  completions: {
+    create(request: CompletionRequest & { stream: true }): Promise<AsyncIterable<Completion>>;
+    create(request: CompletionRequest & { stream?: false }): Promise<Completion>;
+  };
+  reload(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<void>;
+  interruptGenerate(): void;
+  resetChat(): Promise<void>;
+  unload(): Promise<void>;
+}
+
+export declare class MLCEngine extends EventTarget implements MLCEngineInterface {
+  chat: MLCEngineInterface["chat"];
+  completions: MLCEngineInterface["completions"];
+  reload(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<void>;
+  interruptGenerate(): void;
+  resetChat(): Promise<void>;
+  unload(): Promise<void>;
+  /** KV pages held by running generations (0 when idle) and free. */
+  kvUsage(): { usedBlocks: number; freeBlocks: number };
+}
+
+export declare function CreateMLCEngine(artifactUrl: string | URL | null, config?: MLCEngineConfig): Promise<MLCEngine>;
+
+export declare class InvalidRequestError extends Error {
+  param: string | null;
+}
+export declare class ContextWindowSizeExceededError extends InvalidRequestError {
+  code: "context_length_exceeded";
+}
+export declare class EngineNotLoadedError extends Error {}
+export declare class DeviceLostError extends Error {}
+
+/** A proxy with MLCEngine's API for an engine in a Web Worker running WebWorkerMLCEngineHandler. */
+export declare class WebWorkerMLCEngine extends EventTarget implements MLCEngineInterface {
+  constructor(worker: Worker);
+  chat: MLCEngineInterface["chat"];
+  completions: MLCEngineInterface["completions"];
+  /** `signal` stays on the page: checked when the load ends (an AbortSignal cannot be posted). */
+  reload(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<void>;
+  interruptGenerate(): void;
+  resetChat(): Promise<void>;
+  unload(): Promise<void>;
+  kvUsage(): Promise<{ usedBlocks: number; freeBlocks: number }>;
+}
+
+export declare function CreateWebWorkerMLCEngine(
+  worker: Worker, artifactUrl: string | URL, config?: MLCEngineConfig): Promise<WebWorkerMLCEngine>;
+
+/** In the worker: `const h = new WebWorkerMLCEngineHandler(); self.onmessage = (e) => h.onmessage(e);` */
+export declare class WebWorkerMLCEngineHandler {
+  constructor(engine?: MLCEngine, post?: (message: unknown) => void);
+  onmessage(event: MessageEvent): Promise<void>;
+}
+
+export interface CacheQueryOptions {
+  /** Where the weight shards are when not next to the plan. */
+  shardsUrl?: string | URL;
+}
+
+/** Whether every weight shard of the artifact is in the browser's Cache API. */
+export declare function hasModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<boolean>;
+/** Drops the artifact's weight shards (and half-downloaded ones) from the cache. */
+export declare function deleteModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<void>;
+
+/** In a Service Worker: `new ServiceWorkerMLCEngineHandler()` listens to its pages by itself;
+ * the engine stays loaded across page reloads (a reload of the same artifact answers at once). */
+export declare class ServiceWorkerMLCEngineHandler extends WebWorkerMLCEngineHandler {
+  constructor(engine?: MLCEngine, scope?: EventTarget);
+}
+
+/** A proxy with MLCEngine's API for the engine in the service worker controlling the page. */
+export declare class ServiceWorkerMLCEngine extends WebWorkerMLCEngine {
+  constructor(container?: ServiceWorkerContainer);
+}
+
+export declare function CreateServiceWorkerMLCEngine(
+  artifactUrl: string | URL, config?: MLCEngineConfig): Promise<ServiceWorkerMLCEngine>;

@@ -1,0 +1,191 @@
+// MLCEngine: WebLLM's engine API over one loaded artifact. `chat.completions.create` and
+// `completions.create` take OpenAI requests and answer OpenAI objects, or an async iterable
+// of chunks with `stream: true`; the sampling defaults and chat template come from the
+// artifact. Requests queue (no interleaving); a prompt past the context window is refused.
+
+import { ModelCore } from "./engine.js";
+import { ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError } from "./errors.js";
+import { generateChoice } from "./generation.js";
+import { loadModel } from "./loader.js";
+import { samplingParams } from "./params.js";
+import { RequestQueue } from "./request_queue.js";
+import { parsesToolCalls, withToolCalls } from "./tool_events.js";
+import { FORMATS, chunkOf, collect, usageChunk, usageOf } from "./responses.js";
+
+let requestCount = 0;
+
+export class MLCEngine extends EventTarget {
+  constructor() {
+    super();
+    this.core = null;
+    this.lost = null;
+    this.queue = new RequestQueue();
+    this.control = { interrupted: false };
+    this.chat = { completions: { create: (request) => this.chatCompletion(request) } };
+    this.completions = { create: (request) => this.completion(request) };
+  }
+
+  // Loads (or replaces) the artifact this engine runs; options as CreateMLCEngine's.
+  async reload(artifactUrl, options = {}) {
+    await this.unload();
+    const { runner, codec } = await loadModel(artifactUrl, options);
+    this.core = new ModelCore(runner, codec);
+    this.lost = null;
+    this.modelId = runner.config.model_name;
+    runner.device.lost?.then((info) => this.onDeviceLost(runner, info));
+  }
+
+  onDeviceLost(runner, info) {
+    if (this.core?.runner !== runner) return; // unload() destroyed it on purpose
+    this.lost = new DeviceLostError(info.message || info.reason);
+    this.dispatchEvent(Object.assign(new Event("error"), { error: this.lost }));
+  }
+
+  loaded() {
+    if (this.lost) throw this.lost;
+    if (!this.core) throw new EngineNotLoadedError();
+    return this.core;
+  }
+
+  async chatCompletion(request) {
+    const core = this.loaded();
+    if (!Array.isArray(request.messages) || !request.messages.length) {
+      throw new InvalidRequestError("messages must be a non-empty list", "messages");
+    }
+    const tools = parsesToolCalls(request);
+    const promptIds = core.codec.chatPrompt(request.messages, request.tools ?? null);
+    return this.respond(request, promptIds, FORMATS.chat, tools);
+  }
+
+  async completion(request) {
+    const core = this.loaded();
+    const { prompt } = request;
+    const ids = typeof prompt === "string" ? core.codec.encode(prompt, true) : prompt;
+    const vocab = core.runner.config.model?.vocab_size ?? Infinity;
+    if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocab)) {
+      throw new InvalidRequestError(`prompt must be a string or a list of token ids in [0, ${vocab})`, "prompt");
+    }
+    return this.respond(request, ids, FORMATS.text);
+  }
+
+  // The model's sampling defaults as mlcx compile recorded them (mlcx-config.json "sampling").
+  get samplingDefaults() {
+    return this.loaded().runner.config.sampling ?? {};
+  }
+
+  respond(request, promptIds, format, tools = false) {
+    const core = this.loaded();
+    const params = samplingParams(request, this.samplingDefaults, core.runner.config.model?.vocab_size ?? 0);
+    checkFits(promptIds.length, params.maxTokens, core.window);
+    const meta = { id: `${format === FORMATS.chat ? "chatcmpl" : "cmpl"}-${++requestCount}`,
+                   created: Math.floor(Date.now() / 1000), model: this.modelId, format,
+                   returnIds: request.return_token_ids === true, promptIds };
+    const events = tools ? withToolCalls(this.events(promptIds, params)) : this.events(promptIds, params);
+    if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
+    return this.whole(events, meta);
+  }
+
+  async whole(events, meta) {
+    const all = [];
+    let usage = null;
+    for await (const e of events) {
+      if (e.usage) usage = e.usage;
+      else all.push(e);
+    }
+    return collect(all, meta, usage);
+  }
+
+  async *chunks(events, meta, includeUsage) {
+    const started = new Set();
+    for await (const e of events) {
+      if (e.usage) {
+        if (includeUsage) yield usageChunk(meta, e.usage);
+        continue;
+      }
+      yield chunkOf(e, meta, !started.has(e.index));
+      started.add(e.index);
+    }
+  }
+
+  // Every token of every choice in turn, then {usage}; holds the engine's turn throughout.
+  async *events(promptIds, params) {
+    const release = await this.queue.acquire();
+    const control = (this.control = { interrupted: false });
+    try {
+      const core = this.loaded();
+      let completion = 0;
+      let first = null;
+      for (let index = 0; index < params.n; index++) {
+        for await (const e of generateChoice(core, promptIds, params, index, control)) {
+          first ??= e.stats;
+          completion += 1;
+          yield { index, token: e.token, text: e.text, finish: e.finish, entry: this.entry(e) };
+        }
+      }
+      yield { usage: usageOf(promptIds.length, completion, first) };
+    } finally {
+      release();
+    }
+  }
+
+  entry(e) {
+    if (e.logprob === null) return null;
+    const piece = (id) => this.core.codec.piece(id);
+    return { token: piece(e.token), logprob: e.logprob, top: e.top?.map((t) => ({ token: piece(t.id), logprob: t.logprob })) };
+  }
+
+  // Ends the running generation after its current token (finish_reason "abort").
+  interruptGenerate() {
+    this.control.interrupted = true;
+  }
+
+  // Forgets every cached conversation prefix (the next request computes its whole prompt).
+  async resetChat() {
+    const release = await this.queue.acquire();
+    try {
+      this.loaded().resetCache();
+    } finally {
+      release();
+    }
+  }
+
+  // Frees the GPU memory; the engine answers nothing until `reload`.
+  // A running generation is interrupted first, and the queue waits for it to end.
+  async unload() {
+    if (!this.core) return;
+    this.interruptGenerate();
+    const release = await this.queue.acquire();
+    const core = this.core;
+    this.core = null;
+    release();
+    core?.runner.device.destroy();
+  }
+
+  // KV pages in use (0 when no generation holds any) and free: what a caller checks after abort.
+  kvUsage() {
+    const kv = this.loaded().kv;
+    return { usedBlocks: kv.usedBlocks, freeBlocks: kv.pool.numFree };
+  }
+}
+
+// As the Python engine's check_fits: the prompt must leave room for one token; a given
+// max_tokens must fit beside it.
+function checkFits(promptLen, maxTokens, window) {
+  if (promptLen === 0) throw new InvalidRequestError("the prompt is empty; give at least one token", "messages");
+  if (promptLen >= window) {
+    throw new ContextWindowSizeExceededError(
+      `the prompt has ${promptLen} tokens but the context window is ${window}; shorten the prompt`);
+  }
+  if (maxTokens !== null && promptLen + maxTokens > window) {
+    throw new ContextWindowSizeExceededError(
+      `the prompt (${promptLen} tokens) plus max_tokens (${maxTokens}) exceeds the context window of ` +
+      `${window} tokens; lower max_tokens to at most ${window - promptLen}`);
+  }
+}
+
+// WebLLM's entry point: a loaded engine for the artifact at `artifactUrl`.
+export async function CreateMLCEngine(artifactUrl, options = {}) {
+  const engine = new MLCEngine();
+  await engine.reload(artifactUrl, options);
+  return engine;
+}

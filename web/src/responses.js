@@ -1,0 +1,100 @@
+// OpenAI response shapes for the two endpoints: chat.completion(.chunk) and text_completion,
+// streamed or whole, with usage (cached prompt tokens from the prefix cache; WebLLM's
+// `extra` speeds) and, when asked for with `return_token_ids` (vLLM's name), the token ids.
+
+const seconds = (ms) => ms / 1000;
+
+export function usageOf(promptTokens, completionTokens, stats) {
+  const decodeSteps = Math.max(stats.generated - 1, 0);
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: stats.cachedTokens },
+    extra: {
+      time_to_first_token_s: seconds(stats.prefillMs),
+      prefill_tokens_per_s: (stats.promptTokens - stats.cachedTokens) / seconds(stats.prefillMs || 1),
+      decode_tokens_per_s: decodeSteps ? decodeSteps / seconds(stats.decodeMs) : 0,
+    },
+  };
+}
+
+const chatLogprobs = (entries) => ({
+  content: entries.map(({ token, logprob, top }) => ({
+    token, logprob, top_logprobs: (top ?? []).map((t) => ({ token: t.token, logprob: t.logprob })),
+  })),
+});
+
+const textLogprobs = (entries) => ({
+  tokens: entries.map((e) => e.token),
+  token_logprobs: entries.map((e) => e.logprob),
+  top_logprobs: entries.map((e) => Object.fromEntries((e.top ?? []).map((t) => [t.token, t.logprob]))),
+});
+
+// A token's deltas (tool_events.js) as one chunk delta: its content and its call entries.
+function chatDelta(e) {
+  if (!e.deltas) return { content: e.text };
+  const content = e.deltas.map((d) => d.content ?? "").join("");
+  const calls = e.deltas.flatMap((d) => d.tool_calls ?? []);
+  return calls.length ? { ...(content ? { content } : {}), tool_calls: calls } : { content };
+}
+
+const chatMessage = (c) => (c.calls
+  ? { role: "assistant", content: null, tool_calls: c.calls }
+  : { role: "assistant", content: c.text });
+
+// endpoint -> how its objects are named and where a choice's text goes
+export const FORMATS = {
+  chat: {
+    object: "chat.completion",
+    chunkObject: "chat.completion.chunk",
+    delta: (e, first) => ({ delta: { ...(first ? { role: "assistant" } : {}), ...chatDelta(e) } }),
+    whole: (c) => ({ message: chatMessage(c) }),
+    logprobs: chatLogprobs,
+  },
+  text: {
+    object: "text_completion",
+    chunkObject: "text_completion",
+    delta: (e) => ({ text: e.text }),
+    whole: (c) => ({ text: c.text }),
+    logprobs: textLogprobs,
+  },
+};
+
+// What identifies one response: {id, created, model, format, returnIds, promptIds}.
+function envelope(meta, object, choices) {
+  return { id: meta.id, object, created: meta.created, model: meta.model, choices,
+           ...(meta.returnIds ? { prompt_token_ids: meta.promptIds } : {}) };
+}
+
+// One streamed chunk for one generated token of choice `e.index`.
+export function chunkOf(e, meta, first) {
+  const f = meta.format;
+  return envelope(meta, f.chunkObject, [{
+    index: e.index, ...f.delta(e, first), finish_reason: e.finish,
+    logprobs: e.entry ? f.logprobs([e.entry]) : null,
+    ...(meta.returnIds ? { token_ids: [e.token] } : {}),
+  }]);
+}
+
+// The last chunk of a stream that asked for usage: no choices.
+export const usageChunk = (meta, usage) => ({ ...envelope(meta, meta.format.chunkObject, []), usage });
+
+// A whole response from every event of a request and its usage.
+export function collect(events, meta, usage) {
+  const choices = [];
+  for (const e of events) {
+    const c = (choices[e.index] ??= { text: "", entries: [], ids: [], finish: null, calls: null });
+    c.text += e.text;
+    if (e.entry) c.entries.push(e.entry);
+    c.ids.push(e.token);
+    c.finish = e.finish ?? c.finish;
+    c.calls = e.calls ?? c.calls;
+  }
+  const f = meta.format;
+  return { ...envelope(meta, f.object, choices.map((c, index) => ({
+    index, ...f.whole(c), finish_reason: c.finish,
+    logprobs: c.entries.length ? f.logprobs(c.entries) : null,
+    ...(meta.returnIds ? { token_ids: c.ids } : {}),
+  }))), usage };
+}

@@ -1,0 +1,43 @@
+// Tool calls through the engine on a scripted model (fake_model.mjs): the reply's <tool_call>
+// block becomes OpenAI tool_calls, whole and streamed; a reply without one stays content.
+// How text is parsed is held to the Python server's parser by vectors.test.mjs.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { scriptedEngine } from "./fake_model.mjs";
+
+const CALL = ["<tool_call>\n", '{"name": "get_weather", ', '"arguments": {"city": "Paris"}}', "\n</tool_call>"];
+const TOOLS = [{ type: "function", function: { name: "get_weather", parameters: { type: "object" } } }];
+const ask = (extra = {}) => ({ messages: [{ role: "user", content: "Weather?" }], tools: TOOLS, temperature: 0, ...extra });
+
+test("a named tool call, whole: tool_calls, null content, finish_reason tool_calls", async () => {
+  const engine = scriptedEngine(CALL);
+  const reply = await engine.chat.completions.create(ask());
+  const [choice] = reply.choices;
+  assert.equal(choice.finish_reason, "tool_calls");
+  assert.equal(choice.message.content, null);
+  assert.equal(choice.message.tool_calls[0].function.name, "get_weather");
+  assert.deepEqual(JSON.parse(choice.message.tool_calls[0].function.arguments), { city: "Paris" });
+  assert.match(choice.message.tool_calls[0].id, /^call_[0-9a-f]{24}$/);
+  assert.deepEqual(engine.core.codec.tools, TOOLS);
+});
+
+test("a named tool call, streamed: the name first, then the arguments in pieces", async () => {
+  const engine = scriptedEngine(CALL);
+  const deltas = [];
+  for await (const chunk of await engine.chat.completions.create(ask({ stream: true }))) deltas.push(chunk.choices[0]);
+  const entries = deltas.flatMap((c) => c.delta.tool_calls ?? []);
+  assert.equal(entries[0].function.name, "get_weather");
+  assert.equal(entries.map((e) => e.function.arguments).join(""), '{"city": "Paris"}');
+  assert.equal(deltas.at(-1).finish_reason, "tool_calls");
+  assert.equal(deltas.map((c) => c.delta.content ?? "").join(""), "");
+});
+
+test("a reply without a call is content; tool_choice that needs a grammar is refused", async () => {
+  const engine = scriptedEngine(["It is ", "sunny."]);
+  const reply = await engine.chat.completions.create(ask());
+  assert.equal(reply.choices[0].message.content, "It is sunny.");
+  assert.equal(reply.choices[0].finish_reason, "stop");
+  await assert.rejects(engine.chat.completions.create(ask({ tool_choice: "required" })), /grammar engine/);
+});

@@ -1,0 +1,78 @@
+// The JS runtime against what the Python runtime does (web/test/vectors/, written by
+// tests/support/web_vectors.py): seeded sampling and penalties, stop strings, KV prefix reuse,
+// tool calls parsed from streamed text and tools written into a prompt.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+
+import { KVCacheManager } from "../src/kv_cache.js";
+import { samplingParams } from "../src/params.js";
+import { TokenSampler } from "../src/sampler.js";
+import { StopStringMatcher } from "../src/stop.js";
+import { ToolReply } from "../src/tool_calls.js";
+import { withGenericTools } from "../src/tool_prompt.js";
+
+const load = (name) => JSON.parse(readFileSync(new URL(`vectors/${name}`, import.meta.url)));
+
+for (const [name, vec] of Object.entries(load("sampler.json"))) {
+  test(`sampler: ${name}`, () => {
+    const sampler = new TokenSampler(samplingParams(vec.request), vec.prompt);
+    for (const [i, step] of vec.steps.entries()) {
+      const got = sampler.sample(Float32Array.from(step.logits));
+      assert.equal(got.token, step.token, `step ${i}`);
+      if (step.logprob === undefined) continue;
+      assert.ok(Math.abs(got.logprob - step.logprob) < 1e-5, `step ${i} logprob`);
+      assert.deepEqual(got.top.map((t) => t.id), step.top_logprobs.map(([id]) => id));
+    }
+  });
+}
+
+for (const [name, vec] of Object.entries(load("stop.json"))) {
+  test(`stop strings: ${name}`, () => {
+    const matcher = new StopStringMatcher(vec.stop);
+    const fed = [];
+    for (const delta of vec.deltas) {
+      fed.push(matcher.feed(delta));
+      if (fed.at(-1).stop !== null) break;
+    }
+    assert.deepEqual(fed, vec.fed);
+    assert.equal(matcher.stopped === null ? matcher.flush() : null, vec.flush);
+  });
+}
+
+test("kv manager: prefix reuse and eviction order", () => {
+  const vec = load("kv.json");
+  const kv = new KVCacheManager(vec.num_blocks, vec.page_size);
+  for (const [i, op] of vec.ops.entries()) {
+    const at = `op ${i} (${op.op} ${op.seq})`;
+    if (op.op === "free") kv.free(op.seq);
+    else {
+      const rest = op.op === "add" ? op.tokens.slice(kv.addSequence(op.seq, op.tokens)) : op.tokens;
+      if (op.op === "add") assert.equal(kv.seqs.get(op.seq).computed, op.cached, at);
+      assert.deepEqual(kv.append(op.seq, rest), op.copies, at);
+      kv.commit(op.seq);
+      assert.deepEqual(kv.seqs.get(op.seq).pages, op.page_table, at);
+    }
+    assert.deepEqual(kv.freeOrder(), op.free_order, at);
+  }
+});
+
+const withoutIds = (entries) => entries.map(({ id, ...rest }) => rest);
+
+const tools = load("tools.json");
+for (const [name, vec] of Object.entries(tools.replies)) {
+  test(`tool calls: ${name}`, () => {
+    const reply = new ToolReply();
+    const deltas = [...vec.pieces.flatMap((p) => reply.feed(p)), ...reply.finish()];
+    const plain = deltas.map((d) => (d.tool_calls ? { tool_calls: withoutIds(d.tool_calls) } : d));
+    assert.deepEqual(plain, vec.deltas);
+    assert.deepEqual(withoutIds(reply.scanner.calls), vec.calls);
+  });
+}
+
+for (const [name, vec] of Object.entries(tools.prompts)) {
+  test(`tool prompt: ${name}`, () => {
+    assert.deepEqual(withGenericTools(vec.messages, vec.tools), vec.rendered);
+  });
+}
