@@ -101,6 +101,29 @@ def test_random_model_gguf_has_the_requested_shape(tmp_path):
     assert cfg.head_dim == 32 and cfg.rms_norm_eps == pytest.approx(1e-5)
 
 
+def _random_moe(tmp_path):
+    from mlcx.bench.random_models import LlamaShape, write_random_gguf
+
+    shape = LlamaShape(
+        64, 32, 2, 4, 4, 300, tie=False, arch="olmoe", experts=4, experts_used=2, qk_norm=True
+    )
+    return write_random_gguf(shape, tmp_path / "moe.gguf")
+
+
+def test_random_moe_gguf_reads_as_a_mixture(tmp_path):
+    from mlcx.frontends.source import load_source
+
+    cfg = load_source(str(_random_moe(tmp_path))).config
+    assert (cfg.num_experts, cfg.experts_per_token, cfg.expert_intermediate_size) == (4, 2, 32)
+
+
+def test_random_moe_gguf_loads_in_llama_cpp(tmp_path):
+    """The peer's own loader accepts the file (where `mlcx bench` has built the binding)."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    llm = llama_cpp.Llama(str(_random_moe(tmp_path)), n_ctx=32, verbose=False)
+    assert llm.metadata["olmoe.expert_count"] == "4" and len(llm.tokenize(b"ab")) > 0
+
+
 def test_random_q4_0_blocks_are_small_random_weights():
     import numpy as np
     from gguf import GGMLQuantizationType as GT
