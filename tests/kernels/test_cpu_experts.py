@@ -68,7 +68,7 @@ def _run(spec: ExpertSpec, tokens: int, kernels: LinearKernels, seed: int):
         ("int8-sym-g32-float16-t16", True, False, False, 64, 48),  # Q8_0 down, a row per slot
     ],
 )
-@pytest.mark.parametrize("tokens", [1, 3, 21])
+@pytest.mark.parametrize("tokens", [1, 21])  # a decode step; groups past a token block
 def test_experts_match_numpy(fmt_name, per_slot, fused, swiglu, k, n, tokens):
     fmt = format_from_name(fmt_name)
     spec = ExpertSpec(fmt, EXPERTS, SLOTS, k, n, per_slot, fused, swiglu)
