@@ -15,6 +15,7 @@ from tvm.relax.frontend import nn
 from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
 from mlcx.artifact.sampling import recorded_defaults
 from mlcx.artifact.weight_shards import ShardWriter
+from mlcx.compile_encoder import compile_encoder
 from mlcx.errors import ModelSourceError
 from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.presets import PRESETS
@@ -152,6 +153,8 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
     library = target.export(executable, out, options)
     _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
     source.tokenizer_assets().write(out)
+    if source.arch.encoder:
+        compile_encoder(source, target, tvm_target, out)
     config = ArtifactConfig(
         model_name=source.name,
         architecture=source.arch.name,

@@ -14,6 +14,7 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gemma3 import config as gemma3_config
 from mlcx.frontends.gemma3 import model as gemma3_model
 from mlcx.frontends.gemma3 import weights as gemma3_weights
+from mlcx.frontends.gemma3_vision import text as gemma3_vision_text
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.llama import config as llama_config
 from mlcx.frontends.llama import model as llama_model
@@ -40,6 +41,7 @@ class Architecture:
     gguf_name: str | None = None
     config_from_gguf: Callable[[GGUFCheckpoint], DecoderConfig] | None = None
     gguf_weights: Callable[[DecoderConfig], list[WeightSpec]] | None = None
+    encoder: str | None = None  # the image encoder family (frontends.encoders), if any
 
 
 ARCHITECTURES: dict[str, Architecture] = {
@@ -101,6 +103,14 @@ ARCHITECTURES: dict[str, Architecture] = {
             "gemma3",
             gemma3_config.from_gguf,
             gemma3_weights.gguf_weights,
+        ),
+        Architecture(
+            "gemma3_vision",
+            ("Gemma3ForConditionalGeneration",),
+            gemma3_vision_text.config_from_hf,
+            gemma3_vision_text.build,
+            gemma3_vision_text.hf_weights,
+            encoder="gemma3",
         ),
     ]
 }

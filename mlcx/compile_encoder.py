@@ -1,0 +1,88 @@
+"""The image encoder of a vision-language model, compiled beside its text model
+(mlcx.artifact.encoder describes the folder it writes)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import tokenizers
+import tvm
+
+from mlcx.artifact.encoder import ENCODER_FILE, EncoderConfig, Preprocess, encoder_dir
+from mlcx.artifact.weight_shards import ShardWriter
+from mlcx.frontends.encoders import ENCODERS
+from mlcx.frontends.hf.checkpoint import read_json
+from mlcx.frontends.source import ModelSource
+from mlcx.targets.base import Target
+
+log = logging.getLogger(__name__)
+ENCODER_DTYPE = "float32"  # cpu first: the encoder runs in f32 there
+# the text each image becomes in a Gemma 3 prompt (its chat template's layout)
+
+
+def preprocess_config(folder: Path, image_size: int) -> Preprocess:
+    """From the model's preprocessor_config.json; SigLIP's defaults where the folder has none."""
+    path = folder / "preprocessor_config.json"
+    if not path.exists():
+        log.info("no %s: SigLIP's defaults (mean/std 0.5, 1/255, bilinear)", path.name)
+        return Preprocess(size=image_size)
+    data = read_json(path)
+    size = data.get("size") or {}
+    side = size.get("height", size.get("shortest_edge", image_size)) if size else image_size
+    return Preprocess(
+        size=int(side),
+        mean=tuple(data.get("image_mean", (0.5,) * 3)),
+        std=tuple(data.get("image_std", (0.5,) * 3)),
+        rescale=float(data.get("rescale_factor", 1 / 255)),
+        resample=int(data.get("resample", 2)),
+    )
+
+
+def _image_text(source: ModelSource, cfg: Any) -> tuple[str, str]:
+    """(the image marker the chat template writes, the text it expands to); empty where the
+    tokenizer lacks the image tokens."""
+    backend = tokenizers.Tokenizer.from_str(source.tokenizer_assets().tokenizer_json)
+    token, boi, eoi = (
+        backend.id_to_token(i) for i in (cfg.image_token_id, cfg.boi_token_id, cfg.eoi_token_id)
+    )
+    if not token or not boi or not eoi:
+        return "", ""
+    # Gemma3Processor's full image sequence
+    return boi, f"\n\n{boi}{token * cfg.mm_tokens_per_image}{eoi}\n\n"
+
+
+def compile_encoder(source: ModelSource, target: Target, tvm_target, out: Path) -> bool:
+    """Write the encoder folder; False (and a warning) where the target cannot run it yet."""
+    family = ENCODERS[source.arch.encoder or ""]
+    if target.name != "cpu":
+        log.warning(
+            "the image encoder compiles for cpu only so far: %s gets text only", target.name
+        )
+        return False
+    cfg = family.config_from_hf(source.tensors.config)  # type: ignore[attr-defined]
+    module = family.build(cfg, ENCODER_DTYPE)
+    mod, params = module.export_tvm(spec=module.export_spec())
+    executable = tvm.compile(mod, target=tvm_target)
+    folder = encoder_dir(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    library = "encoder-cpu.so"
+    executable.export_library(str(folder / library))
+    writer = ShardWriter(folder / "params")
+    for name, array in family.arrays([n for n, _ in params], source.tensors, ENCODER_DTYPE):
+        writer.add(name, array)
+    writer.finish()
+    marker, text = _image_text(source, cfg)
+    config = EncoderConfig(
+        family=family.name,
+        config=cfg.to_dict(),
+        library=library,
+        preprocess=preprocess_config(source.path, cfg.image_size),
+        image_token_id=cfg.image_token_id,
+        tokens_per_image=cfg.mm_tokens_per_image,
+        image_marker=marker,
+        image_text=text,
+    )
+    (folder / ENCODER_FILE).write_text(config.to_json())
+    return True
