@@ -17,37 +17,43 @@ MAX_PIXELS = 64 * 1024 * 1024  # width * height of a decoded image
 _DATA_URL = re.compile(r"^data:image/([a-z+.-]+);base64,(.*)$", re.DOTALL | re.IGNORECASE)
 
 
+def _bad(where: str, why: str) -> ImageError:
+    return ImageError(f"{where}: {why}", param=where)
+
+
 def decode_image(data: bytes, where: str, max_bytes: int = MAX_BYTES) -> Image.Image:
     """Decode PNG/JPEG/WebP bytes; `where` names the input in errors."""
     if not data:
-        raise ImageError(f"{where}: the image is empty (0 bytes)")
+        raise _bad(where, "the image is empty (0 bytes)")
     if len(data) > max_bytes:
-        raise ImageError(f"{where}: the image is {len(data)} bytes; the limit is {max_bytes}")
+        raise _bad(where, f"the image is {len(data)} bytes; the limit is {max_bytes}")
     try:
         with Image.open(io.BytesIO(data)) as image:
-            if image.format not in FORMATS:
-                raise ImageError(
-                    f"{where}: {image.format} images are not taken ({', '.join(FORMATS)})"
-                )
-            if image.width * image.height > MAX_PIXELS or not image.width or not image.height:
-                raise ImageError(f"{where}: a {image.width}x{image.height} image is too large")
+            _check(image, where)
             image.load()
             return image.convert("RGB")
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
         if isinstance(err, ImageError):
             raise
-        raise ImageError(f"{where}: not a readable PNG, JPEG or WebP image ({err})") from None
+        raise _bad(where, f"not a readable PNG, JPEG or WebP image ({err})") from None
+
+
+def _check(image: Image.Image, where: str) -> None:
+    if image.format not in FORMATS:
+        raise _bad(where, f"{image.format} images are not taken ({', '.join(FORMATS)})")
+    if not image.width or not image.height or image.width * image.height > MAX_PIXELS:
+        raise _bad(where, f"a {image.width}x{image.height} image cannot be used")
 
 
 def decode_data_url(url: str, where: str, max_bytes: int = MAX_BYTES) -> Image.Image:
     """A `data:image/...;base64,...` URL -> its image."""
     match = _DATA_URL.match(url)
     if not match:
-        raise ImageError(f"{where}: expected a data:image/...;base64 URL")
+        raise _bad(where, "expected a data:image/...;base64 URL")
     if len(match.group(2)) > max_bytes * 4 // 3 + 4:
-        raise ImageError(f"{where}: the image is larger than the limit of {max_bytes} bytes")
+        raise _bad(where, f"the image is larger than the limit of {max_bytes} bytes")
     try:
         data = base64.b64decode(match.group(2), validate=True)
     except (binascii.Error, ValueError):
-        raise ImageError(f"{where}: the data URL is not valid base64") from None
+        raise _bad(where, "the data URL is not valid base64") from None
     return decode_image(data, where, max_bytes)

@@ -37,6 +37,16 @@ def split_images(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
     return plain, images
 
 
+def _first_image_part(messages: list[dict[str, Any]]) -> str:
+    """Where the first image part is (the server names parts so), for errors."""
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        for i, part in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(part, dict) and part.get("type") == IMAGE_PART:
+                return part.get("where", f"messages.{index}.content.{i}")
+    return "messages"
+
+
 def chat_with_images(
     prompts: PromptEncoder,
     config: EncoderConfig | None,
@@ -47,7 +57,11 @@ def chat_with_images(
     if not images:
         return prompts.chat(plain, tools), []
     if config is None or not config.image_text:
-        raise ImageError("this model takes text only (it was compiled without an image encoder)")
+        where = _first_image_part(messages)
+        raise ImageError(
+            f"{where}: this model takes text only (it was compiled without an image encoder)",
+            param=where,
+        )
     text = prompts.chat_template.render(plain, add_generation_prompt=True, tools=tools)
     marker = config.image_marker
     if text.count(marker) != len(images):
