@@ -6,6 +6,7 @@ import base64
 import binascii
 import io
 import re
+from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
@@ -43,6 +44,15 @@ def _check(image: Image.Image, where: str) -> None:
         raise _bad(where, f"{image.format} images are not taken ({', '.join(FORMATS)})")
     if not image.width or not image.height or image.width * image.height > MAX_PIXELS:
         raise _bad(where, f"a {image.width}x{image.height} image cannot be used")
+
+
+def read_image_file(path: Path) -> Image.Image:
+    """An image file (PNG, JPEG, WebP) from disk; errors name the file."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise _bad(str(path), f"cannot read the file ({err.strerror})") from None
+    return decode_image(data, str(path))
 
 
 def decode_data_url(url: str, where: str, max_bytes: int = MAX_BYTES) -> Image.Image:
