@@ -1,25 +1,38 @@
 """The image encoder of a vision-language model, compiled beside its text model
-(mlcx.artifact.encoder describes the folder it writes)."""
+(mlcx.artifact.encoder describes the folder it writes): from the model's Hugging Face folder,
+or from a llama.cpp mmproj GGUF given with `--mmproj`."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tokenizers
 import tvm
 
 from mlcx.artifact.encoder import ENCODER_FILE, EncoderConfig, Preprocess, encoder_dir
 from mlcx.artifact.weight_shards import ShardWriter
-from mlcx.frontends.encoders import ENCODERS
+from mlcx.frontends.encoders import ENCODERS, EncoderFamily, for_mmproj
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.hf.checkpoint import read_json
 from mlcx.frontends.source import ModelSource
 from mlcx.targets.base import Target
 
 log = logging.getLogger(__name__)
 ENCODER_DTYPE = "float32"  # cpu first: the encoder runs in f32 there
-# the text each image becomes in a Gemma 3 prompt (its chat template's layout)
+_HALF = (0.5, 0.5, 0.5)
+
+
+@dataclass(frozen=True)
+class EncoderSource:
+    family: EncoderFamily
+    config: Any  # the family's config
+    arrays: Callable[[list[str]], Iterator[tuple[str, np.ndarray]]]  # in the params' order
+    preprocess: Preprocess
 
 
 def preprocess_config(folder: Path, image_size: int) -> Preprocess:
@@ -33,17 +46,45 @@ def preprocess_config(folder: Path, image_size: int) -> Preprocess:
     side = size.get("height", size.get("shortest_edge", image_size)) if size else image_size
     return Preprocess(
         size=int(side),
-        mean=tuple(data.get("image_mean", (0.5,) * 3)),
-        std=tuple(data.get("image_std", (0.5,) * 3)),
+        mean=tuple(data.get("image_mean", _HALF)),
+        std=tuple(data.get("image_std", _HALF)),
         rescale=float(data.get("rescale_factor", 1 / 255)),
         resample=int(data.get("resample", 2)),
+    )
+
+
+def _tokenizer(source: ModelSource) -> tokenizers.Tokenizer:
+    return tokenizers.Tokenizer.from_str(source.tokenizer_assets().tokenizer_json)
+
+
+def _from_folder(source: ModelSource) -> EncoderSource:
+    family = ENCODERS[source.arch.encoder or ""]
+    cfg = family.config_from_hf(source.tensors.config)  # type: ignore[attr-defined]
+    preprocess = preprocess_config(source.path, cfg.image_size)
+    return EncoderSource(
+        family, cfg, lambda params: family.arrays(params, source.tensors, ENCODER_DTYPE), preprocess
+    )
+
+
+def _from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
+    ckpt = GGUFCheckpoint(path)
+    family = for_mmproj(ckpt, source.arch.name)
+    token_id = _tokenizer(source).token_to_id
+    cfg = family.config_from_mmproj(ckpt, source.config.hidden_size, token_id)
+    preprocess = Preprocess(
+        size=cfg.image_size,
+        mean=tuple(ckpt.meta("clip.vision.image_mean") or _HALF),
+        std=tuple(ckpt.meta("clip.vision.image_std") or _HALF),
+    )
+    return EncoderSource(
+        family, cfg, lambda params: family.mmproj_arrays(params, ckpt, ENCODER_DTYPE), preprocess
     )
 
 
 def _image_text(source: ModelSource, cfg: Any) -> tuple[str, str]:
     """(the image marker the chat template writes, the text it expands to); empty where the
     tokenizer lacks the image tokens."""
-    backend = tokenizers.Tokenizer.from_str(source.tokenizer_assets().tokenizer_json)
+    backend = _tokenizer(source)
     token, boi, eoi = (
         backend.id_to_token(i) for i in (cfg.image_token_id, cfg.boi_token_id, cfg.eoi_token_id)
     )
@@ -53,16 +94,18 @@ def _image_text(source: ModelSource, cfg: Any) -> tuple[str, str]:
     return boi, f"\n\n{boi}{token * cfg.mm_tokens_per_image}{eoi}\n\n"
 
 
-def compile_encoder(source: ModelSource, target: Target, tvm_target, out: Path) -> bool:
+def compile_encoder(
+    source: ModelSource, target: Target, tvm_target, out: Path, mmproj: Path | None = None
+) -> bool:
     """Write the encoder folder; False (and a warning) where the target cannot run it yet."""
-    family = ENCODERS[source.arch.encoder or ""]
     if target.name != "cpu":
         log.warning(
             "the image encoder compiles for cpu only so far: %s gets text only", target.name
         )
         return False
-    cfg = family.config_from_hf(source.tensors.config)  # type: ignore[attr-defined]
-    module = family.build(cfg, ENCODER_DTYPE)
+    encoder = _from_mmproj(source, mmproj) if mmproj else _from_folder(source)
+    cfg = encoder.config
+    module = encoder.family.build(cfg, ENCODER_DTYPE)
     mod, params = module.export_tvm(spec=module.export_spec())
     executable = tvm.compile(mod, target=tvm_target)
     folder = encoder_dir(out)
@@ -70,15 +113,15 @@ def compile_encoder(source: ModelSource, target: Target, tvm_target, out: Path) 
     library = "encoder-cpu.so"
     executable.export_library(str(folder / library))
     writer = ShardWriter(folder / "params")
-    for name, array in family.arrays([n for n, _ in params], source.tensors, ENCODER_DTYPE):
+    for name, array in encoder.arrays([n for n, _ in params]):
         writer.add(name, array)
     writer.finish()
     marker, text = _image_text(source, cfg)
     config = EncoderConfig(
-        family=family.name,
+        family=encoder.family.name,
         config=cfg.to_dict(),
         library=library,
-        preprocess=preprocess_config(source.path, cfg.image_size),
+        preprocess=encoder.preprocess,
         image_token_id=cfg.image_token_id,
         tokens_per_image=cfg.mm_tokens_per_image,
         image_marker=marker,

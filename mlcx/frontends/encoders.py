@@ -9,10 +9,17 @@ from typing import Any
 import numpy as np
 from tvm.relax.frontend import nn
 
+from mlcx.errors import UnsupportedModelError
+from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gemma3_vision import config as gemma3_vision_config
+from mlcx.frontends.gemma3_vision import mmproj as gemma3_mmproj
 from mlcx.frontends.gemma3_vision import model as gemma3_vision_model
+from mlcx.frontends.gemma3_vision import text as gemma3_vision_text
 from mlcx.frontends.gemma3_vision import weights as gemma3_vision_weights
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.tensors import TensorSource
+from mlcx.kernels.attention import PagedKVOps
 
 
 @dataclass(frozen=True)
@@ -22,6 +29,11 @@ class EncoderFamily:
     config_from_dict: Callable[[dict[str, Any]], Any]
     build: Callable[[Any, str], nn.Module]  # (config, dtype) -> module exporting embed_image
     arrays: Callable[[list[str], TensorSource, str], Iterator[tuple[str, np.ndarray]]]
+    # a llama.cpp mmproj GGUF of this family: for text GGUFs of `text_archs`
+    text_archs: tuple[str, ...]
+    build_text: Callable[[DecoderConfig, Formats, PagedKVOps], nn.Module]  # with prefill_image
+    config_from_mmproj: Callable[..., Any]  # (mmproj, text hidden, token id of a text)
+    mmproj_arrays: Callable[[list[str], GGUFCheckpoint, str], Iterator[tuple[str, np.ndarray]]]
 
 
 ENCODERS: dict[str, EncoderFamily] = {
@@ -31,5 +43,27 @@ ENCODERS: dict[str, EncoderFamily] = {
         gemma3_vision_config.VisionConfig.from_dict,
         gemma3_vision_model.ImageEncoder,
         gemma3_vision_weights.encoder_arrays,
+        ("gemma3",),
+        gemma3_vision_text.build,
+        gemma3_mmproj.config_from_mmproj,
+        gemma3_mmproj.mmproj_arrays,
     ),
 }
+# llama.cpp's projector type -> family
+PROJECTOR_TYPES = {"gemma3": "gemma3"}
+
+
+def for_mmproj(ckpt: GGUFCheckpoint, text_arch: str) -> EncoderFamily:
+    """The family of an mmproj file, checked against the text model's architecture."""
+    kind = gemma3_mmproj.projector_type(ckpt)
+    if kind not in PROJECTOR_TYPES:
+        raise UnsupportedModelError(
+            f"{ckpt.path}: projector type {kind or '(none)'!r} is not supported; mlcx reads "
+            f"mmproj files of: {', '.join(PROJECTOR_TYPES)}"
+        )
+    family = ENCODERS[PROJECTOR_TYPES[kind]]
+    if text_arch not in family.text_archs:
+        raise UnsupportedModelError(
+            f"a {kind} mmproj goes with a {'/'.join(family.text_archs)} text model, not {text_arch}"
+        )
+    return family
