@@ -44,6 +44,7 @@ class EncoderConfig:
     config: dict[str, Any]  # the family's own config (image tokens, sizes)
     library: str
     preprocess: Preprocess
+    device: str  # what runs `library`: "cpu" or "cuda" (TVM's Relax VM)
     image_token_id: int
     tokens_per_image: int
     # what the chat template writes for an image, and the prompt text that replaces it

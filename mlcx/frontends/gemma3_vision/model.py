@@ -113,8 +113,10 @@ class Projector(nn.Module):
     def forward(self, patches: nn.Tensor) -> nn.Tensor:
         cfg = self.cfg
         t, k, c = cfg.tokens_per_side, cfg.pool, cfg.hidden_size
-        pooled = op.sum(op.reshape(patches, (t, k, t, k, c)), axis=[1, 3]) * (1.0 / (k * k))
-        normed = self.mm_soft_emb_norm(op.reshape(pooled, (t * t, c)))
+        # the pooled window last, so that the sum is a row reduction (GPU rules schedule it)
+        grid = op.permute_dims(op.reshape(patches, (t, k, t, k, c)), [0, 2, 4, 1, 3])
+        pooled = op.sum(op.reshape(grid, (t * t, c, k * k)), axis=-1) * (1.0 / (k * k))
+        normed = self.mm_soft_emb_norm(pooled)
         return op.matmul(normed, self.mm_input_projection_weight)
 
 
@@ -126,6 +128,9 @@ class ImageEncoder(nn.Module):
         self.dtype = dtype
 
     def embed_image(self, pixels: nn.Tensor) -> nn.Tensor:
+        """pixels are float32 whatever the encoder's dtype; the rows come back float32."""
+        if self.dtype != "float32":
+            pixels = pixels.astype(self.dtype)
         rows = self.multi_modal_projector(self.vision_tower(pixels))
         return rows if rows.dtype == "float32" else rows.astype("float32")
 
@@ -133,7 +138,7 @@ class ImageEncoder(nn.Module):
         c, s = self.cfg.num_channels, self.cfg.image_size
         return {
             EMBED_IMAGE: {
-                "pixels": spec.Tensor((c, s, s), self.dtype),
+                "pixels": spec.Tensor((c, s, s), "float32"),
                 "$": {"param_mode": "packed", "effect_mode": "none"},
             }
         }

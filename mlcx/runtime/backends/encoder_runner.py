@@ -12,12 +12,15 @@ from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
 
 EMBED_IMAGE = "embed_image"
+DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda}
 
 
 class EncoderRunner:
     def __init__(self, artifact_dir, config: EncoderConfig):
         folder = encoder_dir(artifact_dir)
-        self.device = tvm.cpu(0)
+        if config.device not in DEVICES:
+            raise ArtifactError(f"the image encoder runs on {config.device}, not here; recompile")
+        self.device = DEVICES[config.device](0)
         try:
             module = tvm.runtime.load_module(str(folder / config.library))
         except Exception as err:
