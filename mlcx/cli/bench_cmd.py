@@ -18,7 +18,14 @@ from typer.core import TyperGroup
 from mlcx.bench.peers import PEERS
 from mlcx.bench.run import BenchRequest, run_bench
 from mlcx.bench.workload import DEFAULT_SIZES
-from mlcx.cli import bench_profile_cmd, bench_serve_cmd, bench_soak_cmd, bench_spec_cmd, web_cmd
+from mlcx.cli import (
+    bench_image_cmd,
+    bench_profile_cmd,
+    bench_serve_cmd,
+    bench_soak_cmd,
+    bench_spec_cmd,
+    web_cmd,
+)
 from mlcx.cli.engine_options import KVDtypeOption
 from mlcx.cli.options import LINEAR_KERNELS_HELP, QuantizationName
 from mlcx.kernels.cpu.kernel_config import LinearKernels
@@ -34,7 +41,7 @@ BenchTarget = Enum(  # type: ignore[misc]
 _CPU, _GPU = DEFAULT_SIZES["cpu"], DEFAULT_SIZES["gpu"]
 HELP = (
     "Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`, `speculative`, "
-    "`profile`, `soak`."
+    "`profile`, `soak`, `image` (time to encode one image)."
 )
 _SIZES_BY = "the artifact's target, or --target when compiling"
 
@@ -151,4 +158,5 @@ def register(app: typer.Typer) -> None:
     bench_spec_cmd.register(bench)
     bench_profile_cmd.register(bench)
     bench_soak_cmd.register(bench)
+    bench_image_cmd.register(bench)
     app.add_typer(bench, name="bench")
