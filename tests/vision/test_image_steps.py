@@ -99,3 +99,18 @@ def test_chunked_prefill_never_cuts_an_image(vision_artifact, conversation):
     start = ids.index(whole.engine.images.config.image_token_id)
     assert start < 12 < start + 4
     assert _reply(chunked, conversation)[1].token_ids == want.token_ids
+
+
+def test_a_batch_of_prompts_with_different_images(vision_artifact, conversation):
+    """Rows of each item's images land on its own tokens when prompts share a step."""
+    llm = LLM(str(vision_artifact), EngineConfig(kv_blocks=64, enable_prefix_caching=False))
+    first = conversation[0]["content"]
+    prompts = [
+        llm.chat_inputs([{"role": "user", "content": [first[0], {"type": "image", "image": im}]}])
+        for im in (random_image(11), random_image(12), random_image(13))
+    ]
+    ids, images = [p[0] for p in prompts], [p[1] for p in prompts]
+    together = [c[0].token_ids for c in llm.generate(ids, GREEDY, images=images)]
+    alone = [llm.generate([i], GREEDY, images=[im])[0][0].token_ids for i, im in prompts]
+    assert together == alone
+    assert len({tuple(t) for t in alone}) > 1  # the images make the answers differ

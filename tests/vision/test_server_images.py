@@ -74,6 +74,12 @@ def test_openai_client_sends_an_image(served, vision_artifact, photo):
     assert reply.usage.prompt_tokens == len(ids)
 
 
+def test_an_image_request_streams(served, photo):
+    stream = _ask(served.client(), _data_url(photo), stream=True)
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert text == _ask(served.client(), _data_url(photo)).choices[0].message.content
+
+
 @pytest.mark.parametrize("fmt,mime", [("JPEG", "jpeg"), ("WEBP", "webp")])
 def test_jpeg_and_webp_are_taken(served, photo, fmt, mime):
     assert _ask(served.client(), _data_url(photo, fmt, mime)).choices[0].message.content
