@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import io
+import struct
+import zlib
 
 import openai
 import pytest
@@ -89,7 +91,21 @@ def _gif() -> str:
     return _data_url(random_image(3), "GIF", "gif")
 
 
+def _huge() -> str:
+    """A PNG header that claims 20000 x 20000 pixels (a decompression bomb)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", 20000, 20000, 8, 2, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
 BAD = {
+    "huge dimensions": _huge,
     "corrupt": lambda: (
         "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\nnot").decode()
     ),

@@ -33,9 +33,7 @@ def decode_image(data: bytes, where: str, max_bytes: int = MAX_BYTES) -> Image.I
             _check(image, where)
             image.load()
             return image.convert("RGB")
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
-        if isinstance(err, ImageError):
-            raise
+    except (UnidentifiedImageError, Image.DecompressionBombError, OSError, SyntaxError) as err:
         raise _bad(where, f"not a readable PNG, JPEG or WebP image ({err})") from None
 
 
