@@ -131,7 +131,7 @@ def export_model(req: CompileRequest) -> ExportedModel:
     # the model is built for the compiled context (LongRoPE picks its factors by it)
     build = source.arch.build
     if req.mmproj is not None:  # the text model takes image rows (prefill_image)
-        build = for_mmproj(GGUFCheckpoint(req.mmproj), source.arch.name).build_text
+        build = for_mmproj(GGUFCheckpoint(req.mmproj), source.arch.name).build_text or build
     model = build(replace(cfg, context_window=context_window), formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())
     mod = bound_step_shapes(req.prefill_chunk)(mod).with_attr(

@@ -63,8 +63,12 @@ def preprocess_config(folder: Path, image_size: int) -> Preprocess:
     data = read_json(path)
     size = data.get("size") or {}
     side = size.get("height", size.get("shortest_edge", image_size)) if size else image_size
+    longest = 0
+    if "max_image_size" in data:  # Idefics3: longest edge first, then the tile
+        side, longest = data["max_image_size"]["longest_edge"], size.get("longest_edge", 0)
     return Preprocess(
         size=int(side),
+        longest_edge=int(longest),
         mean=tuple(data.get("image_mean", _HALF)),
         std=tuple(data.get("image_std", _HALF)),
         rescale=float(data.get("rescale_factor", 1 / 255)),
@@ -100,19 +104,6 @@ def _from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
     )
 
 
-def _image_text(source: ModelSource, cfg: Any) -> tuple[str, str]:
-    """(the image marker the chat template writes, the text it expands to); empty where the
-    tokenizer lacks the image tokens."""
-    backend = _tokenizer(source)
-    token, boi, eoi = (
-        backend.id_to_token(i) for i in (cfg.image_token_id, cfg.boi_token_id, cfg.eoi_token_id)
-    )
-    if not token or not boi or not eoi:
-        return "", ""
-    # Gemma3Processor's full image sequence
-    return boi, f"\n\n{boi}{token * cfg.mm_tokens_per_image}{eoi}\n\n"
-
-
 def compile_encoder(
     source: ModelSource, target: Target, tvm_target, out: Path, mmproj: Path | None = None
 ) -> bool:
@@ -134,7 +125,7 @@ def compile_encoder(
     for name, array in encoder.arrays([n for n, _ in params]):
         writer.add(name, array)
     writer.finish()
-    marker, text = _image_text(source, cfg)
+    marker, text = encoder.family.image_text(_tokenizer(source), cfg)
     config = EncoderConfig(
         family=encoder.family.name,
         config=cfg.to_dict(),
@@ -142,7 +133,8 @@ def compile_encoder(
         preprocess=encoder.preprocess,
         device=target.name,
         image_token_id=cfg.image_token_id,
-        tokens_per_image=cfg.mm_tokens_per_image,
+        tokens_per_image=cfg.tokens_per_image,
+        bidirectional=encoder.family.bidirectional,
         image_marker=marker,
         image_text=text,
     )

@@ -28,6 +28,8 @@ class Preprocess:
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     rescale: float = 1 / 255
     resample: int = 2  # PIL's filter number (2: bilinear), as the HF processors record it
+    # first resize the longest edge to this, keeping the aspect ratio (Idefics3); 0: no
+    longest_edge: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
@@ -47,6 +49,7 @@ class EncoderConfig:
     device: str  # what runs `library`: "cpu" or "cuda" (TVM's Relax VM)
     image_token_id: int
     tokens_per_image: int
+    bidirectional: bool  # a prompt's image tokens see their whole image (Gemma 3)
     # what the chat template writes for an image, and the prompt text that replaces it
     image_marker: str = ""
     image_text: str = ""

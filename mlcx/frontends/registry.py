@@ -16,6 +16,7 @@ from mlcx.frontends.gemma3 import model as gemma3_model
 from mlcx.frontends.gemma3 import weights as gemma3_weights
 from mlcx.frontends.gemma3_vision import text as gemma3_vision_text
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.idefics3_vision import text as idefics3_text
 from mlcx.frontends.llama import config as llama_config
 from mlcx.frontends.llama import model as llama_model
 from mlcx.frontends.llama import weights as llama_weights
@@ -111,6 +112,14 @@ ARCHITECTURES: dict[str, Architecture] = {
             gemma3_vision_text.build,
             gemma3_vision_text.hf_weights,
             encoder="gemma3",
+        ),
+        Architecture(
+            "idefics3",
+            ("Idefics3ForConditionalGeneration",),
+            idefics3_text.config_from_hf,
+            idefics3_text.build,
+            idefics3_text.hf_weights,
+            encoder="idefics3",
         ),
     ]
 }

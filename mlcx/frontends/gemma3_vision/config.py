@@ -57,6 +57,10 @@ class VisionConfig:
         return math.isqrt(self.mm_tokens_per_image)
 
     @property
+    def tokens_per_image(self) -> int:
+        return self.mm_tokens_per_image
+
+    @property
     def pool(self) -> int:
         """The average-pooling kernel (and stride) over the patch grid."""
         return self.patches_per_side // self.tokens_per_side

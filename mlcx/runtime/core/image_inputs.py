@@ -82,6 +82,8 @@ class ImageInputs:
             row0 += item.num_new
         if not pieces:
             return None
+        if not (self.config and self.config.bidirectional):
+            spans = {}  # image tokens attend causally, as text does
         index = np.full(total, -1, dtype=np.int32)
         offset = 0
         for row, block in pieces:

@@ -1,0 +1,82 @@
+"""A tiny random Idefics3ForConditionalGeneration folder written by transformers: a 32x32
+SigLIP tower (8x8 patches, 2 layers), pixel shuffle by 2 (4 tokens an image), a 2-layer Llama,
+a BPE tokenizer with Idefics3's image tokens, a chat template whose image parts become
+<image>, and a preprocessor_config.json without image splitting (one global tile)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support.tiny_models import CORPUS
+from tests.support.tiny_tokenizers import train_byte_level_bpe
+
+FAKE, GLOBAL, IMAGE = "<fake_token_around_image>", "<global-img>", "<image>"
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", FAKE, GLOBAL, IMAGE]
+TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}"
+    + IMAGE
+    + "{% else %}{{ part['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+TILE = 32
+TOKENS_PER_IMAGE = 4
+
+
+def make_tiny_idefics3(folder: Path, seed: int = 41) -> Path:
+    import torch
+    from transformers import (
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3ImageProcessor,
+    )
+
+    folder.mkdir(parents=True, exist_ok=True)
+    backend = train_byte_level_bpe(CORPUS, SPECIALS, 384)
+    backend.save(str(folder / "tokenizer.json"))
+    config = {"bos_token": "<|endoftext|>", "eos_token": "<|im_end|>", "chat_template": TEMPLATE}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    text = dict(
+        model_type="llama",
+        vocab_size=backend.get_vocab_size(),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
+    vision = dict(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=TILE,
+        patch_size=8,
+    )
+    cfg = Idefics3Config(
+        text_config=text,
+        vision_config=vision,
+        scale_factor=2,
+        image_token_id=backend.token_to_id(IMAGE),
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = Idefics3ForConditionalGeneration(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.1)
+    model.eval().save_pretrained(folder)
+    processor = Idefics3ImageProcessor(
+        size={"longest_edge": 2 * TILE},
+        max_image_size={"longest_edge": TILE},
+        do_image_splitting=False,
+    )
+    processor.save_pretrained(folder)
+    return folder
