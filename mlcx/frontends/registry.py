@@ -115,7 +115,7 @@ ARCHITECTURES: dict[str, Architecture] = {
         ),
         Architecture(
             "idefics3",
-            ("Idefics3ForConditionalGeneration",),
+            ("Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration"),
             idefics3_text.config_from_hf,
             idefics3_text.build,
             idefics3_text.hf_weights,

@@ -25,13 +25,23 @@ TILE = 32
 TOKENS_PER_IMAGE = 4
 
 
-def make_tiny_idefics3(folder: Path, seed: int = 41) -> Path:
+# transformers' classes of each kind: (config, model, image processor)
+KINDS = {
+    "idefics3": ("Idefics3Config", "Idefics3ForConditionalGeneration", "Idefics3ImageProcessor"),
+    "smolvlm": ("SmolVLMConfig", "SmolVLMForConditionalGeneration", "SmolVLMImageProcessor"),
+}
+
+
+def classes(kind: str):
+    import transformers
+
+    return tuple(getattr(transformers, name) for name in KINDS[kind])
+
+
+def make_tiny_idefics3(folder: Path, seed: int = 41, kind: str = "idefics3") -> Path:
     import torch
-    from transformers import (
-        Idefics3Config,
-        Idefics3ForConditionalGeneration,
-        Idefics3ImageProcessor,
-    )
+
+    config_cls, model_cls, processor_cls = classes(kind)
 
     folder.mkdir(parents=True, exist_ok=True)
     backend = train_byte_level_bpe(CORPUS, SPECIALS, 384)
@@ -60,7 +70,7 @@ def make_tiny_idefics3(folder: Path, seed: int = 41) -> Path:
         image_size=TILE,
         patch_size=8,
     )
-    cfg = Idefics3Config(
+    cfg = config_cls(
         text_config=text,
         vision_config=vision,
         scale_factor=2,
@@ -68,12 +78,12 @@ def make_tiny_idefics3(folder: Path, seed: int = 41) -> Path:
         tie_word_embeddings=False,
     )
     torch.manual_seed(seed)
-    model = Idefics3ForConditionalGeneration(cfg)
+    model = model_cls(cfg)
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.1)
     model.eval().save_pretrained(folder)
-    processor = Idefics3ImageProcessor(
+    processor = processor_cls(
         size={"longest_edge": 2 * TILE},
         max_image_size={"longest_edge": TILE},
         do_image_splitting=False,

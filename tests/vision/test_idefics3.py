@@ -122,3 +122,31 @@ def test_logits_and_greedy_tokens_match_transformers(llm, folder, reference, pho
     [[completion]] = llm.generate([ids], params, images=[images])
     assert completion.token_ids == generated[0, len(ids) :].tolist()
     assert len(set(completion.token_ids)) > 4
+
+
+def test_a_smolvlm_folder(tmp_path, photo):
+    """SmolVLMForConditionalGeneration: Idefics3's tensors and processor under other names."""
+    from tests.support.tiny_idefics3 import classes
+
+    _, model_cls, processor_cls = classes("smolvlm")
+    folder = make_tiny_idefics3(tmp_path / "hf", seed=43, kind="smolvlm")
+    request = CompileRequest(
+        model=str(folder), quantization="q0f32", output=tmp_path / "art", kv_dtype="float32"
+    )
+    llm = LLM(str(compile_model(request)), EngineConfig(kv_blocks=64))
+    ids, images = llm.chat_inputs(_messages(photo))
+    out = processor_cls.from_pretrained(folder)(images=[photo], return_tensors="pt")
+    reference = model_cls.from_pretrained(folder, dtype="float32").eval()
+    with torch.no_grad():
+        generated = reference.generate(
+            torch.tensor([ids]),
+            pixel_values=out["pixel_values"],
+            pixel_attention_mask=out["pixel_attention_mask"],
+            max_new_tokens=16,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    params = SamplingParams.greedy(max_tokens=16, ignore_eos=True)
+    [[completion]] = llm.generate([ids], params, images=[images])
+    assert completion.token_ids == generated[0, len(ids) :].tolist()
