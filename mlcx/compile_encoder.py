@@ -69,6 +69,7 @@ def preprocess_config(folder: Path, image_size: int) -> Preprocess:
     return Preprocess(
         size=int(side),
         longest_edge=int(longest),
+        split=bool(data.get("do_image_splitting", False)),
         mean=tuple(data.get("image_mean", _HALF)),
         std=tuple(data.get("image_std", _HALF)),
         rescale=float(data.get("rescale_factor", 1 / 255)),

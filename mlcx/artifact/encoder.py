@@ -30,6 +30,7 @@ class Preprocess:
     resample: int = 2  # PIL's filter number (2: bilinear), as the HF processors record it
     # first resize the longest edge to this, keeping the aspect ratio (Idefics3); 0: no
     longest_edge: int = 0
+    split: bool = False  # Idefics3's image splitting: tiles of `size`, then the global image
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))

@@ -1,7 +1,7 @@
 """A tiny random Idefics3ForConditionalGeneration folder written by transformers: a 32x32
 SigLIP tower (8x8 patches, 2 layers), pixel shuffle by 2 (4 tokens an image), a 2-layer Llama,
 a BPE tokenizer with Idefics3's image tokens, a chat template whose image parts become
-<image>, and a preprocessor_config.json without image splitting (one global tile)."""
+<image>, and a preprocessor_config.json (64-pixel longest edge, 32-pixel tiles)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,11 @@ def classes(kind: str):
     return tuple(getattr(transformers, name) for name in KINDS[kind])
 
 
-def make_tiny_idefics3(folder: Path, seed: int = 41, kind: str = "idefics3") -> Path:
+def make_tiny_idefics3(
+    folder: Path, seed: int = 41, kind: str = "idefics3", split: bool = True
+) -> Path:
+    """`split`: the processor splits images into tiles plus a global image (the default of
+    real checkpoints); else each image is one global tile."""
     import torch
 
     config_cls, model_cls, processor_cls = classes(kind)
@@ -86,7 +90,7 @@ def make_tiny_idefics3(folder: Path, seed: int = 41, kind: str = "idefics3") -> 
     processor = processor_cls(
         size={"longest_edge": 2 * TILE},
         max_image_size={"longest_edge": TILE},
-        do_image_splitting=False,
+        do_image_splitting=split,
     )
     processor.save_pretrained(folder)
     return folder

@@ -1,9 +1,9 @@
 """Idefics3 (SmolVLM's architecture) with images against transformers on a tiny random
-Idefics3ForConditionalGeneration (32x32 SigLIP tiles, pixel shuffle by 2, a 2-layer Llama),
-its processor without image splitting (one global tile: longest edge first, then the tile,
-Lanczos): pixels on PNG/JPEG files, image rows, prompt layout against Idefics3Processor,
-every logit row of an image prompt and 32 greedy tokens, to 1e-4. Image tokens attend
-causally, as in transformers."""
+Idefics3ForConditionalGeneration (32x32 SigLIP tiles, pixel shuffle by 2, a 2-layer Llama) and
+its processor with image splitting (longest edge to 64, whole 32-pixel tiles, row-major tiles
+then the global image, Lanczos): pixels of every frame on PNG/JPEG files, image rows, prompt
+layout against Idefics3Processor, every logit row of an image prompt and 32 greedy tokens, to
+1e-4. Image tokens attend causally, as in transformers."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.vision.decode import read_image_file
-from mlcx.runtime.vision.preprocess import pixels
+from mlcx.runtime.vision.preprocess import frames
 from tests.support.tiny_idefics3 import FAKE, GLOBAL, IMAGE, TOKENS_PER_IMAGE, make_tiny_idefics3
 from tests.vision.conftest import random_image
 from tests.vision.test_gemma3_vision import TOL, _prompt_logits
@@ -68,9 +68,10 @@ def _messages(image):
 def test_pixels_match_transformers(llm, folder, tmp_path, name, fmt, size):
     path = tmp_path / name
     random_image(5, size).save(path, fmt)
-    got = pixels(read_image_file(path), llm.engine.images.config.preprocess)
+    got = np.stack(frames(read_image_file(path), llm.engine.images.config.preprocess))
     with Image.open(path) as image:
-        want = _processed(folder, image)["pixel_values"][0, 0].numpy()
+        want = _processed(folder, image)["pixel_values"][0].numpy()
+    assert got.shape == want.shape and len(got) > 1  # tiles, then the global image
     assert np.abs(got - want).max() <= 1e-5
 
 
@@ -125,11 +126,12 @@ def test_logits_and_greedy_tokens_match_transformers(llm, folder, reference, pho
 
 
 def test_a_smolvlm_folder(tmp_path, photo):
-    """SmolVLMForConditionalGeneration: Idefics3's tensors and processor under other names."""
+    """SmolVLMForConditionalGeneration: Idefics3's tensors and processor under other names;
+    here without image splitting (one global tile an image)."""
     from tests.support.tiny_idefics3 import classes
 
     _, model_cls, processor_cls = classes("smolvlm")
-    folder = make_tiny_idefics3(tmp_path / "hf", seed=43, kind="smolvlm")
+    folder = make_tiny_idefics3(tmp_path / "hf", seed=43, kind="smolvlm", split=False)
     request = CompileRequest(
         model=str(folder), quantization="q0f32", output=tmp_path / "art", kv_dtype="float32"
     )

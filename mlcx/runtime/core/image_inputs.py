@@ -4,6 +4,7 @@ image spans and embedding rows (core/images.py says why)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from mlcx.errors import ImageError
 from mlcx.runtime.core.images import PromptImage, image_runs, step_images
 from mlcx.runtime.core.scheduler_output import SchedulerOutput
 from mlcx.runtime.vision.encoder import ImageEncoder
+from mlcx.runtime.vision.layout import runs_of
+from mlcx.runtime.vision.preprocess import grid
 
 
 @dataclass(frozen=True)
@@ -44,10 +47,11 @@ class ImageInputs:
             )
         cfg = self.encoder.config
         runs = image_runs(prompt_ids, cfg.image_token_id)
-        if len(runs) != len(images) or any(e - s != cfg.tokens_per_image for s, e in runs):
+        wanted = sum(runs_of(grid(image, cfg.preprocess)) for image in images)
+        if len(runs) != wanted or any(e - s != cfg.tokens_per_image for s, e in runs):
             raise ImageError(
-                f"{len(images)} image(s) for {len(runs)} run(s) of image tokens in the prompt; "
-                f"each image needs {cfg.tokens_per_image} image tokens in one run"
+                f"{len(images)} image(s) need {wanted} run(s) of {cfg.tokens_per_image} image "
+                f"tokens in the prompt, which has {len(runs)}"
             )
         if cfg.tokens_per_image > self.step_budget:
             raise ImageError(
@@ -60,12 +64,17 @@ class ImageInputs:
     ) -> tuple[PromptImage, ...]:
         if not images or self.encoder is None:
             return ()
-        runs = image_runs(prompt_ids, self.encoder.config.image_token_id)
-        encoded = [self.encoder.encode(image) for image in images]
-        return tuple(
-            PromptImage(start, e.rows, e.digest)
-            for (start, _), e in zip(runs, encoded, strict=True)
-        )
+        runs = iter(image_runs(prompt_ids, self.encoder.config.image_token_id))
+        n = self.encoder.config.tokens_per_image
+        out = []
+        for image in images:  # a run of n tokens for each frame (tile or global image)
+            encoded = self.encoder.encode(image)
+            for k in range(len(encoded.rows) // n):
+                start, _ = next(runs)
+                rows = encoded.rows[k * n : (k + 1) * n]
+                digest = hashlib.sha256(encoded.digest + bytes([k])).digest()
+                out.append(PromptImage(start, rows, digest))
+        return tuple(out)
 
     def step(self, plan: SchedulerOutput, images_of) -> StepImages | None:
         """The image inputs of a scheduled step, or None where it computes no image token.

@@ -13,13 +13,13 @@ from PIL import Image
 
 from mlcx.artifact.encoder import EncoderConfig, read_encoder
 from mlcx.runtime.backends.encoder_runner import EncoderRunner
-from mlcx.runtime.vision.preprocess import pixels
+from mlcx.runtime.vision.preprocess import frames
 
 
 @dataclass(frozen=True)
 class EncodedImage:
     digest: bytes  # sha256 of the preprocessed pixels: what the prefix cache keys on
-    rows: np.ndarray  # float32 [tokens_per_image, hidden]
+    rows: np.ndarray  # float32 [frames x tokens_per_image, hidden], frame by frame
 
 
 class ImageEncoder:
@@ -36,11 +36,12 @@ class ImageEncoder:
         return cls(artifact_dir, config) if config is not None else None
 
     def encode(self, image: Image.Image) -> EncodedImage:
-        px = pixels(image, self.config.preprocess)
-        digest = hashlib.sha256(px.tobytes()).digest()
+        """The rows of every frame of the image (one, or tiles then the global image)."""
+        pixels = frames(image, self.config.preprocess)
+        digest = hashlib.sha256(b"".join(px.tobytes() for px in pixels)).digest()
         rows = self._cache.get(digest)
         if rows is None:
-            rows = self.runner.embed(px)
+            rows = np.concatenate([self.runner.embed(px) for px in pixels])
             self.encoded += 1
             self._cache[digest] = rows
             if len(self._cache) > self.capacity:

@@ -14,6 +14,8 @@ from PIL import Image
 from mlcx.artifact.encoder import EncoderConfig
 from mlcx.errors import ImageError
 from mlcx.runtime.text.prompt_encoder import PromptEncoder
+from mlcx.runtime.vision.layout import image_text
+from mlcx.runtime.vision.preprocess import grid
 
 IMAGE_PART = "image"
 
@@ -69,5 +71,7 @@ def chat_with_images(
             f"the chat template wrote {text.count(marker)} image marker(s) {marker!r} for "
             f"{len(images)} image(s)"
         )
-    text = text.replace(marker, config.image_text)
+    pieces = text.split(marker)
+    layouts = [image_text(config, grid(image, config.preprocess)) for image in images]
+    text = pieces[0] + "".join(lay + piece for lay, piece in zip(layouts, pieces[1:], strict=True))
     return prompts.tokenizer.encode(text, add_special_tokens=False), images
