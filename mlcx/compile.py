@@ -143,6 +143,14 @@ def export_model(req: CompileRequest) -> ExportedModel:
 
 
 def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path:
+    from mlcx.compile_embed import compile_embedding
+    from mlcx.frontends.embedding_source import is_embedding_model
+
+    if is_embedding_model(Path(req.model)):
+        model = Path(req.model)
+        return compile_embedding(
+            model, req.output, req.target, req.quantization, req.options, progress
+        )
     report = progress or (lambda stage, done, total: None)
     started = time.perf_counter()
     report("export", 0, 1)

@@ -23,6 +23,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
+from mlcx.artifact.embedding_config import EMBED_TASK, EmbeddingArtifact, artifact_task
 from mlcx.cache import cache_dir
 from mlcx.compile import CompileRequest, compile_model, resolve_options
 from mlcx.formats import FORMAT_VERSION
@@ -40,6 +41,7 @@ COMPILING_SOURCES = (
     "targets",
     "artifact",
     "compile.py",
+    "compile_embed.py",
     "formats.py",
 )
 SMALL_FILE = 1 << 20  # files up to this size are keyed by content, larger ones by size+mtime
@@ -108,6 +110,8 @@ def resolve_artifact(model: str, quiet: bool = False, kv_dtype: str | None = Non
     """An artifact directory as is; anything else (a preset, a .gguf, an HF folder) is
     compiled for this CPU into the cache on first use, like MLC-LLM's JIT. `kv_dtype`: the
     KV cache dtype to compile with (None: the math's), which an artifact must already have."""
+    if artifact_task(model) == EMBED_TASK:
+        return EmbeddingArtifact(model)  # type: ignore[return-value]  (no KV cache to check)
     if Artifact.is_artifact(model):
         artifact = Artifact(model)
         if kv_dtype is not None and artifact.config.cache_dtype != kv_dtype:
@@ -123,6 +127,8 @@ def resolve_artifact(model: str, quiet: bool = False, kv_dtype: str | None = Non
         if not quiet:
             print(f"compiling {model} for this CPU into {out} (first run only) ...", flush=True)
         _compile_into(req, out)
+    if artifact_task(out) == EMBED_TASK:
+        return EmbeddingArtifact(out)  # type: ignore[return-value]
     return Artifact(out)
 
 

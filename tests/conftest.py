@@ -26,6 +26,45 @@ def tiny_model(models_root):
 
 
 @pytest.fixture(scope="session")
+def moe_model(models_root):
+    """Factory: moe_model(arch) -> the tiny mixture of experts `arch` (qwen3_moe, mixtral,
+    olmoe) with its routing and attention sharpened (tests/support/tiny_moe.py)."""
+    from tests.support.tiny_moe import SPECS, sharpen_moe
+
+    def build(arch: str) -> Path:
+        folder = models_root / f"moe-{arch}"
+        if not folder.exists():
+            spec = SPECS[arch]
+            sharpen_moe(make_tiny_model(models_root, spec), folder, spec.seed)
+        return folder
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def moe_compiled(tmp_path_factory, moe_model):
+    """Factory: moe_compiled(arch, quantization, target="cpu") -> the artifact of moe_model(arch)
+    (cached; f32 pages on cpu, as the `compiled` fixture)."""
+    from mlcx.compile import CompileRequest, compile_model
+    from tests.support.reference_pages import reference_pages
+
+    cache: dict = {}
+    root = tmp_path_factory.mktemp("moe-artifacts")
+
+    def build(arch: str, quantization: str, target: str = "cpu") -> Path:
+        key = (arch, quantization, target)
+        if key not in cache:
+            out = root / "-".join(key)
+            request = CompileRequest(
+                str(moe_model(arch)), target, quantization, output=out, **reference_pages(target)
+            )
+            cache[key] = compile_model(request)
+        return cache[key]
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def compiled(tmp_path_factory, tiny_model):
     """Factory: compiled(spec, quantization, target="cpu", **kw) -> artifact dir (cached)."""
     from mlcx.compile import CompileRequest, compile_model

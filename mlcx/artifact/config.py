@@ -91,6 +91,11 @@ class ArtifactConfig:
     @classmethod
     def from_json(cls, text: str, path: Path | str = CONFIG_FILE) -> ArtifactConfig:
         data = json.loads(text)
+        if data.get("task", "generate") != "generate":
+            raise ArtifactError(
+                f"{path} is an embedding model's artifact (task {data['task']!r}): it embeds "
+                "text (LLM.embed, POST /v1/embeddings) and cannot generate"
+            )
         try:
             check_format_version(data, str(path), "recompile the model with this mlcx")
         except ValueError as err:

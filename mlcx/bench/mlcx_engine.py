@@ -28,15 +28,35 @@ DEVICE_NAMES = {
 }
 
 
-def weight_bytes_per_token(artifact: Artifact) -> int:
+EXPERT_PARAMS = (".moe.gate_up.", ".moe.down.")  # stacked over experts (mlcx.kernels.moe)
+
+
+def weight_bytes_per_token(artifact: Artifact, routed: bool = True) -> int:
     """Bytes of weights one decode step reads: every matrix (and the head); an untied
-    embedding table is only looked up, one row per token."""
-    tied = artifact.config.model.tie_word_embeddings
-    total = 0
+    embedding table is only looked up, one row per token. Of a mixture of experts' stacked
+    weights a token reads its experts' share (`routed`), or every expert's (not `routed`:
+    what a dense model of the same size reads)."""
+    model = artifact.config.model
+    share = model.experts_per_token / model.num_experts if routed and model.num_experts else 1
+    total = 0.0
     for name, array in load_arrays(artifact.params_dir):
-        if tied or not name.startswith("embed."):
-            total += np.asarray(array).nbytes
-    return total
+        if model.tie_word_embeddings or not name.startswith("embed."):
+            expert = any(part in name for part in EXPERT_PARAMS)
+            total += np.asarray(array).nbytes * (share if expert else 1)
+    return int(total)
+
+
+def expert_notes(artifact: Artifact) -> list[str]:
+    """For a mixture of experts: the bytes a decode step reads against the dense equivalent."""
+    model = artifact.config.model
+    if not model.num_experts:
+        return []
+    routed, dense = weight_bytes_per_token(artifact), weight_bytes_per_token(artifact, False)
+    return [
+        f"mixture of experts: a decode step reads {model.experts_per_token} of "
+        f"{model.num_experts} experts, {routed / 1e6:.1f} MB of weights a token against "
+        f"{dense / 1e6:.1f} MB for every expert (the dense equivalent, {dense / routed:.1f}x)"
+    ]
 
 
 def peak_memory_bytes() -> int:

@@ -31,6 +31,10 @@ class LlamaShape:
     tie: bool = True
     rms_eps: float = 1e-5
     key_length: int | None = None  # head_dim where it is not hidden / heads (Qwen3)
+    arch: str = "llama"  # GGUF architecture (llama.cpp's name)
+    experts: int = 0  # a mixture of `experts` experts, each `intermediate` wide (0: dense)
+    experts_used: int = 0
+    qk_norm: bool = False  # RMSNorm over the q and k rows of all heads (OLMoE)
 
     @property
     def head_dim(self) -> int:
@@ -42,6 +46,21 @@ RANDOM_MODELS: dict[str, LlamaShape] = {
     # the 1B ties its head to the embedding, the 8B does not).
     "llama-3.2-1b-random": LlamaShape(2048, 8192, 16, 32, 8, 128256),
     "llama-3.1-8b-random": LlamaShape(4096, 14336, 32, 32, 8, 128256, tie=False),
+    # OLMoE-1B-7B's: 64 experts of 1024, 8 a token (1.3B of its 6.9B weights read a token)
+    "olmoe-1b-7b-random": LlamaShape(
+        2048,
+        1024,
+        16,
+        16,
+        16,
+        50304,
+        10000.0,
+        tie=False,
+        arch="olmoe",
+        experts=64,
+        experts_used=8,
+        qk_norm=True,
+    ),  # fmt: skip
 }
 
 # Q4_0 block: an f16 scale, then 16 bytes holding 32 4-bit codes (value = (code - 8) * scale)
@@ -84,10 +103,24 @@ def _tensors(shape: LlamaShape):
         yield b + "attn_k.weight", (shape.kv_heads * d, h)
         yield b + "attn_v.weight", (shape.kv_heads * d, h)
         yield b + "attn_output.weight", (h, shape.heads * d)
+        if shape.qk_norm:
+            yield b + "attn_q_norm.weight", (shape.heads * d,)
+            yield b + "attn_k_norm.weight", (shape.kv_heads * d,)
         yield b + "ffn_norm.weight", (h,)
-        yield b + "ffn_gate.weight", (shape.intermediate, h)
-        yield b + "ffn_up.weight", (shape.intermediate, h)
-        yield b + "ffn_down.weight", (h, shape.intermediate)
+        yield from _ffn(shape, b)
+
+
+def _ffn(shape: LlamaShape, b: str):
+    h, i, e = shape.hidden, shape.intermediate, shape.experts
+    if not e:
+        yield b + "ffn_gate.weight", (i, h)
+        yield b + "ffn_up.weight", (i, h)
+        yield b + "ffn_down.weight", (h, i)
+        return
+    yield b + "ffn_gate_inp.weight", (e, h)  # the router: float, as llama.cpp keeps it
+    yield b + "ffn_gate_exps.weight", (e, i, h)
+    yield b + "ffn_up_exps.weight", (e, i, h)
+    yield b + "ffn_down_exps.weight", (e, h, i)
 
 
 def llama_writer(shape: LlamaShape, out: Path, arch: str = "llama") -> gguf.GGUFWriter:
@@ -107,6 +140,9 @@ def llama_writer(shape: LlamaShape, out: Path, arch: str = "llama") -> gguf.GGUF
         writer.add_key_length(shape.key_length)
         writer.add_value_length(shape.key_length)
     writer.add_vocab_size(shape.vocab)
+    if shape.experts:
+        writer.add_expert_count(shape.experts)
+        writer.add_expert_used_count(shape.experts_used)
     return writer
 
 
@@ -122,13 +158,16 @@ def random_q4_0(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
 
 def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
-    writer = llama_writer(shape, out)
+    writer = llama_writer(shape, out, shape.arch)
     _tokenizer(writer, shape.vocab)
     for name, dims in _tensors(shape):
         if len(dims) == 1:
             writer.add_tensor(name, np.ones(dims, np.float32))
+        elif name.endswith("ffn_gate_inp.weight"):
+            writer.add_tensor(name, rng.standard_normal(dims, dtype=np.float32))
         elif qtype == GT.Q4_0:
-            writer.add_tensor(name, random_q4_0(rng, *dims), raw_dtype=qtype)
+            rows = random_q4_0(rng, int(np.prod(dims[:-1])), dims[-1])
+            writer.add_tensor(name, rows.reshape(*dims[:-1], -1), raw_dtype=qtype)
         else:
             data = rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
             writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)

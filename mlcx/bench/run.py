@@ -14,7 +14,12 @@ import numpy as np
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.kv_budget import kv_budget
 from mlcx.bench.bandwidth import measure_read_bandwidth
-from mlcx.bench.mlcx_engine import MlcxEngine, peak_memory_bytes, weight_bytes_per_token
+from mlcx.bench.mlcx_engine import (
+    MlcxEngine,
+    expert_notes,
+    peak_memory_bytes,
+    weight_bytes_per_token,
+)
 from mlcx.bench.peer_setup import PeerSetup
 from mlcx.bench.peers import PEERS
 from mlcx.bench.profile import check_profilable, profile_steps
@@ -122,7 +127,7 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
         speeds={name: Speed.of(r, workload) for name, r in runs.items()},
         devices={e.name: e.device for e in engines},
         commands={e.name: e.command for e in engines if e.command},
-        notes=tuple(note for e in engines for note in e.notes),
+        notes=(*expert_notes(ours.artifact), *(note for e in engines for note in e.notes)),
         peak_memory_bytes=peak,
         weight_bytes_per_token=weight_bytes_per_token(ours.artifact),
         kv_bytes_per_token=kv_budget(ours.artifact.config).bytes_per_token,

@@ -9,9 +9,11 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mlcx.artifact.config import Artifact
+from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.artifact.kv_budget import kv_budget
 from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, TargetName, describe
 from mlcx.compile import CompileRequest, compile_model
+from mlcx.frontends.registry import describe_supported
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
@@ -26,7 +28,11 @@ STAGES = {
 
 def compile_command(
     model: Annotated[
-        str, typer.Argument(help="Hugging Face folder, .gguf file, or preset (smollm2-135m).")
+        str,
+        typer.Argument(
+            help="Hugging Face folder, .gguf file, or preset (smollm2-135m). Architectures: "
+            + describe_supported()
+        ),
     ],
     output: Annotated[Path, typer.Option("--output", "-o", help="Artifact directory.")],
     target: Annotated[TargetName, typer.Option(help=describe(TARGETS, "summary"))] = "cpu",
@@ -116,7 +122,10 @@ def compile_command(
 
         out = compile_model(request, report)
     typer.echo(f"compiled {model} for {target.value} -> {out}")
-    typer.echo(kv_budget(Artifact(out).config).describe())
+    if artifact_task(out) == EMBED_TASK:
+        typer.echo(f"an embedding model: `mlcx serve {out}` answers POST /v1/embeddings")
+    else:
+        typer.echo(kv_budget(Artifact(out).config).describe())
 
 
 def register(app: typer.Typer) -> None:

@@ -6,8 +6,18 @@ from typing import Annotated
 
 import typer
 
+from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.cli.engine_options import EngineOptions, with_engine_options
+from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
+from mlcx.runtime.embedder import Embedder
+
+
+def served_model(artifact, engine_config: EngineConfig) -> Engine | Embedder:
+    """The generative engine, or an embedding model's Embedder, that `artifact` is for."""
+    if artifact_task(artifact.path) == EMBED_TASK:
+        return Embedder(artifact.path)
+    return Engine(artifact, engine_config)
 
 
 def serve_command(
@@ -84,7 +94,7 @@ def serve_command(
         allow_remote_images=allow_remote_images,
     )
     if replica_config is None:
-        serve(lambda: Engine(artifact, engine_config), config, log_level=log_level)
+        serve(lambda: served_model(artifact, engine_config), config, log_level=log_level)
     else:
         from mlcx.server.replicas.launch import start_replicas
 

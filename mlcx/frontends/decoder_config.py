@@ -27,7 +27,11 @@ class DecoderConfig:
     rope_scaling: dict[str, Any] = field(default_factory=dict)
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
+    o_bias: bool = False  # a bias on the attention's output projection (Llama attention_bias)
     qk_norm: bool = False  # RMSNorm over each q and k head before RoPE (Qwen3)
+    # where qk_norm normalizes: "head" (each head's features) or "all" (the whole q and k
+    # projections, OLMoE)
+    qk_norm_scope: str = "head"
     # keys each query of a windowed layer sees, itself included (0: no window); every layer is
     # windowed except those in full_attention_layers
     sliding_window: int = 0
@@ -39,6 +43,11 @@ class DecoderConfig:
     attn_scale: float = 0.0  # scores = q.k * attn_scale; 0: 1 / sqrt(head_dim)
     final_logit_softcap: float = 0.0  # logits = cap * tanh(logits / cap); 0: none
     attn_logit_softcap: float = 0.0  # attention scores, likewise (after the scale); 0: none
+    # mixture of experts (0 experts: a dense MLP in every layer); every layer's MLP is the MoE
+    num_experts: int = 0
+    experts_per_token: int = 0
+    expert_intermediate_size: int = 0  # each expert's MLP width
+    norm_topk_prob: bool = False  # the chosen experts' router weights renormalized to sum 1
 
     def __post_init__(self) -> None:
         for name in (
@@ -64,6 +73,24 @@ class DecoderConfig:
         if not self.rms_norm_eps > 0 or not self.rope_theta > 0:
             raise ValueError("model config: rms_norm_eps and rope_theta must be positive")
         self._check_layer_options()
+        self._check_experts()
+
+    def _check_experts(self) -> None:
+        if self.qk_norm_scope not in ("head", "all"):
+            raise ValueError(f"model config: qk_norm_scope {self.qk_norm_scope!r} is not head/all")
+        if self.num_experts == 0:
+            return
+        if not 0 < self.experts_per_token <= self.num_experts:
+            raise ValueError(
+                f"model config: experts per token ({self.experts_per_token}) must be between 1 "
+                f"and the number of experts ({self.num_experts})"
+            )
+        if self.expert_intermediate_size <= 0:
+            raise ValueError("model config: an MoE needs a positive expert intermediate size")
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
 
     def _check_layer_options(self) -> None:
         # JSON gives a list back; the config stays hashable and comparable as a tuple

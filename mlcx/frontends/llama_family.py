@@ -22,6 +22,7 @@ def decoder_config_from_hf(
     qkv_bias: bool,
     tie_default: bool = False,
     qk_norm: bool = False,
+    o_bias: bool = False,
 ) -> DecoderConfig:
     r = HFConfigReader(config, arch)
     hidden = r.get("hidden_size", "n_embd", "d_model", required=True)
@@ -44,6 +45,7 @@ def decoder_config_from_hf(
         tie_word_embeddings=bool(r.get("tie_word_embeddings", default=tie_default)),
         qkv_bias=qkv_bias,
         qk_norm=qk_norm,
+        o_bias=o_bias,
     )
 
 
@@ -77,6 +79,8 @@ def hf_weights(cfg: DecoderConfig, prefix: str = "model.") -> list[WeightSpec]:
                     dst + "attn.qkv.bias", Role.VECTOR, tuple(f"{attn}{p}_proj.bias" for p in "qkv")
                 )
             )
+        if cfg.o_bias:
+            specs.append(WeightSpec(dst + "attn.o.bias", Role.VECTOR, (attn + "o_proj.bias",)))
         if cfg.qk_norm:
             specs += [
                 WeightSpec(f"{dst}attn.{p}_norm.weight", Role.VECTOR, (f"{attn}{p}_norm.weight",))

@@ -21,13 +21,22 @@ from mlcx.frontends.llama import config as llama_config
 from mlcx.frontends.llama import model as llama_model
 from mlcx.frontends.llama import weights as llama_weights
 from mlcx.frontends.mistral import config as mistral_config
+from mlcx.frontends.mixtral import config as mixtral_config
+from mlcx.frontends.mixtral import model as mixtral_model
+from mlcx.frontends.mixtral import weights as mixtral_weights
 from mlcx.frontends.nn.blocks import Formats
+from mlcx.frontends.olmoe import config as olmoe_config
+from mlcx.frontends.olmoe import model as olmoe_model
+from mlcx.frontends.olmoe import weights as olmoe_weights
 from mlcx.frontends.phi3 import config as phi3_config
 from mlcx.frontends.phi3 import weights as phi3_weights
 from mlcx.frontends.qwen2 import config as qwen2_config
 from mlcx.frontends.qwen2 import weights as qwen2_weights
 from mlcx.frontends.qwen3 import config as qwen3_config
 from mlcx.frontends.qwen3 import weights as qwen3_weights
+from mlcx.frontends.qwen3_moe import config as qwen3_moe_config
+from mlcx.frontends.qwen3_moe import model as qwen3_moe_model
+from mlcx.frontends.qwen3_moe import weights as qwen3_moe_weights
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.kernels.attention import PagedKVOps
 
@@ -42,6 +51,9 @@ class Architecture:
     gguf_name: str | None = None
     config_from_gguf: Callable[[GGUFCheckpoint], DecoderConfig] | None = None
     gguf_weights: Callable[[DecoderConfig], list[WeightSpec]] | None = None
+    # llama.cpp writes some mixtures of experts under a dense architecture's name (Mixtral as
+    # `llama`): a file is this architecture's when it has experts exactly where this has
+    gguf_experts: bool = False
     encoder: str | None = None  # the image encoder family (frontends.encoders), if any
 
 
@@ -106,6 +118,39 @@ ARCHITECTURES: dict[str, Architecture] = {
             gemma3_weights.gguf_weights,
         ),
         Architecture(
+            "qwen3_moe",
+            ("Qwen3MoeForCausalLM", "qwen3_moe"),
+            qwen3_moe_config.from_hf,
+            qwen3_moe_model.build,
+            qwen3_moe_weights.hf_weights,
+            "qwen3moe",
+            qwen3_moe_config.from_gguf,
+            qwen3_moe_weights.gguf_weights,
+            gguf_experts=True,
+        ),
+        Architecture(
+            "mixtral",
+            ("MixtralForCausalLM", "mixtral"),
+            mixtral_config.from_hf,
+            mixtral_model.build,
+            mixtral_weights.hf_weights,
+            "llama",
+            mixtral_config.from_gguf,
+            mixtral_weights.gguf_weights,
+            gguf_experts=True,
+        ),
+        Architecture(
+            "olmoe",
+            ("OlmoeForCausalLM", "olmoe"),
+            olmoe_config.from_hf,
+            olmoe_model.build,
+            olmoe_weights.hf_weights,
+            "olmoe",
+            olmoe_config.from_gguf,
+            olmoe_weights.gguf_weights,
+            gguf_experts=True,
+        ),
+        Architecture(
             "gemma3_vision",
             ("Gemma3ForConditionalGeneration",),
             gemma3_vision_text.config_from_hf,
@@ -129,6 +174,16 @@ def _supported() -> str:
     return ", ".join(name for a in ARCHITECTURES.values() for name in a.hf_names[:1])
 
 
+def gguf_architectures() -> list[str]:
+    """llama.cpp architecture names mlcx reads, in registry order, once each."""
+    return list(dict.fromkeys(a.gguf_name for a in ARCHITECTURES.values() if a.gguf_name))
+
+
+def describe_supported() -> str:
+    """The architectures for help texts: Hugging Face's names, then llama.cpp's."""
+    return f"Hugging Face: {_supported()}; GGUF: {', '.join(gguf_architectures())}"
+
+
 def for_hf(name: str) -> Architecture:
     for arch in ARCHITECTURES.values():
         if name in arch.hf_names:
@@ -138,11 +193,20 @@ def for_hf(name: str) -> Architecture:
     )
 
 
-def for_gguf(name: str) -> Architecture:
-    for arch in ARCHITECTURES.values():
-        if arch.gguf_name == name:
+def for_gguf(name: str, has_experts: bool = False) -> Architecture:
+    """The architecture of a GGUF file of llama.cpp architecture `name`; `has_experts`: the
+    file's `{name}.expert_count` is positive (Mixtral is written as `llama`)."""
+    named = [a for a in ARCHITECTURES.values() if a.gguf_name == name]
+    for arch in named:
+        if arch.gguf_experts == has_experts:
             return arch
-    gguf = [a.gguf_name for a in ARCHITECTURES.values() if a.gguf_name]
+    if named:
+        kind = "mixture-of-experts" if has_experts else "dense"
+        raise UnsupportedModelError(
+            f"GGUF architecture {name!r} as a {kind} model is not supported; mlcx reads "
+            f"{name!r} files as: {', '.join(a.name for a in named)}"
+        )
+    gguf = gguf_architectures()
     raise UnsupportedModelError(
         f"GGUF architecture {name or '(none)'!r} is not supported; mlcx reads GGUF files of: "
         f"{', '.join(gguf)} (other architectures: compile their Hugging Face folder)"

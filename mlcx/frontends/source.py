@@ -42,7 +42,7 @@ class ModelSource:
 
 def _from_gguf(name: str, path: Path) -> ModelSource:
     ckpt = GGUFCheckpoint(path)
-    arch = registry.for_gguf(ckpt.architecture)
+    arch = registry.for_gguf(ckpt.architecture, int(ckpt.arch_meta("expert_count", 0)) > 0)
     assert arch.config_from_gguf and arch.gguf_weights  # for_gguf only returns GGUF-capable ones
     cfg = arch.config_from_gguf(ckpt)
     return ModelSource(name, "gguf", path, arch, cfg, ckpt, arch.gguf_weights(cfg), {})

@@ -2,7 +2,8 @@
 
 1. Linear layers become hand-written kernels with their RMSNorm/SwiGLU input and residual add
    fused in (mlcx.passes.cpu.fuse_linear), unless the linear-kernel choice is `tvm`.
-2. TVM's CPU legalization and operator fusion for the rest.
+2. TVM's CPU legalization and operator fusion for the rest; the mixture-of-experts GEMVs
+   split across the cores (mlcx.passes.cpu.experts_schedule).
 3. A tuning database from `mlcx tune`, when given, schedules the kernels it has records for
    (mlcx.passes.tuning). It was measured on the module built with one linear-kernel choice,
    which the compile must use too (the caller resolves that: passes.tuning.records).
@@ -16,6 +17,8 @@ import tvm
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
+from mlcx.passes.cpu.experts_schedule import schedule_experts_cpu
+from mlcx.passes.cpu.fuse_experts import fuse_experts
 from mlcx.passes.cpu.fuse_linear import fuse_linear
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.tuning.apply import apply_database
@@ -28,7 +31,8 @@ def graph_passes(
     """Relax-level rewrites before legalization (also used by `mlcx tune` to find tasks)."""
     config = KernelConfig.for_target(target, linear_kernels)
     linears = [fuse_linear(config)] if linear_kernels.hand_written else []
-    return [*linears, fuse_rope_append()]
+    experts = [fuse_experts(config)] if linear_kernels.integer else []
+    return [*linears, *experts, fuse_rope_append()]
 
 
 def finalize_passes(target: tvm.target.Target) -> list[tvm.transform.Pass]:
@@ -50,6 +54,7 @@ def cpu_pipeline(
                 graph_passes(target, linear_kernels)
                 + cpu_generic.library_dispatch_passes(target)
                 + cpu_generic.legalize_passes(target)
+                + [schedule_experts_cpu()]
                 + tuning
                 + cpu_generic.dataflow_lower_passes(target)
                 + finalize_passes(target)

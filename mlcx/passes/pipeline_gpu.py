@@ -23,9 +23,11 @@ from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.gpu.cuda_graph import mark_decode_capturable, rewrite_cuda_graph
 from mlcx.passes.gpu.decode_gemv_rule import DecodeGEMV
 from mlcx.passes.gpu.elementwise import Elementwise
+from mlcx.passes.gpu.experts_rule import ExpertGEMV
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
 from mlcx.passes.gpu.schedule import apply_rules
 from mlcx.passes.gpu.tensor_core_prefill import decode_gemv, tensor_core_prefill
+from mlcx.passes.gpu.topk_rule import RouterTopK
 
 # (target kind, activation dtype or "*") where dlight.gpu.Matmul tensorizes, which crashes
 # TVM 0.27 under apache-tvm-ffi 0.1.15.
@@ -46,7 +48,12 @@ def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
     layers are mlcx's own kernels, tests/targets/test_gpu_rules.py checks the rest)."""
     if _tensorizes(kind, dtype) and tensorize_works():
         load_tensor_intrinsics()  # before the rule imports them, ~20x slower
-    rules = [DecodeGEMV(), *([dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else [])]
+    rules = [
+        DecodeGEMV(),
+        ExpertGEMV(),
+        RouterTopK(),
+        *([dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else []),
+    ]
     rest = [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), *extra]
     return rules + rest + [Elementwise(), dl.gpu.Fallback()]
 

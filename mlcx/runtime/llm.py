@@ -3,6 +3,7 @@
     llm = LLM("dist/smollm2")
     [c] = llm.generate(["The capital of France is"], SamplingParams.greedy(max_tokens=16))
     for delta in llm.stream(llm.chat_prompt([{"role": "user", "content": "Hi"}])): ...
+    vectors = LLM("dist/bge-small").embed(["a query", "a passage"])  # an embedding artifact
 
 These helpers drive `Engine.step()` themselves; a server shares one engine through
 mlcx.runtime.async_engine instead.
@@ -13,12 +14,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 from PIL import Image
 
 from mlcx.artifact.config import Artifact
+from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Completion, Delta
+from mlcx.runtime.embedder import Embedder, EmbedInput
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.vision.prompt import chat_with_images
 
@@ -27,8 +31,34 @@ Prompt = str | list[int]
 
 class LLM:
     def __init__(self, artifact: Artifact | str, config: EngineConfig = EngineConfig()):
-        self.engine = Engine(artifact, config)
+        path = artifact.path if isinstance(artifact, Artifact) else artifact
+        self._embedder = Embedder(path) if artifact_task(path) == EMBED_TASK else None
+        self._engine = None if self._embedder is not None else Engine(artifact, config)
+        self._path = path
         self._ids = itertools.count()
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            raise ValueError(
+                f"{self._path} is an embedding model: it cannot generate; call LLM.embed"
+            )
+        return self._engine
+
+    @engine.setter
+    def engine(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def embed(self, texts: str | Sequence[EmbedInput], dimensions: int | None = None) -> np.ndarray:
+        """float32 [len(texts), dimensions or hidden]: one vector per text (or token-id list),
+        in batches; ValueError for an empty input or one past the model's token limit.
+        `dimensions` truncates (Matryoshka models only) and renormalizes."""
+        if self._embedder is None:
+            raise ValueError(
+                f"{self._path} is a text-generation model; LLM.embed needs an embedding model "
+                "artifact (compile a BERT or Qwen3-Embedding folder)"
+            )
+        return self._embedder.embed([texts] if isinstance(texts, str) else texts, dimensions)
 
     @property
     def tokenizer(self):

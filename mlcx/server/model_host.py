@@ -8,13 +8,16 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from mlcx.runtime.async_embedder import AsyncEmbedder
 from mlcx.runtime.async_engine import AsyncEngine
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.embedder import Embedder
 from mlcx.server.engine_client import EngineClient
 from mlcx.server.errors import SERVER_ERROR, APIError
 
-EngineSource = Engine | EngineClient | Callable[[], Engine | EngineClient]
+Served = Engine | EngineClient | Embedder | AsyncEmbedder
+EngineSource = Served | Callable[[], Served]
 log = logging.getLogger(__name__)
 
 
@@ -22,7 +25,8 @@ class ModelHost:
     def __init__(self, source: EngineSource, model_name: str | None = None):
         self._loader = source if callable(source) else None
         self._model_name = model_name
-        self.engine: EngineClient | None = None
+        # a generative engine, or an embedding model's (require / require_embedder say which)
+        self.engine: EngineClient | AsyncEmbedder | None = None
         self.error: str | None = None
         self.draining = False
         self._loading: asyncio.Task | None = None
@@ -62,7 +66,33 @@ class ModelHost:
             await self.engine.close()
 
     def require(self, model: str) -> EngineClient:
-        """The engine for a request naming `model`: 503 unless ready, 404 for another name."""
+        """The engine for a request naming `model`: 503 unless ready, 404 for another name,
+        400 where the served model embeds and cannot generate."""
+        served = self._ready(model)
+        if isinstance(served, AsyncEmbedder):
+            raise APIError(
+                400,
+                f"the model {model!r} is an embedding model: it answers POST /v1/embeddings, "
+                "not text generation",
+                param="model",
+                code="model_not_generative",
+            )
+        return served
+
+    def require_embedder(self, model: str) -> AsyncEmbedder:
+        """Like `require`, for /v1/embeddings: 400 where the served model generates text."""
+        served = self._ready(model)
+        if not isinstance(served, AsyncEmbedder):
+            raise APIError(
+                400,
+                f"the model {model!r} generates text and has no embeddings; serve an embedding "
+                "model artifact (BERT, Qwen3-Embedding) for /v1/embeddings",
+                param="model",
+                code="model_not_embedding",
+            )
+        return served
+
+    def _ready(self, model: str) -> EngineClient | AsyncEmbedder:
         if self.engine is None or self.draining:
             reason = {
                 "loading": "the model is still loading; retry when GET /health returns 200",
@@ -80,8 +110,13 @@ class ModelHost:
             )
         return self.engine
 
-    def _adopt(self, engine: Engine | EngineClient) -> None:
-        self.engine = AsyncEngine(engine) if isinstance(engine, Engine) else engine
+    def _adopt(self, served: Served) -> None:
+        if isinstance(served, Engine):
+            self.engine = AsyncEngine(served)
+        elif isinstance(served, Embedder):
+            self.engine = AsyncEmbedder(served)
+        else:
+            self.engine = served
 
     async def _load(self) -> None:
         try:

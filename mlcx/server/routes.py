@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse, Response
 
 from mlcx.server import openapi
 from mlcx.server.config import ServerConfig
+from mlcx.server.embeddings import EmbeddingRequest, create_embeddings
 from mlcx.server.formats import ChatFormat, CompletionFormat
 from mlcx.server.generation import respond, start
 from mlcx.server.metrics import CONTENT_TYPE, ServerMetrics
@@ -54,5 +55,12 @@ def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) 
         plan = plan_chat(body, engine.sampling_defaults)
         fmt = ChatFormat(body.model, engine.tokenizer, plan.include_usage, plan.tool_plan)
         return await respond(request, await start(engine, plan, config), plan, fmt, timer)
+
+    @router.post(
+        "/v1/embeddings", responses=openapi.errors(config, "/v1/embeddings", 400, 404, 413, 503)
+    )
+    async def embeddings(body: EmbeddingRequest) -> JSONResponse:
+        embedder = host.require_embedder(body.model)
+        return JSONResponse(await create_embeddings(embedder, body))
 
     return router

@@ -14,7 +14,7 @@ import pytest
 import tvm
 from tvm.target import codegen
 
-from mlcx.kernels.cpu.kernel_config import INT8_DOT_FEATURES, KernelConfig, LinearKernels
+from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels, has_int8_dot
 from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
@@ -23,7 +23,7 @@ from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
 EPS = 1e-5
-HAS_VNNI = set(codegen.llvm_get_cpu_features(TARGET)) >= INT8_DOT_FEATURES
+HAS_VNNI = has_int8_dot(TARGET)
 needs_vnni = pytest.mark.skipif(not HAS_VNNI, reason="this CPU has no AVX512-VNNI")
 
 
@@ -55,14 +55,16 @@ def _run(fmt_name: str, kind: str, k: int, n: int, tokens: int, rng):
 
 @needs_vnni
 @pytest.mark.parametrize(
-    "fmt_name, kind, k, n",
+    "fmt_name, kind, k, n, tokens",
     [
-        ("int4-affine-g32-float16-t16", "rmsnorm", 576, 960),  # GGUF Q4_1, row-tiled
-        ("int4-sym-g32-float16-t16", "swiglu", 1536, 576),  # GGUF Q4_0
-        ("q4_k-t16", "plain", 512, 192),  # K-quant super-blocks of 256
+        ("int4-affine-g32-float16-t16", "rmsnorm", 576, 960, 17),  # GGUF Q4_1, row-tiled
+        ("int4-sym-g32-float16-t16", "swiglu", 1536, 576, 40),  # GGUF Q4_0
+        ("q4_k-t16", "plain", 512, 192, 40),  # K-quant super-blocks of 256
+        ("q5_0-t16", "rmsnorm", 576, 192, 17),  # a fifth bit from the high plane, centred codes
+        ("q5_k-t16", "swiglu", 512, 192, 25),
+        ("q6_k-t16", "plain", 512, 192, 17),  # scales per 16, codes centred on 32
     ],
 )
-@pytest.mark.parametrize("tokens", [17, 40])
 def test_long_steps_match_int8_math(fmt_name, kind, k, n, tokens):
     out, rows, weight = _run(fmt_name, kind, k, n, tokens, np.random.default_rng(tokens + k))
     want = _int8_rows(rows) @ weight.T

@@ -11,7 +11,7 @@ from tvm.target import codegen
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.kernels.cpu.kernel_config import INT8_DOT_FEATURES, LinearKernels
+from mlcx.kernels.cpu.kernel_config import LinearKernels, has_int8_dot
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
@@ -20,7 +20,7 @@ from tests.support.tiny_models import TinySpec, load_reference
 
 SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=4)
 HOST = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu()})
-HAS_VNNI = set(codegen.llvm_get_cpu_features(HOST)) >= INT8_DOT_FEATURES
+HAS_VNNI = has_int8_dot(HOST)
 
 
 def _dequantized_reference(folder, artifact_dir, quantization: str):

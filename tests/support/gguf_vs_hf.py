@@ -12,8 +12,11 @@ from gguf import GGMLQuantizationType as GT
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.compile import CompileRequest, compile_model
+from mlcx.frontends.convert import convert_weight, plan_formats
+from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.source import load_source
 from mlcx.quantization.formats import format_from_name
+from mlcx.quantization.schemes import get_quantization
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import load_reference
@@ -23,12 +26,14 @@ GREEDY = 32
 F32 = {"weight": GT.F32}
 
 
-def compile_both(folder: Path, root: Path, **request) -> tuple[Path, Path, Path]:
+def compile_both(
+    folder: Path, root: Path, gguf_writer=write_tiny_gguf, **request
+) -> tuple[Path, Path, Path]:
     """(the f32 GGUF of `folder`, its cpu artifact, the HF folder's q0f32 cpu artifact);
-    `request`: further CompileRequest fields for both (f32 pages unless given: see the
-    `compiled` fixture)."""
+    `gguf_writer(folder, path, types)` writes the GGUF; `request`: further CompileRequest
+    fields for both (f32 pages unless given: see the `compiled` fixture)."""
     request.setdefault("kv_dtype", "float32")
-    path = write_tiny_gguf(folder, root / "tiny.gguf", F32)
+    path = gguf_writer(folder, root / "tiny.gguf", F32)
     gguf_art, hf_art = (
         compile_model(
             CompileRequest(model=str(model), output=root / name, quantization=quant, **request)
@@ -108,3 +113,15 @@ def assert_quantized_file_matches(
     prompt = np.random.default_rng(8).integers(0, reference.config.vocab_size, 21).tolist()
     got = Harness(artifact, num_blocks=32).step({0: prompt}, all_rows=True)[0]
     assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
+
+
+def converted_weights(model) -> tuple[DecoderConfig, dict[str, np.ndarray]]:
+    """The config and every converted weight array of a source, as `mlcx compile` writes them
+    (q0f32 for a folder; an f32 GGUF's tensors kept as they are)."""
+    source = load_source(str(model))
+    quant = get_quantization("q0f32" if source.kind == "hf" else "gguf")
+    formats = plan_formats(source.weights, source.tensors, quant)
+    arrays = {}
+    for spec in source.weights:
+        arrays.update(convert_weight(spec, source.tensors, formats.get(spec.target), "float32"))
+    return source.config, arrays

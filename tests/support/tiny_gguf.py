@@ -39,6 +39,7 @@ HF_TO_GGUF = {
     "mlp.down_proj.weight": "ffn_down.weight",
     "input_layernorm.weight": "attn_norm.weight",
     "post_attention_layernorm.weight": "ffn_norm.weight",
+    "self_attn.o_proj.bias": "attn_output.bias",
     "self_attn.q_proj.bias": "attn_q.bias",
     "self_attn.k_proj.bias": "attn_k.bias",
     "self_attn.v_proj.bias": "attn_v.bias",
@@ -196,9 +197,10 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
         if name == "lm_head.weight" and cfg.tie_word_embeddings:
             continue
         data = tensor.numpy()
-        if permuted and name.endswith("q_proj.weight"):
+        # llama.cpp's converter reorders the q/k biases with their rows
+        if permuted and name.endswith(("q_proj.weight", "q_proj.bias")):
             data = _llama_cpp_permute(data, cfg.num_attention_heads)
-        elif permuted and name.endswith("k_proj.weight"):
+        elif permuted and name.endswith(("k_proj.weight", "k_proj.bias")):
             data = _llama_cpp_permute(data, cfg.num_key_value_heads)
         _add_tensor(writer, _gguf_name(name, arch), _converted(arch, name, data), types)
     writer.write_header_to_file()

@@ -29,7 +29,8 @@ CHATML = (
 
 @dataclass(frozen=True)
 class TinySpec:
-    arch: str = "llama"  # llama | mistral | qwen2 | qwen3 | phi3 | gemma3
+    # llama | mistral | qwen2 | qwen3 | phi3 | gemma3 | qwen3_moe | mixtral | olmoe
+    arch: str = "llama"
     hidden: int = 64
     heads: int = 4
     kv_heads: int = 2
@@ -72,6 +73,9 @@ def _hf_config(spec: TinySpec, vocab: int):
         "qwen3": "Qwen3Config",
         "phi3": "Phi3Config",
         "gemma3": "Gemma3TextConfig",
+        "qwen3_moe": "Qwen3MoeConfig",
+        "mixtral": "MixtralConfig",
+        "olmoe": "OlmoeConfig",
     }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(
@@ -87,7 +91,7 @@ def _hf_config(spec: TinySpec, vocab: int):
         eos_token_id=2,
         **spec.extra,
     )
-    if spec.arch in ("mistral", "phi3"):
+    if spec.arch in ("mistral", "phi3", "mixtral"):
         kwargs.setdefault("sliding_window", None)
     if spec.arch == "phi3":
         kwargs.setdefault("pad_token_id", 1)  # Phi3Config's default 32000 is past the vocab

@@ -58,6 +58,10 @@ class GGUFCheckpoint:
         tensor = self._tensors[name]
         gtype = GGMLQuantizationType(tensor.tensor_type)
         shape = tuple(int(d) for d in reversed(tensor.shape))
+        if len(shape) > 2:
+            # stacked experts [experts, rows, in]: one matrix of their rows, expert-major (the
+            # layout mlcx.kernels.moe indexes); rows stay whole blocks
+            shape = (int(np.prod(shape[:-1])), shape[-1])
 
         def load() -> np.ndarray:
             data = np.asarray(tensor.data)

@@ -47,12 +47,19 @@ def _qkv(cfg: DecoderConfig, blk: str, dst: str, rope_permuted: bool) -> list[We
     return specs
 
 
+def _o_bias(cfg: DecoderConfig, blk: str, dst: str) -> list[WeightSpec]:
+    if not cfg.o_bias:
+        return []
+    return [WeightSpec(dst + "attn.o.bias", Role.VECTOR, (blk + "attn_output.bias",))]
+
+
 def _layer(cfg: DecoderConfig, i: int, rope_permuted: bool) -> list[WeightSpec]:
     blk, dst = f"blk.{i}.", f"layers.{i}."
     return [
         WeightSpec(dst + "input_norm.weight", Role.VECTOR, (blk + "attn_norm.weight",)),
         *_qkv(cfg, blk, dst, rope_permuted),
         WeightSpec(dst + "attn.o", Role.LINEAR, (blk + "attn_output.weight",)),
+        *_o_bias(cfg, blk, dst),
         WeightSpec(dst + "post_attn_norm.weight", Role.VECTOR, (blk + "ffn_norm.weight",)),
         WeightSpec(
             dst + "mlp.gate_up", Role.LINEAR, (blk + "ffn_gate.weight", blk + "ffn_up.weight")

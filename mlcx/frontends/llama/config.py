@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mlcx.frontends.decoder_config import DecoderConfig
@@ -11,8 +12,15 @@ from mlcx.frontends.llama_family import decoder_config_from_hf
 
 
 def from_hf(config: dict[str, Any]) -> DecoderConfig:
-    return decoder_config_from_hf(config, "llama", qkv_bias=bool(config.get("attention_bias")))
+    # attention_bias adds a bias to q, k, v and o alike
+    bias = bool(config.get("attention_bias"))
+    return decoder_config_from_hf(config, "llama", qkv_bias=bias, o_bias=bias)
 
 
 def from_gguf(ckpt: GGUFCheckpoint) -> DecoderConfig:
-    return decoder_config_from_gguf(ckpt, qkv_bias=False, default_rms_eps=1e-5)
+    """Biases where llama.cpp's converter wrote them (`blk.N.attn_q.bias`, `attn_output.bias`)."""
+    names = set(ckpt.names())
+    cfg = decoder_config_from_gguf(
+        ckpt, qkv_bias="blk.0.attn_q.bias" in names, default_rms_eps=1e-5
+    )
+    return dataclasses.replace(cfg, o_bias="blk.0.attn_output.bias" in names)

@@ -24,11 +24,22 @@ ACTIVATIONS: dict[str, Callable[[nn.Tensor], nn.Tensor]] = {
 }
 
 
-def _head_norm(cfg: DecoderConfig, dtype: str) -> nn.RMSNorm | None:
-    """RMSNorm over each head's features (q/k norm), or None where the model has none."""
+def _head_norm(cfg: DecoderConfig, dtype: str, heads: int) -> nn.RMSNorm | None:
+    """RMSNorm over each head's features (q/k norm), or over all `heads` heads' features
+    together (scope "all"); None where the model has none."""
     if not cfg.qk_norm:
         return None
-    return nn.RMSNorm(cfg.head_dim, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
+    width = cfg.head_dim * (heads if cfg.qk_norm_scope == "all" else 1)
+    return nn.RMSNorm(width, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
+
+
+def _apply_norm(norm: nn.RMSNorm, x: nn.Tensor) -> nn.Tensor:
+    """norm over x [tokens, heads, head_dim]: per head, or over all heads where its width
+    says so."""
+    tokens, heads, dim = x.shape
+    if norm.weight.shape[0] == dim:
+        return norm(x)
+    return op.reshape(norm(op.reshape(x, (tokens, heads * dim))), (tokens, heads, dim))
 
 
 class PagedAttention(nn.Module):
@@ -50,10 +61,10 @@ class PagedAttention(nn.Module):
         fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
         self.o = QLinear(
-            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, False
+            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
         )
-        self.q_norm = _head_norm(cfg, dtype)
-        self.k_norm = _head_norm(cfg, dtype)
+        self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
+        self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
@@ -63,7 +74,7 @@ class PagedAttention(nn.Module):
         qkv = op.reshape(self.qkv(x), (tokens, cfg.num_heads + 2 * cfg.num_kv_heads, cfg.head_dim))
         q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
         if self.q_norm is not None and self.k_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
+            q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
         q = self._rope(q, step.positions)
         k = self._rope(k, step.positions)
         if self.q_scale != 1.0:

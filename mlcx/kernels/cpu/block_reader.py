@@ -35,6 +35,18 @@ def _u16(value: int, lanes: int = WORDS):
     return vec.splat(tirx.const(value, "uint16"), lanes)
 
 
+def _high(top, pairs, high: int):
+    """uint32 x 16: the high bits of `pairs` (top: pair m's at bit high * m of each 16-bit
+    half) at bit 4 of bytes (0, 1) and (2, 3): the byte order of vec.nibble_bytes' planes."""
+    bits = vec.splat(tirx.const(0, "uint32"), ROWS)
+    for i, m in enumerate(pairs):
+        shift = 8 * i + 4 - high * m  # each selected target bit has exactly one source bit
+        mask = (((1 << high) - 1) << (8 * i + 4)) * 0x00010001
+        moved = top << vec.splat(tirx.const(shift, "uint32"), ROWS)
+        bits = bits | (moved & vec.splat(tirx.const(mask, "uint32"), ROWS))
+    return bits
+
+
 @dataclass(frozen=True)
 class BlockTiledReader:
     fmt: BlockFormat
@@ -54,15 +66,27 @@ class BlockTiledReader:
 
     @property
     def quads(self) -> bool:
-        """Whether quarter_quads serves this format: plain 4-bit codes with one scale and an
-        offset per chunk (Q4_K). High bits, per-16 scales and centred codes stay int16."""
-        return not self.fmt.high and self.has_offset and self.subs == 1
+        """Whether quarter_quads serves this format: one scale a chunk, or Q6_K's two."""
+        return self.subs in (1, 2)
 
     def quarter_quads(self, views, band, chunk, quarter) -> list:
-        """The quarter's nibbles as 2 planes of bytes, as TiledReader.quarter_quads (the low
-        nibbles sit in the same order)."""
+        """The quarter's unsigned codes as 2 planes of bytes in TiledReader.quarter_quads'
+        order (the low nibbles sit in the same order), high bits moved to bit 4 of each byte."""
         block = band * views["chunks"] + chunk
-        return vec.nibble_bytes(views["codes"][block * 4 + quarter, vec.ramp(0, WORDS)], WORDS)
+        planes = vec.nibble_bytes(views["codes"][block * 4 + quarter, vec.ramp(0, WORDS)], WORDS)
+        high = self.fmt.high
+        if not high:
+            return planes
+        row = block * high + (quarter * 4 * high) // 16
+        top = views["high"][row, vec.ramp(0, WORDS)]
+        top = top >> vec.splat(T.Cast("uint16", quarter * 4 * high % 16), WORDS)
+        top = T.bind(T.reinterpret(f"uint32x{ROWS}", top))  # lane r: words 2r (low), 2r + 1
+        return [
+            T.reinterpret(
+                f"int8x{4 * ROWS}", T.reinterpret(f"uint32x{ROWS}", p) | _high(top, ms, high)
+            )
+            for p, ms in zip(planes, ((0, 2), (1, 3)), strict=True)
+        ]
 
     @property
     def signed_codes(self) -> bool:

@@ -27,6 +27,11 @@ def cpu_features(target: tvm.target.Target) -> set[str]:
         return set(codegen.llvm_get_cpu_features(target))
 
 
+def has_int8_dot(target: tvm.target.Target) -> bool:
+    """Whether the int8 kernels (LinearKernels.INT8) can run on `target`."""
+    return cpu_features(target) >= INT8_DOT_FEATURES
+
+
 def vector_bits(target: tvm.target.Target) -> int:
     features = cpu_features(target)
     return next((bits for name, bits in VECTOR_BITS if name in features), 128)
@@ -130,5 +135,5 @@ class KernelConfig:
             gemm_tokens=4 if registers == 16 else 8,
             batch_tokens=max(2, registers * lanes // (4 * 16)),
             linear_kernels=linear_kernels,
-            int8_dot=cpu_features(target) >= INT8_DOT_FEATURES,
+            int8_dot=has_int8_dot(target),
         )

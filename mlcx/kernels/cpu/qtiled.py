@@ -28,54 +28,25 @@ from mlcx.kernels.cpu.linear_spec import (
     token_blocks,
 )
 from mlcx.kernels.cpu.rows import QuantizedRows, quantize_all, quantize_row
+from mlcx.kernels.cpu.tiled_block import BandInputs, band_block
 from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
-from mlcx.kernels.cpu.tiled_reader import PAIRS, ROWS
-from mlcx.kernels.cpu.weights import CHUNK, NATURAL
+from mlcx.kernels.cpu.tiled_reader import ROWS
+from mlcx.kernels.cpu.weights import NATURAL
 
 PRIVATE_ROWS_MAX = 16  # up to this many tokens each thread quantizes the rows itself (no barrier)
 
 
-def _block(spec, reader, dots, views, q, words, band, t0, count: int, ahead: int) -> None:
-    """out[t0 : t0 + count, band's 16 rows] (count static); prefetching `ahead` bytes on."""
-    rv = vec.ramp(0, ROWS)
-    facc = T.alloc_buffer((count, ROWS), "float32")
-    subs = reader.subs  # scale groups per chunk (Q6_K: 2), each with its own int32 sums
-    iacc = T.alloc_buffer((count * subs, ROWS), "int32")
-    for t in range(count):
-        T.buffer_store(facc, vec.splat(vec.f32(0.0), ROWS), [t, rv])
-    with T.serial(0, spec.in_features // CHUNK) as g:
-        for i in range(count * subs):
-            T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), ROWS), [i, rv])
-        # A loop over quarters, not unrolled: unrolled, LLVM hoists every plane and spills.
-        with T.serial(0, PAIRS // 4) as quarter:
-            if ahead:
-                reader.prefetch_quarter(views, band, g, quarter, ahead)
-            sub = quarter * subs // 4
-            planes = dots.planes(reader, views, band, g, quarter)
-            first = g * dots.words_per_chunk + quarter * len(planes)
-            for m, plane in enumerate(planes):
-                w = T.bind(plane)
-                for t in range(count):
-                    i = t * subs + sub
-                    acc = dots.accumulate(iacc[i, rv], w, words[t0 + t, first + m])
-                    T.buffer_store(iacc, acc, [i, rv])
-        wsc = [T.bind(reader.scales(views, band, g, s)) for s in range(subs)]
-        woff = T.bind(reader.offsets(views, band, g)) if reader.has_offset else None
-        for t in range(count):
-            value = q.scaled_dots(iacc[t * subs, rv], wsc[0], woff, t0 + t, g, ROWS)
-            for s in range(1, subs):
-                value = value + q.scaled_dots(iacc[t * subs + s, rv], wsc[s], None, t0 + t, g, ROWS)
-            T.buffer_store(facc, facc[t, rv] + value, [t, rv])
-    for t in range(count):
-        store_out(spec, views["bufs"], t0 + t, vec.ramp(band * ROWS, ROWS), facc[t, rv])
-
-
 def _walk(spec, cfg: KernelConfig, reader, dots, views, q, words, tokens, c) -> None:
+    inputs = BandInputs(reader, dots, views, q, words, spec.in_features, cfg.prefetch_bytes)
     begin, end = split_range(spec.out_features // ROWS, cfg.threads, c)
     with T.serial(begin, end) as band:
 
         def run(t0, size, band=band):
-            _block(spec, reader, dots, views, q, words, band, t0, size, cfg.prefetch_bytes)
+            def store(t, value):
+                store_out(spec, views["bufs"], t0 + t, vec.ramp(band * ROWS, ROWS), value)
+
+            rows = [t0 + t for t in range(size)]
+            band_block(inputs, band, rows, store)
 
         # A step of a few sequences or drafted tokens is one pass over the weights.
         token_blocks(cfg.batch_tokens, tokens, run, exact_tail=True)

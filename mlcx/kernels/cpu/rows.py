@@ -87,20 +87,23 @@ RowSource = PlainRows | RmsNormRows | SwiGluRows
 
 @dataclass(frozen=True)
 class QuantizedRows:
-    """Scratch for int16 or int8 rows: codes [rows, K], scale and sum per chunk [rows, K/32]."""
+    """Scratch for int16 or int8 rows: codes [rows, K], scale and sum per chunk [rows, K/32];
+    int8 rows also keep the sum of each half chunk [rows, K/16] (for Q6_K's scales per 16)."""
 
     codes: tirx.Buffer
     scales: tirx.Buffer
     sums: tirx.Buffer
+    halves: tirx.Buffer | None = None
 
-    def scaled_dots(self, dots, weight_scales, weight_offsets, row, chunk, lanes: int):
-        """float32 x lanes: int32 dot products of `chunk` against input row `row`, times the
-        weights' scales and this row's chunk scale, plus the weights' offsets (None: none)
-        times the chunk's sum."""
+    def scaled_dots(self, dots, weight_scales, weight_offsets, row, chunk, lanes: int, half=None):
+        """float32 x lanes: int32 dot products of `chunk` (or of its `half`) against input
+        row `row`, times the weights' scales and this row's chunk scale, plus the weights'
+        offsets (None: none) times the sum of the chunk (or half)."""
         value = T.Cast(f"float32x{lanes}", dots) * weight_scales
         value = value * vec.splat(self.scales[row, chunk], lanes)
         if weight_offsets is not None:
-            value = value + weight_offsets * vec.splat(self.sums[row, chunk], lanes)
+            total = self.sums[row, chunk] if half is None else self.halves[row, 2 * chunk + half]
+            value = value + weight_offsets * vec.splat(total, lanes)
         return value
 
     @property
@@ -114,6 +117,7 @@ class QuantizedRows:
             T.alloc_buffer((rows, features), CODES[bits][0]),
             T.alloc_buffer((rows, chunks), "float32"),
             T.alloc_buffer((rows, chunks), "float32"),
+            T.alloc_buffer((rows, 2 * chunks), "float32") if bits == 8 else None,
         )
 
 
@@ -133,8 +137,14 @@ def quantize_row(source: RowSource, bufs: Buffers, t, dest: QuantizedRows, row, 
         T.buffer_store(dest.scales, scale, [row, c])
         # The weights' offsets multiply the sum of what the dot products saw: the rounded codes
         # (for int8 the rounding would otherwise meet unbalanced 0..15 codes: twice the error).
-        total = vec.hsum(rounded, CHUNK) * scale if dest.bits == 8 else vec.hsum(v, CHUNK)
-        T.buffer_store(dest.sums, total, [row, c])
+        if dest.bits == 8:
+            low, high = vec.halves(rounded, CHUNK)  # features 0-15, 16-31 in either lane order
+            low, high = T.bind(vec.hsum(low, CHUNK // 2)), T.bind(vec.hsum(high, CHUNK // 2))
+            T.buffer_store(dest.halves, low * scale, [row, 2 * c])
+            T.buffer_store(dest.halves, high * scale, [row, 2 * c + 1])
+            T.buffer_store(dest.sums, (low + high) * scale, [row, c])
+        else:
+            T.buffer_store(dest.sums, vec.hsum(v, CHUNK), [row, c])
 
 
 def float_row(source: RowSource, bufs: Buffers, t, dest: tirx.Buffer, row) -> None:

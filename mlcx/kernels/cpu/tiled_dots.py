@@ -32,6 +32,12 @@ class PairDots:
     def planes(self, reader, views, band, chunk, quarter) -> list:
         return reader.quarter_planes(views, band, chunk, quarter)
 
+    def offsets(self, reader, views, band, chunk, scales) -> list:
+        """Per scale group of the chunk: what multiplies the activations' sum (None: nothing).
+        Signed codes (Q6_K) were centred in the planes already."""
+        first = reader.offsets(views, band, chunk) if reader.has_offset else None
+        return [first] + [None] * (len(scales) - 1)
+
     def accumulate(self, acc, plane, word):
         x = vec.splat(word, ROWS)
         return acc + vec.madd_i16(plane, T.reinterpret(f"int16x{2 * ROWS}", x), 2 * ROWS)
@@ -45,6 +51,14 @@ class QuadDots:
 
     def planes(self, reader, views, band, chunk, quarter) -> list:
         return reader.quarter_quads(views, band, chunk, quarter)
+
+    def offsets(self, reader, views, band, chunk, scales) -> list:
+        """Per scale group of the chunk: what multiplies the activations' sum. The byte planes
+        hold unsigned codes, so signed ones (Q6_K: code - 32 per half chunk) subtract here."""
+        if reader.has_offset:
+            return [reader.offsets(views, band, chunk)]
+        zero = vec.splat(vec.f32(-reader.fmt.zero_point), ROWS)
+        return [zero * s for s in scales]
 
     def accumulate(self, acc, plane, word):
         x = T.reinterpret(f"int8x{4 * ROWS}", vec.splat(word, ROWS))

@@ -1,0 +1,13 @@
+"""Qwen3-MoE: pre-norm attention with per-head q/k RMSNorm, then a top-k mixture of experts."""
+
+from __future__ import annotations
+
+from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.nn.blocks import Formats
+from mlcx.frontends.nn.causal_lm import CausalLM
+from mlcx.frontends.nn.moe import MoEDecoderLayer
+from mlcx.kernels.attention import PagedKVOps
+
+
+def build(cfg: DecoderConfig, formats: Formats, kv: PagedKVOps) -> CausalLM:
+    return CausalLM(cfg, formats, kv, layer=MoEDecoderLayer)

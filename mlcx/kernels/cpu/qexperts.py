@@ -1,0 +1,173 @@
+"""Mixture-of-experts linears on CPU over row-tiled stacked expert weights, any token count.
+
+The stacked weight [E * N, K] (expert-major, as GGUF's `*_exps`; a fused gate/up weight holds
+every expert's gate rows, then every expert's up rows) is row-tiled like any linear's, so an
+expert's output rows are whole bands. For each expert in turn the kernel gathers the (token,
+slot) pairs the router sent to it, then walks that expert's bands with the gathered rows as
+the token blocks of mlcx.kernels.cpu.tiled_block: a decode step reads only the chosen
+experts' weights, once; a prefill reads each expert's weights once per 8 routed rows (one
+GEMM per expert, the tokens grouped by expert without a sort). Rows are quantized once, in a
+parallel pass, as the dense linears quantize theirs (int8 for long steps where asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.kernels.cpu import tiled_reader, vec
+from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
+from mlcx.kernels.cpu.linear_spec import split_range, token_blocks
+from mlcx.kernels.cpu.rows import PlainRows, SwiGluRows, quantize_all
+from mlcx.kernels.cpu.tiled_block import BandInputs, band_block
+from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
+from mlcx.kernels.cpu.tiled_reader import ROWS
+from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.quantization.formats import WeightFormat
+
+INT16_ROWS_MAX = 16  # up to this many input rows a call stays int16 (decode steps)
+
+
+@dataclass(frozen=True)
+class ExpertSpec:
+    """out [tokens, slots, N] = for each slot j of token t, its input row times the rows of
+    expert ids[t, j] of the stacked weight (any tiled format).
+
+    per_slot: the input is [tokens, slots, K], a row per slot (a down projection); else
+              [tokens, K], one row a token for every slot (gate/up)
+    fused:    N = 2 * width: output c < width from the expert's gate rows, the rest from its
+              up rows (the weight's second half)
+    swiglu:   (per_slot) the input is the gate/up output [tokens, slots, 2K] and the rows are
+              silu(gate) * up, computed as they are quantized
+    """
+
+    fmt: WeightFormat
+    experts: int
+    slots: int
+    in_features: int
+    out_features: int
+    per_slot: bool = False
+    fused: bool = False
+    swiglu: bool = False
+
+    def __post_init__(self) -> None:
+        if self.swiglu and not self.per_slot:
+            raise ValueError("a SwiGLU input belongs to a per-slot (down) expert linear")
+        width = self.out_features // 2 if self.fused else self.out_features
+        if self.in_features % CHUNK or width % ROWS or (self.fused and self.out_features % 2):
+            raise ValueError(
+                f"expert linears need inputs divisible by {CHUNK} and outputs by {ROWS} "
+                f"(per half when fused), not {self.in_features} -> {self.out_features}"
+            )
+
+    @property
+    def source(self) -> PlainRows | SwiGluRows:
+        return SwiGluRows(self.in_features) if self.swiglu else PlainRows(self.in_features)
+
+    @property
+    def input_name(self) -> str:
+        return self.source.inputs(1)[0][0]
+
+    @property
+    def input_width(self) -> int:
+        return self.source.inputs(1)[0][1][1]
+
+    @property
+    def weight_rows(self) -> int:
+        return self.experts * self.out_features
+
+    @property
+    def name(self) -> str:
+        kind = "down" if self.per_slot else ("gate_up" if self.fused else "up")
+        kind += "_swiglu" if self.swiglu else ""
+        fmt = self.fmt.name.replace("-", "_")
+        return f"cpu_experts_{kind}_{fmt}_{self.experts}x{self.in_features}x{self.out_features}"
+
+    def weight_band(self, expert, band):
+        """The weight band holding output band `band` of `expert`."""
+        if not self.fused:
+            return expert * (self.out_features // ROWS) + band
+        half = self.out_features // 2 // ROWS
+        up = self.experts * half - half  # from an expert's gate band to its up band
+        return expert * half + band + T.Select(band < half, 0, up)
+
+
+def _params(spec: ExpertSpec):
+    tokens = tirx.Var("tokens", "int64")
+    bufs = {}
+
+    def param(name, shape, dtype):
+        bufs[name] = T.match_buffer(T.arg(name, T.handle()), shape, dtype)
+
+    k, slots, width = spec.in_features, spec.slots, spec.input_width
+    shape = (tokens, slots, width) if spec.per_slot else (tokens, width)
+    param(spec.input_name, shape, "float32")
+    param("ids", (tokens, slots), "int32")
+    for suffix, (shape, dtype) in spec.fmt.param_specs(spec.weight_rows, k).items():
+        param(suffix, shape, dtype)
+    param("out", (tokens, slots, spec.out_features), "float32")
+    return tokens, bufs
+
+
+def _gather(ids, pairs, expert, sel, count) -> None:
+    """sel[0 : count[0]] = the (token, slot) pairs whose expert is `expert`, in order."""
+    T.buffer_store(count, tirx.const(0, "int32"), [0])
+    with T.serial(0, pairs) as p, T.If(ids[p] == expert), T.Then():
+        T.buffer_store(sel, T.Cast("int32", p), [count[0]])
+        T.buffer_store(count, count[0] + 1, [0])
+
+
+def _route(spec: ExpertSpec, cfg: KernelConfig, reader, dots, views, flat, tokens) -> None:
+    pairs = tokens * spec.slots
+    rows = pairs if spec.per_slot else tokens
+    order = list(dots.order)
+    source_bufs = {spec.input_name: flat["x"]}
+    q, words = quantize_all(spec.source, source_bufs, rows, cfg.threads, dots.bits, order)
+    inputs = BandInputs(reader, dots, views, q, words, spec.in_features, cfg.prefetch_bytes)
+    sel = T.alloc_buffer((pairs,), "int32")
+    count = T.alloc_buffer((1,), "int32")
+    in_row = (lambda p: p) if spec.per_slot else (lambda p: p // spec.slots)  # noqa: E731
+    with T.serial(0, spec.experts) as e:
+        _gather(flat["ids"], pairs, e, sel, count)
+        routed = T.bind(count[0])
+        with T.If(routed > 0), T.Then(), T.parallel(0, cfg.threads) as c:
+            begin, end = split_range(spec.out_features // ROWS, cfg.threads, c)
+            with T.serial(begin, end) as band:
+
+                def run(i0, size, band=band, e=e):
+                    def store(i, value):
+                        at = [sel[i0 + i], vec.ramp(band * ROWS, ROWS)]
+                        T.buffer_store(flat["out"], value, at)
+
+                    gathered = [in_row(sel[i0 + i]) for i in range(size)]
+                    band_block(inputs, spec.weight_band(e, band), gathered, store)
+
+                token_blocks(cfg.batch_tokens, routed, run, exact_tail=True)
+
+
+def build_expert_linear(spec: ExpertSpec, cfg: KernelConfig) -> tirx.PrimFunc:
+    reader = tiled_reader.reader_for(spec.fmt)
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name(spec.name)
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        tokens, bufs = _params(spec)
+        views = reader.views(bufs, spec.weight_rows, spec.in_features)
+        pairs, n = tokens * spec.slots, spec.out_features
+        rows = pairs if spec.per_slot else tokens
+        flat = {
+            "x": T.decl_buffer(
+                (rows, spec.input_width), "float32", data=bufs[spec.input_name].data
+            ),
+            "ids": T.decl_buffer((pairs,), "int32", data=bufs["ids"].data),
+            "out": T.decl_buffer((pairs, n), "float32", data=bufs["out"].data),
+        }
+        int8 = dots_for(reader, cfg.linear_kernels is LinearKernels.INT8)
+        with T.If(rows <= INT16_ROWS_MAX):
+            with T.Then():
+                _route(spec, cfg, reader, PairDots(), views, flat, tokens)
+            with T.Else():
+                _route(spec, cfg, reader, int8, views, flat, tokens)
+    return ib.get()

@@ -1,0 +1,129 @@
+"""Mixture-of-experts compute over stacked expert weights, as tensor expressions every target
+lowers (cpu, and the same TIR for every GPU target).
+
+Stacked layout: an expert weight of E experts, each [rows, in], is one matrix [E * rows, in]
+in any `WeightFormat` (expert-major, GGUF's `*_exps` [E, rows, in] read row by row); expert
+e's row r is row e * rows + r. A fused gate/up weight stacks every expert's gate rows, then
+every expert's up rows: [2 * E * I, in].
+
+Expert compute is a gathered GEMV: each (token, chosen slot) pair dots its input with the rows
+of the expert the router chose for it. A decode step reads only the chosen experts' rows (the
+bandwidth bound); prefill computes the same gather for every token (the dense gather: no
+sorting or grouping, so no data-dependent shapes; the weights are re-read per token, from
+cache at the tiny and moderate expert sizes it is used for).
+
+Top-k without sorting: an expert's rank is how many experts beat it (a higher probability, or
+the same one at a lower index), a sum every target schedules as a plain reduction; slot j's
+expert is the one of rank j.
+"""
+
+from __future__ import annotations
+
+from tvm import te, tirx
+
+from mlcx.kernels.linear import ACCUMULATE
+from mlcx.quantization.formats import WeightFormat
+
+# Block annotation of the gathered expert GEMVs, naming their weight format
+# (mlcx.passes.gpu.experts_rule schedules them; mlcx.passes.cpu.fuse_experts swaps them).
+EXPERTS_ATTR = "mlcx.experts"
+# Block annotation of the router's top-k chain (mlcx.passes.gpu.topk_rule schedules it).
+TOPK_ATTR = "mlcx.router_topk"
+_TOPK = {TOPK_ATTR: 1}
+
+
+def _rank(probs: te.Tensor) -> te.Tensor:
+    tokens, experts = probs.shape
+    other = te.reduce_axis((0, experts), name="other")
+
+    def beats(t, e):
+        p, q = probs[t, other], probs[t, e]
+        better = tirx.any(p > q, tirx.all(p == q, other < e))
+        one, zero = tirx.const(1, "int32"), tirx.const(0, "int32")
+        return te.sum(tirx.Select(better, one, zero), axis=other)
+
+    return te.compute((tokens, experts), beats, name="expert_rank", attrs=_TOPK)
+
+
+def topk_ids_te(probs: te.Tensor, k: int) -> te.Tensor:
+    """ids [tokens, k] int32: the experts of the k highest probabilities, best first."""
+    rank = _rank(probs)
+    e = te.reduce_axis((0, probs.shape[1]), name="e")
+    ids = te.compute(
+        (probs.shape[0], k),
+        lambda t, j: te.sum(tirx.Select(rank[t, e] == j, e.var.astype("int32"), 0), axis=e),
+        name="topk_sum_ids",
+        attrs=_TOPK,
+    )
+    # NaN probabilities (a padded row's garbage) beat nothing: every expert ranks 0 and the
+    # sum is no expert; clamped, so the expert GEMVs never read past the stacked weights
+    last = tirx.const(int(probs.shape[1]) - 1, "int32")
+    return te.compute(ids.shape, lambda t, j: te.min(ids[t, j], last), name="topk_ids", attrs=_TOPK)
+
+
+def topk_weights_te(probs: te.Tensor, k: int, renormalize: bool) -> te.Tensor:
+    """weights [tokens, k] f32: the k highest probabilities, best first; divided by their
+    sum where `renormalize`."""
+    rank = _rank(probs)
+    e = te.reduce_axis((0, probs.shape[1]), name="e")
+    top = te.compute(
+        (probs.shape[0], k),
+        lambda t, j: te.sum(
+            tirx.Select(rank[t, e] == j, probs[t, e], tirx.const(0.0, probs.dtype)), axis=e
+        ),
+        name="topk_probs",
+        attrs=_TOPK,
+    )
+    if not renormalize:
+        return top
+    s = te.reduce_axis((0, k), name="s")
+    total = te.compute(
+        (probs.shape[0],), lambda t: te.sum(top[t, s], axis=s), name="topk_sum", attrs=_TOPK
+    )
+    return te.compute(
+        top.shape, lambda t, j: top[t, j] / total[t], name="topk_weights", attrs=_TOPK
+    )
+
+
+def _gathered(x_at, in_features, ids, weights, fmt: WeightFormat, shape, row, dtype, name):
+    """out[t, j, c] = sum_i x_at(t, j, i) * W[row(ids[t, j], c), i], W read through fmt."""
+    i = te.reduce_axis((0, in_features), name="i")
+
+    def dot(t, j, c):
+        w = fmt.element(weights, row(ids[t, j], c), i, ACCUMULATE)
+        return te.sum(x_at(t, j, i).astype(ACCUMULATE) * w, axis=i)
+
+    acc = te.compute(shape, dot, name=name, attrs={EXPERTS_ATTR: fmt.name})
+    if dtype == ACCUMULATE:
+        return acc
+    return te.compute(shape, lambda t, j, c: acc[t, j, c].astype(dtype), name=name + "_cast")
+
+
+def experts_gate_up_te(
+    x: te.Tensor, ids: te.Tensor, weights: dict, fmt: WeightFormat, experts: int, width: int
+) -> te.Tensor:
+    """[tokens, k, 2 * width]: the chosen experts' gate (first half) and up (second half)
+    projections of x [tokens, in]."""
+    tokens, in_features = x.shape
+    k = ids.shape[1]
+    half = experts * width
+
+    def row(expert, c):
+        gate = expert * width + c
+        return tirx.Select(c < width, gate, half + gate - width)
+
+    return _gathered(
+        lambda t, j, i: x[t, i], in_features, ids, weights, fmt,
+        (tokens, k, 2 * width), row, x.dtype, "experts_gate_up",
+    )  # fmt: skip
+
+
+def experts_down_te(
+    h: te.Tensor, ids: te.Tensor, weights: dict, fmt: WeightFormat, out_features: int
+) -> te.Tensor:
+    """[tokens, k, out]: each slot's down projection of h [tokens, k, width] by its expert."""
+    tokens, k, width = h.shape
+    return _gathered(
+        lambda t, j, i: h[t, j, i], width, ids, weights, fmt,
+        (tokens, k, out_features), lambda e, c: e * out_features + c, h.dtype, "experts_down",
+    )  # fmt: skip
