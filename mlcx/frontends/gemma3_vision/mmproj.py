@@ -30,9 +30,7 @@ _TOP = {
     "vision_tower.post_layernorm": "v.post_ln",
     "multi_modal_projector.mm_soft_emb_norm": "mm.soft_emb_norm",
 }
-_RESHAPE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "vision_tower.embeddings.patch_embedding.weight": lambda w: w.reshape(w.shape[0], -1),
-}
+_PATCH = "vision_tower.embeddings.patch_embedding.weight"
 
 
 def _need(ckpt: GGUFCheckpoint, key: str):
@@ -85,7 +83,9 @@ def gguf_name(param: str) -> str:
 def mmproj_arrays(
     params: list[str], ckpt: GGUFCheckpoint, dtype: str
 ) -> Iterator[tuple[str, np.ndarray]]:
+    hidden = int(_need(ckpt, "embedding_length"))
     for param in params:
         array = np.asarray(ckpt.get(gguf_name(param)).to_float(), dtype=np.float32)
-        array = _RESHAPE.get(param, lambda a: a)(array)
+        if param == _PATCH:  # the convolution's kernel, however the reader shaped it
+            array = array.reshape(hidden, -1)
         yield param, np.ascontiguousarray(array.astype(dtype))
