@@ -38,7 +38,8 @@ class ImageInputs:
         return self.encoder.config if self.encoder is not None else None
 
     def check(self, prompt_ids: Sequence[int], images: Sequence[Image.Image]) -> None:
-        """Raise ImageError unless the prompt holds one whole run of image tokens an image."""
+        """Raise ImageError unless the prompt holds a whole run of image tokens for each frame
+        of each image (one frame, or Idefics3's tiles and global image)."""
         if not images:
             return
         if self.encoder is None:
