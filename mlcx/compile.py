@@ -15,8 +15,11 @@ from tvm.relax.frontend import nn
 from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
 from mlcx.artifact.sampling import recorded_defaults
 from mlcx.artifact.weight_shards import ShardWriter
+from mlcx.compile_encoder import compile_encoder
 from mlcx.errors import ModelSourceError
 from mlcx.frontends.convert import iter_params, plan_formats
+from mlcx.frontends.encoders import for_mmproj
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import ModelSource, load_source
 from mlcx.kernels.attention import KVLayout, PagedKVOps
@@ -49,6 +52,7 @@ class CompileRequest:
     page_size: int = 16
     options: BuildOptions = BuildOptions()
     kv_dtype: str | None = None  # None: default_kv_dtype of the target's kernel kind
+    mmproj: Path | None = None  # a llama.cpp mmproj GGUF: the model's image encoder
 
     def __post_init__(self) -> None:
         if self.kv_dtype not in (None, *KV_DTYPES):
@@ -125,7 +129,10 @@ def export_model(req: CompileRequest) -> ExportedModel:
     gpu = gpu_config(tvm_target, options.subgroups)
     kv_ops = PagedKVOps(layout, tvm_target, gpu)
     # the model is built for the compiled context (LongRoPE picks its factors by it)
-    model = source.arch.build(replace(cfg, context_window=context_window), formats, kv_ops)
+    build = source.arch.build
+    if req.mmproj is not None:  # the text model takes image rows (prefill_image)
+        build = for_mmproj(GGUFCheckpoint(req.mmproj), source.arch.name).build_text or build
+    model = build(replace(cfg, context_window=context_window), formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())
     mod = bound_step_shapes(req.prefill_chunk)(mod).with_attr(
         ACTIVATION_DTYPE, quant.activation_dtype
@@ -160,6 +167,8 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
     library = target.export(executable, out, options)
     _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
     source.tokenizer_assets().write(out)
+    if source.arch.encoder or req.mmproj:
+        compile_encoder(source, target, tvm_target, out, req.mmproj)
     config = ArtifactConfig(
         model_name=source.name,
         architecture=source.arch.name,

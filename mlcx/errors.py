@@ -63,3 +63,10 @@ class ToolchainError(MlcxError):
 
 class QueueFullError(MlcxError):
     """The engine's waiting queue is full; the request was not queued (retry later)."""
+
+
+class ImageError(InvalidFieldError):
+    """An image a request gave cannot be used (not an image, corrupt, empty, too large, or a
+    model without an image encoder); `param` names the message part it came from."""
+
+    param = "messages"

@@ -26,12 +26,13 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("mlcx.passes",),  # Relax/TIR pipelines and schedules
     ("mlcx.targets",),  # target registry: TVM target, pipeline, export
     ("mlcx.artifact",),  # the artifact directory: the contract between compile and runtime
-    # workflows producing artifacts (generative, embedding), tuning DBs
-    ("mlcx.compile", "mlcx.compile_embed", "mlcx.tune", "mlcx.jit"),
+    # workflows producing artifacts (generative, embedding, image encoders), tuning DBs
+    ("mlcx.compile", "mlcx.compile_embed", "mlcx.compile_encoder", "mlcx.tune", "mlcx.jit"),
     # the engine every front door shares, by concept (mlcx/runtime/__init__.py)
     ("mlcx.runtime.kv",),  # KV block ids, page tables, prefix sharing: no tensors
     ("mlcx.runtime.backends",),  # runners: a compiled step on a device
     ("mlcx.runtime.text",),  # tokenizer, chat template, prompt encoding, detokenizing
+    ("mlcx.runtime.vision",),  # images: decoding, preprocessing, the encoder, prompt layout
     ("mlcx.runtime.structured",),  # output constraints and their token masks
     ("mlcx.runtime.sample",),  # sampling parameters and the sampler
     ("mlcx.runtime.speculative",),  # draft proposers and verification

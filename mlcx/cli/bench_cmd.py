@@ -20,6 +20,7 @@ from mlcx.bench.run import BenchRequest, run_bench
 from mlcx.bench.workload import DEFAULT_SIZES
 from mlcx.cli import (
     bench_embed_cmd,
+    bench_image_cmd,
     bench_profile_cmd,
     bench_serve_cmd,
     bench_soak_cmd,
@@ -41,7 +42,7 @@ BenchTarget = Enum(  # type: ignore[misc]
 _CPU, _GPU = DEFAULT_SIZES["cpu"], DEFAULT_SIZES["gpu"]
 HELP = (
     "Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`, `speculative`, "
-    "`profile`, `soak`, `embed`."
+    "`profile`, `soak`, `embed`, `image` (time to encode one image)."
 )
 _SIZES_BY = "the artifact's target, or --target when compiling"
 
@@ -159,4 +160,5 @@ def register(app: typer.Typer) -> None:
     bench_profile_cmd.register(bench)
     bench_soak_cmd.register(bench)
     bench_embed_cmd.register(bench)
+    bench_image_cmd.register(bench)
     app.add_typer(bench, name="bench")

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from mlcx.cli.engine_options import EngineOptions, with_engine_options
-from mlcx.errors import ContextWindowError
+from mlcx.errors import ContextWindowError, ImageError
 from mlcx.runtime.chat_session import ChatSession
 from mlcx.runtime.llm import LLM
+from mlcx.runtime.vision.decode import read_image_file
 
-HELP = "Type a message. /reset starts over, /exit quits (or Ctrl-D)."
+HELP = (
+    "Type a message. /image FILE sends an image with the next message, /reset starts over, "
+    "/exit quits (or Ctrl-D)."
+)
 
 
 def _read(prompt: str) -> str | None:
@@ -46,8 +51,18 @@ def chat_command(
         if command == "/reset":
             session.reset()
             print("(conversation cleared)")
+        elif command.startswith("/image "):
+            _attach(session, command.removeprefix("/image ").strip())
         elif command:
             _reply(session, line)
+
+
+def _attach(session: ChatSession, path: str) -> None:
+    try:
+        session.attach(read_image_file(Path(path).expanduser()))
+        print(f"(image {path} goes with your next message)")
+    except ImageError as err:
+        print(f"[{err}]")
 
 
 def _reply(session: ChatSession, line: str) -> None:
@@ -57,6 +72,8 @@ def _reply(session: ChatSession, line: str) -> None:
             sys.stdout.flush()
     except ContextWindowError as err:
         print(f"[{err}; /reset starts a new conversation]", end="")
+    except ImageError as err:
+        print(f"[{err}]", end="")
     print()
 
 

@@ -78,6 +78,12 @@ def compile_command(
         LinearKernels | None,
         typer.Option(help=LINEAR_KERNELS_HELP + " Default: int16, or the tuning database's."),
     ] = None,
+    mmproj: Annotated[
+        Path | None,
+        typer.Option(
+            help="llama.cpp's mmproj GGUF for the model's images (Gemma 3), as llama.cpp takes it."
+        ),
+    ] = None,
 ) -> None:
     """Compile a model into an artifact directory that the mlcx runtime loads."""
     request = CompileRequest(
@@ -89,6 +95,7 @@ def compile_command(
         prefill_chunk=prefill_chunk,
         page_size=page_size,
         kv_dtype=kv_dtype.value if kv_dtype else None,
+        mmproj=mmproj,
         options=BuildOptions(
             num_threads=threads,
             gpu_arch=gpu_arch,

@@ -12,6 +12,7 @@ import typer
 from mlcx.cli.engine_options import EngineOptions, with_engine_options
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.structured.files import output_constraint
+from mlcx.runtime.vision.decode import read_image_file
 
 
 def generate_command(
@@ -26,6 +27,10 @@ def generate_command(
         bool, typer.Option(help="Wrap the prompt as a user message in the model's chat template.")
     ] = False,
     system: Annotated[str | None, typer.Option(help="System message (with --chat).")] = None,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option(help="An image to send before the prompt (repeatable; implies --chat)."),
+    ] = None,
     max_tokens: Annotated[int, typer.Option(help="Tokens to generate at most.")] = 256,
     temperature: Annotated[float | None, typer.Option(help="0 = greedy.")] = None,
     top_p: Annotated[float | None, typer.Option()] = None,
@@ -52,16 +57,13 @@ def generate_command(
         seed=seed,
         constraint=constraint,
     )
-    if chat:
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": prompt}
-        ]
-        request = llm.chat_prompt(messages)
+    images = [read_image_file(path) for path in image or ()]
+    if chat or images:
+        prompt_ids, images = llm.chat_inputs(_messages(prompt, system, images))
     else:
-        request = prompt
+        prompt_ids = llm.engine.tokenize_prompt(prompt)
     text, tokens, reason = [], [], None
-    prompt_ids = llm.engine.tokenize_prompt(request)
-    for delta in llm.stream(prompt_ids, params):
+    for delta in llm.stream(prompt_ids, params, images):
         text.append(delta.text)
         tokens.extend(delta.token_ids)
         reason = delta.finish_reason or reason
@@ -81,6 +83,15 @@ def generate_command(
         )
     else:
         print()
+
+
+def _messages(prompt: str, system: str | None, images: list) -> list[dict]:
+    content: str | list[dict] = prompt
+    if images:
+        parts = [{"type": "image", "image": image} for image in images]
+        content = [*parts, {"type": "text", "text": prompt}]
+    head = [{"role": "system", "content": system}] if system else []
+    return [*head, {"role": "user", "content": content}]
 
 
 def register(app: typer.Typer) -> None:

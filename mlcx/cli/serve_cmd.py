@@ -43,6 +43,12 @@ def serve_command(
     grace_period: Annotated[
         float, typer.Option(help="Seconds in-flight requests get to finish on SIGTERM.")
     ] = 30.0,
+    allow_remote_images: Annotated[
+        bool, typer.Option(help="Fetch http(s) image URLs (default: data: URLs only).")
+    ] = False,
+    max_image_bytes: Annotated[
+        int, typer.Option(help="Largest image a request may send, in bytes.")
+    ] = 20 * 1024 * 1024,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     replicas: Annotated[
         int | None,
@@ -84,6 +90,8 @@ def serve_command(
         allow_origins=tuple(allow_origin or ()),
         model_name=model_name,
         grace_period_s=grace_period,
+        max_image_bytes=max_image_bytes,
+        allow_remote_images=allow_remote_images,
     )
     if replica_config is None:
         serve(lambda: served_model(artifact, engine_config), config, log_level=log_level)

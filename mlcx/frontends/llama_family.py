@@ -49,10 +49,11 @@ def decoder_config_from_hf(
     )
 
 
-def hf_weights(cfg: DecoderConfig) -> list[WeightSpec]:
-    specs = [WeightSpec("embed", Role.EMBEDDING, ("model.embed_tokens.weight",))]
+def hf_weights(cfg: DecoderConfig, prefix: str = "model.") -> list[WeightSpec]:
+    """`prefix`: where the text model's tensors sit (model.text_model. in Idefics3)."""
+    specs = [WeightSpec("embed", Role.EMBEDDING, (f"{prefix}embed_tokens.weight",))]
     for i in range(cfg.num_layers):
-        src, dst = f"model.layers.{i}.", f"layers.{i}."
+        src, dst = f"{prefix}layers.{i}.", f"layers.{i}."
         attn = src + "self_attn."
         specs += [
             WeightSpec(dst + "input_norm.weight", Role.VECTOR, (src + "input_layernorm.weight",)),
@@ -85,7 +86,7 @@ def hf_weights(cfg: DecoderConfig) -> list[WeightSpec]:
                 WeightSpec(f"{dst}attn.{p}_norm.weight", Role.VECTOR, (f"{attn}{p}_norm.weight",))
                 for p in "qk"
             ]
-    specs.append(WeightSpec("norm.weight", Role.VECTOR, ("model.norm.weight",)))
+    specs.append(WeightSpec("norm.weight", Role.VECTOR, (f"{prefix}norm.weight",)))
     if not cfg.tie_word_embeddings:
         specs.append(WeightSpec("lm_head", Role.LINEAR, ("lm_head.weight",)))
     return specs

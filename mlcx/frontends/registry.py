@@ -14,7 +14,9 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gemma3 import config as gemma3_config
 from mlcx.frontends.gemma3 import model as gemma3_model
 from mlcx.frontends.gemma3 import weights as gemma3_weights
+from mlcx.frontends.gemma3_vision import text as gemma3_vision_text
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.idefics3_vision import text as idefics3_text
 from mlcx.frontends.llama import config as llama_config
 from mlcx.frontends.llama import model as llama_model
 from mlcx.frontends.llama import weights as llama_weights
@@ -52,6 +54,7 @@ class Architecture:
     # llama.cpp writes some mixtures of experts under a dense architecture's name (Mixtral as
     # `llama`): a file is this architecture's when it has experts exactly where this has
     gguf_experts: bool = False
+    encoder: str | None = None  # the image encoder family (frontends.encoders), if any
 
 
 ARCHITECTURES: dict[str, Architecture] = {
@@ -146,6 +149,22 @@ ARCHITECTURES: dict[str, Architecture] = {
             olmoe_config.from_gguf,
             olmoe_weights.gguf_weights,
             gguf_experts=True,
+        ),
+        Architecture(
+            "gemma3_vision",
+            ("Gemma3ForConditionalGeneration",),
+            gemma3_vision_text.config_from_hf,
+            gemma3_vision_text.build,
+            gemma3_vision_text.hf_weights,
+            encoder="gemma3",
+        ),
+        Architecture(
+            "idefics3",
+            ("Idefics3ForConditionalGeneration", "SmolVLMForConditionalGeneration"),
+            idefics3_text.config_from_hf,
+            idefics3_text.build,
+            idefics3_text.hf_weights,
+            encoder="idefics3",
         ),
     ]
 }

@@ -13,11 +13,15 @@ from __future__ import annotations
 PREFILL = "prefill"
 DECODE = "decode"
 COPY_PAGES = "copy_pages"
+# prefill whose image-token rows take given embeddings (models with an image encoder only)
+PREFILL_IMAGE = "prefill_image"
 ENTRY_FUNCTIONS = (PREFILL, DECODE, COPY_PAGES)
 
 TOKENS = "input_ids"
 LOGIT_ROWS = "logit_positions"
 KV_PAGES = "kv_pages"
+IMAGE_ROWS = "image_rows"  # int32 [tokens]: the row of image_embeds for each token, or -1
+IMAGE_EMBEDS = "image_embeds"  # float32 [image_tokens, hidden]: embed_image's output rows
 PARAMS = "packed_params"  # the weights tuple, as TVM's exporter names it in packed mode
 
 # The page-table arrays of one step, in parameter order, with their shapes; PageTableArrays
@@ -30,17 +34,25 @@ PAGE_TABLES: dict[str, tuple[str, ...]] = {
     "page_values": ("nnz_pages",),
     "last_page_len": ("batch",),
 }
-_SHAPES = {TOKENS: ("tokens",), **PAGE_TABLES, LOGIT_ROWS: ("num_logits",)}
+_SHAPES = {
+    TOKENS: ("tokens",),
+    **PAGE_TABLES,
+    LOGIT_ROWS: ("num_logits",),
+    IMAGE_ROWS: ("tokens",),
+    IMAGE_EMBEDS: ("image_tokens", "hidden"),
+}
 _PARAMS = {
     # logits for the rows named by logit_positions: any ragged batch of new tokens
     PREFILL: (TOKENS, *PAGE_TABLES, LOGIT_ROWS),
     # one new token per sequence, logits for every row
     DECODE: (TOKENS, *PAGE_TABLES),
+    PREFILL_IMAGE: (TOKENS, *PAGE_TABLES, LOGIT_ROWS, IMAGE_ROWS, IMAGE_EMBEDS),
 }
 
 
 def step_params(function: str) -> tuple[str, ...]:
-    """The int32 array parameters of `function` (prefill or decode), in order."""
+    """The array parameters of `function` (prefill, decode, prefill_image), in order; all
+    int32 but IMAGE_EMBEDS (float32)."""
     if function not in _PARAMS:
         raise ValueError(f"{function!r} is not a step function ({PREFILL} or {DECODE})")
     return _PARAMS[function]

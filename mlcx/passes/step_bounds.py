@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tvm
 
-from mlcx.kernels.step_params import DECODE, PREFILL
+from mlcx.kernels.step_params import DECODE, PREFILL, PREFILL_IMAGE
 
 BOUND_ATTR = "tir_var_upper_bound"
 
@@ -32,6 +32,7 @@ def step_bounds(max_tokens: int) -> dict[str, int]:
         "batch": max_tokens,
         "batch_plus_one": max_tokens + 1,
         "num_logits": max_tokens,
+        "image_tokens": max_tokens,  # prefill_image's embedding rows, at most one a token
     }
 
 
@@ -41,7 +42,7 @@ def bound_step_shapes(max_tokens: int) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0, name="mlcx.BoundStepShapes")
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         for gvar in mod.get_global_vars():
-            if gvar.name_hint in (PREFILL, DECODE):
+            if gvar.name_hint in (PREFILL, DECODE, PREFILL_IMAGE):
                 func = mod[gvar]
                 bounds = _tighter(step_bounds(max_tokens), (func.attrs or {}).get(BOUND_ATTR))
                 mod[gvar] = func.with_attr(BOUND_ATTR, bounds)

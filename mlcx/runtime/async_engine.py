@@ -20,12 +20,15 @@ import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from PIL import Image
+
 from mlcx.artifact.config import Artifact
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.stats import EngineStats
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.text.tokenizer import Tokenizer
+from mlcx.runtime.vision.prompt import chat_with_images
 
 Prompt = str | list[int]
 log = logging.getLogger(__name__)
@@ -136,6 +139,16 @@ class AsyncEngine:
         template, ready for the reply."""
         return await self.engine.prompts.prepare_chat(messages, tools)
 
+    async def prepare_chat_images(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[list[int], list[Image.Image]]:
+        """Token ids and images of a conversation whose messages hold decoded image parts
+        (runtime.vision.prompt), in a worker thread."""
+        config = self.engine.images.config
+        return await asyncio.to_thread(
+            chat_with_images, self.engine.prompts, config, messages, tools
+        )
+
     async def prepare_constraint(self, params: SamplingParams) -> None:
         """Compile `params.constraint` in a worker thread (a large schema takes a while), so
         that `submit` finds it compiled; raises the InvalidFieldError `submit` would."""
@@ -143,31 +156,42 @@ class AsyncEngine:
             await asyncio.to_thread(self.engine.constraints.compile, params.constraint)
 
     async def open(
-        self, prompts: Sequence[Prompt], params: SamplingParams, request_id: str | None = None
+        self,
+        prompts: Sequence[Prompt],
+        params: SamplingParams,
+        request_id: str | None = None,
+        images: Sequence[Sequence[Image.Image]] | None = None,
     ) -> RequestStream:
         """`submit`, as the server's engine client (`mlcx.server.engine_client`) calls it."""
-        return self.submit(prompts, params, request_id)
+        return self.submit(prompts, params, request_id, images)
 
     async def replica_stats(self) -> dict[str, EngineStats]:
         """The stats of each engine behind this client: one, unlabelled."""
         return {"": self.stats}
 
     def submit(
-        self, prompts: Sequence[Prompt], params: SamplingParams, request_id: str | None = None
+        self,
+        prompts: Sequence[Prompt],
+        params: SamplingParams,
+        request_id: str | None = None,
+        images: Sequence[Sequence[Image.Image]] | None = None,
     ) -> RequestStream:
         """Validate and queue one engine request per prompt (all or none are queued).
 
         Pass token ids from `prepare`, after `prepare_constraint`: text is encoded, and a
         constraint not yet compiled is compiled, on the calling thread. `request_id` names
         the request (a front that retries on another engine keeps its ids); default: a fresh id.
+        `images[i]`: the images of prompt i (one per run of image tokens in it).
         """
         self._ensure_started()
         base = request_id or f"req-{next(self._ids)}"
         ids = [f"{base}-{i}" for i in range(len(prompts))] if len(prompts) > 1 else [base]
         stream = RequestStream(self, ids, params.n)
         try:
-            for request_id, prompt in zip(ids, prompts, strict=True):
-                stream.prompt_ids.append(self.engine.add_request(request_id, prompt, params))
+            for i, (request_id, prompt) in enumerate(zip(ids, prompts, strict=True)):
+                given = images[i] if images else ()
+                prompt_ids = self.engine.add_request(request_id, prompt, params, given)
+                stream.prompt_ids.append(prompt_ids)
                 self._streams[request_id] = stream
         except BaseException:
             stream.abort_unfinished()

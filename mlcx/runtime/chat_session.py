@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from PIL import Image
+
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
@@ -14,26 +16,39 @@ class ChatSession:
         self.params = params
         self._start = [{"role": "system", "content": system}] if system else []
         self.messages: list[dict] = list(self._start)
+        self.pending: list[Image.Image] = []  # images for the next message
 
     def reset(self) -> None:
         self.messages = list(self._start)
+        self.pending = []
+
+    def attach(self, image: Image.Image) -> None:
+        """Send `image` with the next message (before its text)."""
+        self.pending.append(image)
 
     def prompt_ids(self) -> list[int]:
-        return self.llm.chat_prompt(self.messages)
+        return self.llm.chat_inputs(self.messages)[0]
+
+    def _user_message(self, text: str) -> dict:
+        if not self.pending:
+            return {"role": "user", "content": text}
+        parts = [{"type": "image", "image": image} for image in self.pending]
+        return {"role": "user", "content": [*parts, {"type": "text", "text": text}]}
 
     def send(self, text: str) -> Iterator[str]:
         """Stream the reply to `text`; the exchange joins the history once the reply ends.
         If the conversation no longer fits the context window, ContextWindowError is raised
         and the history is left as it was."""
-        self.messages.append({"role": "user", "content": text})
+        self.messages.append(self._user_message(text))
         try:
-            prompt = self.prompt_ids()
+            prompt, images = self.llm.chat_inputs(self.messages)
             self.llm.engine.check_fits(len(prompt), self.params.max_tokens)
         except Exception:
             self.messages.pop()
             raise
+        self.pending = []
         reply = []
-        for delta in self.llm.stream(prompt, self.params):
+        for delta in self.llm.stream(prompt, self.params, images):
             reply.append(delta.text)
             yield delta.text
         self.messages.append({"role": "assistant", "content": "".join(reply)})

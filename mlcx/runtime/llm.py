@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+from PIL import Image
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
@@ -23,6 +24,7 @@ from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Completion, Delta
 from mlcx.runtime.embedder import Embedder, EmbedInput
 from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.vision.prompt import chat_with_images
 
 Prompt = str | list[int]
 
@@ -70,15 +72,25 @@ class LLM:
         """Token ids of the conversation rendered with the model's chat template."""
         return self.engine.prompts.chat(messages)
 
+    def chat_inputs(self, messages: list[dict]) -> tuple[list[int], list[Image.Image]]:
+        """Token ids and images of a conversation whose messages may hold image parts
+        ({"type": "image", "image": <PIL image>}, runtime.vision.prompt)."""
+        return chat_with_images(self.engine.prompts, self.engine.images.config, messages)
+
     def generate(
-        self, prompts: Sequence[Prompt], params: SamplingParams | None = None
+        self,
+        prompts: Sequence[Prompt],
+        params: SamplingParams | None = None,
+        images: Sequence[Sequence[Image.Image]] | None = None,
     ) -> list[list[Completion]]:
-        """All prompts run as one continuous batch; returns the n choices of each prompt."""
+        """All prompts run as one continuous batch; returns the n choices of each prompt.
+        `images[i]`: the images of prompt i, one per run of image tokens in it."""
         params = params or self.default_params()
         order, done = [], {}
-        for prompt in prompts:
+        for i, prompt in enumerate(prompts):
             request_id = f"req-{next(self._ids)}"
-            prompt_ids = self.engine.add_request(request_id, prompt, params)
+            given = images[i] if images else ()
+            prompt_ids = self.engine.add_request(request_id, prompt, params, given)
             order.append(request_id)
             for index in range(params.n):
                 done[(request_id, index)] = Completion(request_id, index, prompt_ids)
@@ -87,11 +99,16 @@ class LLM:
                 done[(delta.request_id, delta.index)].add(delta)
         return [[done[(rid, i)] for i in range(params.n)] for rid in order]
 
-    def stream(self, prompt: Prompt, params: SamplingParams | None = None) -> Iterator[Delta]:
+    def stream(
+        self,
+        prompt: Prompt,
+        params: SamplingParams | None = None,
+        images: Sequence[Image.Image] = (),
+    ) -> Iterator[Delta]:
         """Deltas of one request as they are produced; closing the iterator aborts it."""
         params = params or self.default_params()
         request_id = f"req-{next(self._ids)}"
-        self.engine.add_request(request_id, prompt, params)
+        self.engine.add_request(request_id, prompt, params, images)
         finished = 0
         try:
             while finished < params.n and self.engine.has_work():

@@ -16,6 +16,8 @@ class ServerConfig:
     allow_origins: tuple[str, ...] = ()  # CORS is off unless origins are given ("*" for any)
     model_name: str | None = None  # served name; default: the artifact's model name
     grace_period_s: float = 30.0  # SIGTERM: time in-flight requests get to finish
+    max_image_bytes: int = 20 * 1024 * 1024  # of one image in a request (decoded)
+    allow_remote_images: bool = False  # fetch http(s) image URLs (off: data: URLs only)
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -32,6 +34,8 @@ class ServerConfig:
                     f"allow_origins entry {origin!r} must be an origin like "
                     "'http://localhost:3000' (no trailing slash) or '*'"
                 )
+        if self.max_image_bytes < 1:
+            raise ValueError(f"max_image_bytes must be positive, got {self.max_image_bytes}")
         if self.grace_period_s < 0:
             raise ValueError(f"grace_period_s must be >= 0, got {self.grace_period_s}")
 

@@ -44,8 +44,21 @@ class EngineClient(Protocol):
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> list[int]: ...
 
-    async def open(self, prompts: Sequence[list[int]], params: SamplingParams) -> EngineStream:
-        """Validate and queue the prompts: raises ValueError (400) or QueueFullError (503)."""
+    async def prepare_chat_images(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[list[int], list[Any]]:
+        """Token ids and images (in prompt order) of messages with decoded image parts;
+        ImageError (400) where the model takes no images."""
+        ...
+
+    async def open(
+        self,
+        prompts: Sequence[list[int]],
+        params: SamplingParams,
+        images: Sequence[Sequence[Any]] | None = None,
+    ) -> EngineStream:
+        """Validate and queue the prompts (with `images[i]` for prompt i): raises ValueError
+        (400) or QueueFullError (503)."""
         ...
 
     async def replica_stats(self) -> dict[str, EngineStats]:

@@ -14,10 +14,12 @@ from fastapi.responses import JSONResponse, Response
 from mlcx.errors import ContextWindowError, InvalidFieldError, QueueFullError
 from mlcx.runtime.async_engine import EngineFailedError
 from mlcx.runtime.core.outputs import Completion, Delta
+from mlcx.server.config import ServerConfig
 from mlcx.server.disconnect import run_until_disconnect
 from mlcx.server.engine_client import EngineClient, EngineStream
 from mlcx.server.errors import SERVER_ERROR, APIError, bad_request
 from mlcx.server.formats import ResponseFormat, usage
+from mlcx.server.image_parts import load_images
 from mlcx.server.metrics import RequestTimer
 from mlcx.server.plans import GenerationPlan
 from mlcx.server.streaming import DONE, EventStream, sse
@@ -25,12 +27,19 @@ from mlcx.server.streaming import DONE, EventStream, sse
 CLIENT_CLOSED = 499  # nginx's code: nobody reads it, the client is gone
 
 
-async def start(engine: EngineClient, plan: GenerationPlan) -> EngineStream:
+async def start(
+    engine: EngineClient, plan: GenerationPlan, config: ServerConfig | None = None
+) -> EngineStream:
     """Encode the plan's prompts in a worker thread (never on the event loop) and queue them:
-    400 naming the field for a prompt that cannot run, 503 when the engine's queue is full."""
+    400 naming the field for a prompt that cannot run (or image part that cannot be used),
+    503 when the engine's queue is full."""
     try:
         if plan.messages is None:
             prompt_ids = await engine.prepare(plan.prompts)
+        elif plan.has_images:
+            messages = await load_images(plan.messages, config or ServerConfig())
+            ids, images = await engine.prepare_chat_images(messages, plan.tools)
+            return await engine.open([ids], plan.params, images=[images])
         else:
             prompt_ids = [await engine.prepare_chat(plan.messages, plan.tools)]
         return await engine.open(prompt_ids, plan.params)

@@ -13,6 +13,7 @@ from typing import Any
 from mlcx.errors import InvalidFieldError
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.server.errors import APIError, bad_request
+from mlcx.server.image_parts import has_images, message_content
 from mlcx.server.response_format import (
     extension_constraints,
     only_one,
@@ -43,6 +44,10 @@ class GenerationPlan:
     def tools(self) -> list[dict[str, Any]] | None:
         """The tools for the chat template."""
         return None if self.tool_plan is None else self.tool_plan.tools
+
+    @property
+    def has_images(self) -> bool:
+        return any(has_images(m["content"]) for m in self.messages or ())
 
     @property
     def prompt_field(self) -> str:
@@ -142,7 +147,7 @@ def _message(index: int, message: ChatMessage) -> dict[str, Any]:
     if content is None and not message.tool_calls:
         raise bad_request(f"messages[{index}].content is missing", f"messages.{index}.content")
     if isinstance(content, list):
-        content = "".join(part.text for part in content)
+        content = message_content(index, content)
     role = "system" if message.role == "developer" else message.role
     out: dict[str, Any] = {"role": role, "content": content}
     if message.tool_calls:

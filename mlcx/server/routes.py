@@ -54,7 +54,7 @@ def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) 
         engine = host.require(body.model)
         plan = plan_chat(body, engine.sampling_defaults)
         fmt = ChatFormat(body.model, engine.tokenizer, plan.include_usage, plan.tool_plan)
-        return await respond(request, await start(engine, plan), plan, fmt, timer)
+        return await respond(request, await start(engine, plan, config), plan, fmt, timer)
 
     @router.post(
         "/v1/embeddings", responses=openapi.errors(config, "/v1/embeddings", 400, 404, 413, 503)

@@ -60,6 +60,16 @@ class TextPart(_Body):
     text: str
 
 
+class ImageURL(_Body):
+    url: str  # a data:image/...;base64 URL, or http(s) where the operator allows it
+    detail: str | None = None  # OpenAI's hint; every image is encoded at the model's size
+
+
+class ImagePart(_Body):
+    type: Literal["image_url"]
+    image_url: ImageURL
+
+
 class CalledFunction(_Body):
     name: str
     arguments: str  # JSON text, as OpenAI sends it
@@ -73,7 +83,7 @@ class MessageToolCall(_Body):
 
 class ChatMessage(_Body):
     role: Role
-    content: str | list[TextPart] | None = None
+    content: str | list[TextPart | ImagePart] | None = None
     name: str | None = None
     tool_calls: list[MessageToolCall] | None = None  # an assistant's calls
     tool_call_id: str | None = None  # a tool message: the call it answers

@@ -22,6 +22,8 @@ SUBCOMMAND_MODULES = {
         "mlcx.cli.bench_spec_cmd",
         "mlcx.cli.bench_profile_cmd",
         "mlcx.cli.bench_soak_cmd",
+        "mlcx.cli.bench_embed_cmd",
+        "mlcx.cli.bench_image_cmd",
     }
 }
 

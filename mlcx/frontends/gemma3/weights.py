@@ -62,9 +62,14 @@ def _specs(
     return specs
 
 
-def hf_weights(cfg: DecoderConfig) -> list[WeightSpec]:
-    top = {"embed": "model.embed_tokens.weight", "norm": "model.norm.weight"}
-    return _specs(cfg, "model.layers.{i}.", {**top, "lm_head": "lm_head.weight"}, False, _plus_one)
+def hf_weights(
+    cfg: DecoderConfig, prefix: str = "model.", head: str = "lm_head.weight"
+) -> list[WeightSpec]:
+    """`prefix` and `head`: where the text model's tensors sit (language_model.model. and
+    language_model.lm_head.weight in a Gemma3ForConditionalGeneration checkpoint)."""
+    top = {"embed": f"{prefix}embed_tokens.weight", "norm": f"{prefix}norm.weight"}
+    layers = prefix + "layers.{i}."
+    return _specs(cfg, layers, {**top, "lm_head": head}, False, _plus_one)
 
 
 def gguf_weights(cfg: DecoderConfig) -> list[WeightSpec]:

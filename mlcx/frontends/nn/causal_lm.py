@@ -22,15 +22,19 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import DecoderLayer, Formats
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.kernels.image_rows import replace_rows_te
 from mlcx.kernels.kv_layout import NUM_PAGES
 from mlcx.kernels.linear import gather_rows_te
 from mlcx.kernels.step_params import (
     COPY_PAGES,
     DECODE,
+    IMAGE_EMBEDS,
+    IMAGE_ROWS,
     KV_PAGES,
     LOGIT_ROWS,
     PAGE_TABLES,
     PREFILL,
+    PREFILL_IMAGE,
     TOKENS,
     param_shape,
     step_params,
@@ -63,10 +67,12 @@ class CausalLM(nn.Module):
         formats: Formats,
         kv: PagedKVOps,
         layer: LayerFactory = DecoderLayer,
+        images: bool = False,
     ):
         dtype = kv.layout.dtype
         self.cfg = cfg
         self.kv = kv
+        self.images = images  # export prefill_image too (models with an image encoder)
         self.embed = QEmbedding(cfg.vocab_size, cfg.hidden_size, formats["embed"], dtype)
         self.layers = nn.ModuleList([layer(cfg, formats, i, kv) for i in range(cfg.num_layers)])
         self.norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
@@ -76,10 +82,12 @@ class CausalLM(nn.Module):
                 cfg.hidden_size, cfg.vocab_size, formats["lm_head"], dtype, False
             )
 
-    def _body(self, input_ids, kv_pages, step: StepTensors, decode: bool):
+    def _body(self, input_ids, kv_pages, step: StepTensors, decode: bool, image=None):
         x = self.embed(input_ids)
         if self.cfg.embed_scale != 1.0:
             x = x * self.cfg.embed_scale
+        if image is not None:  # image rows replace the (scaled) image-token embeddings
+            x = op.tensor_expr_op(replace_rows_te, "image_rows", [x, *image])
         new_pages = []
         for layer, pages in zip(self.layers, kv_pages, strict=True):
             x, pages = layer(x, pages, step, decode)
@@ -96,28 +104,36 @@ class CausalLM(nn.Module):
     def _step(self, function: str, args: dict[str, nn.Tensor]):
         step = StepTensors(**{name: args[name] for name in PAGE_TABLES})
         decode = function == DECODE
-        x, pages = self._body(args[TOKENS], args[KV_PAGES], step, decode)
+        image = (args[IMAGE_ROWS], args[IMAGE_EMBEDS]) if function == PREFILL_IMAGE else None
+        x, pages = self._body(args[TOKENS], args[KV_PAGES], step, decode, image)
         if not decode:
             x = op.tensor_expr_op(gather_rows_te, "gather_rows", [x, args[LOGIT_ROWS]])
         return self._logits(x), pages
 
     prefill = _step_method(PREFILL)
     decode = _step_method(DECODE)
+    prefill_image = _step_method(PREFILL_IMAGE)
 
     def copy_pages(self, kv_pages, pairs):
         return tuple(self.kv.copy(pages, pairs) for pages in kv_pages)
+
+    def _param_spec(self, name: str) -> spec.Tensor:
+        if name == IMAGE_EMBEDS:
+            return spec.Tensor(("image_tokens", self.cfg.hidden_size), "float32")
+        return spec.Tensor(param_shape(name), "int32")
 
     def export_spec(self) -> dict:
         lay = self.kv.layout
         kv = [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.element) for _ in self.layers]
         packed = {"param_mode": "packed", "effect_mode": "none"}
+        functions = (PREFILL, DECODE, PREFILL_IMAGE) if self.images else (PREFILL, DECODE)
         steps = {
             name: {
-                **{p: spec.Tensor(param_shape(p), "int32") for p in step_params(name)},
+                **{p: self._param_spec(p) for p in step_params(name)},
                 KV_PAGES: kv,
                 "$": packed,
             }
-            for name in (PREFILL, DECODE)
+            for name in functions
         }
         copy = {
             KV_PAGES: kv,

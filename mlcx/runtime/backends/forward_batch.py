@@ -6,7 +6,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mlcx.kernels.step_params import LOGIT_ROWS, TOKENS, step_function, step_params
+from mlcx.kernels.step_params import (
+    IMAGE_EMBEDS,
+    IMAGE_ROWS,
+    LOGIT_ROWS,
+    PREFILL_IMAGE,
+    TOKENS,
+    step_function,
+    step_params,
+)
 from mlcx.runtime.kv import PageTableArrays
 
 
@@ -19,6 +27,9 @@ class ForwardBatch:
     tables: PageTableArrays
     copies: list[tuple[int, int]] = field(default_factory=list)
     logit_rows: np.ndarray | None = None  # int32 [n]; None: each sequence's last new token
+    # images: the embeddings row of each new token (-1: its own token's), and the rows
+    image_rows: np.ndarray | None = None  # int32 [t]
+    image_embeds: np.ndarray | None = None  # float32 [image tokens, hidden]
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != self.tables.num_new_tokens:
@@ -29,6 +40,8 @@ class ForwardBatch:
     @property
     def function(self) -> str:
         """The compiled function that computes this step (prefill or decode)."""
+        if self.image_embeds is not None:
+            return PREFILL_IMAGE
         t = self.tables
         return step_function(t.num_new_tokens, t.batch_size, self.logit_rows is not None)
 
@@ -41,6 +54,10 @@ class ForwardBatch:
             return self.input_ids
         if name == LOGIT_ROWS:
             return self.rows
+        if name in (IMAGE_ROWS, IMAGE_EMBEDS):
+            array = self.image_rows if name == IMAGE_ROWS else self.image_embeds
+            assert array is not None  # function is PREFILL_IMAGE only with both
+            return array
         return getattr(self.tables, name)
 
     @property

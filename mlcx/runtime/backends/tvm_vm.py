@@ -82,6 +82,8 @@ class TVMRunner:
         return RunnerMemory(_nbytes(self.params), _nbytes(self.kv_pages))
 
     def _i32(self, array: np.ndarray) -> tvm.runtime.Tensor:
+        if array.dtype == np.float32:  # prefill_image's embedding rows
+            return tvm.runtime.tensor(np.ascontiguousarray(array), self.device)
         if self._on_host:
             return host_int32(array)
         return tvm.runtime.tensor(np.ascontiguousarray(array, dtype=np.int32), self.device)

@@ -12,8 +12,10 @@ text, stop strings).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence as Seq
 
 import numpy as np
+from PIL import Image
 
 from mlcx.artifact.config import Artifact
 from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
@@ -30,6 +32,7 @@ from mlcx.runtime.core.hooks import (
     SCHEDULE,
     StepHooks,
 )
+from mlcx.runtime.core.image_inputs import ImageInputs
 from mlcx.runtime.core.inbox import Inbox, NewRequest
 from mlcx.runtime.core.output_processor import OutputProcessor
 from mlcx.runtime.core.outputs import Delta
@@ -44,6 +47,7 @@ from mlcx.runtime.speculative.speculator import Speculator
 from mlcx.runtime.structured.matcher import ConstraintCompiler
 from mlcx.runtime.text.prompt_encoder import PromptEncoder
 from mlcx.runtime.text.tokenizer import Tokenizer
+from mlcx.runtime.vision.encoder import ImageEncoder
 
 
 def step_budget(config: EngineConfig, compiled_chunk: int) -> int:
@@ -77,6 +81,7 @@ class Engine:
         self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device)
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
         budget = step_budget(config, art.prefill_chunk)
+        self.images = ImageInputs(ImageEncoder.for_artifact(self.artifact.path), budget)
         self.scheduler = Scheduler(self.kv, config.max_batch, budget, art.model.kv_window)
         self.outputs = OutputProcessor(self.tokenizer)
         self.constraints = ConstraintCompiler(self.tokenizer)
@@ -128,15 +133,21 @@ class Engine:
         return max_tokens if max_tokens is not None else window - prompt_len
 
     def add_request(
-        self, request_id: str, prompt: str | list[int], params: SamplingParams
+        self,
+        request_id: str,
+        prompt: str | list[int],
+        params: SamplingParams,
+        images: Seq[Image.Image] = (),
     ) -> list[int]:
         """Validate and queue a request; returns its prompt token ids. A constraint is
-        compiled here: one llguidance refuses raises InvalidFieldError naming its param."""
+        compiled here: one llguidance refuses raises InvalidFieldError naming its param.
+        `images`: one per run of image tokens in the prompt, in order."""
         prompt_ids = self.tokenize_prompt(prompt)
+        self.images.check(prompt_ids, images)
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         params.validate_vocab(self.tokenizer.vocab_size)
         constraint = self.constraints.compile(params.constraint) if params.constraint else None
-        request = NewRequest(request_id, prompt_ids, params, max_new, constraint)
+        request = NewRequest(request_id, prompt_ids, params, max_new, constraint, tuple(images))
         self.inbox.add(request, self.scheduler.requests, lambda: len(self.scheduler.waiting))
         return prompt_ids
 
@@ -205,10 +216,17 @@ class Engine:
         # where the prefill kernel gives a few queries of one sequence to one thread per head.
         rows_per_token = plan.verifies_every_token
         batch = [(s.seq.seq_id, s.num_new) for s in plan.scheduled]
+        images = self.images.step(plan, lambda seq: self.scheduler.requests[seq.request_id].images)
+        spans = images.spans if images else None
         with self.hooks.phase(PAGE_TABLES):
-            tables = self.kv.build_arrays(batch, row_per_token=rows_per_token)
+            tables = self.kv.build_arrays(batch, row_per_token=rows_per_token, spans=spans)
         rows = None if rows_per_token else plan.logit_rows()
-        return ForwardBatch(np.array(ids, dtype=np.int32), tables, plan.copies, rows)
+        tokens = np.array(ids, dtype=np.int32)
+        if images is not None:
+            return ForwardBatch(
+                tokens, tables, plan.copies, images.logit_rows, images.rows, images.embeds
+            )
+        return ForwardBatch(tokens, tables, plan.copies, rows)
 
     def _report(self, seqs: list[Sequence], results: list[list[SampleResult]]) -> list[Delta]:
         with self.hooks.phase(DETOKENIZE):
@@ -232,8 +250,9 @@ class Engine:
         params = req.params
         eos = () if params.ignore_eos else self.tokenizer.eos_token_ids
         stop_ids = [*params.stop_token_ids, *eos]
+        images = self.images.encode(req.prompt_ids, req.images)
         self.scheduler.add_request(
-            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids
+            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids, images
         )
         self.outputs.add_request(req.request_id, req.prompt_ids, params, req.constraint)
 

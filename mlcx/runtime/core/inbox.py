@@ -25,6 +25,7 @@ class NewRequest:
     params: SamplingParams
     max_new_tokens: int  # what fits the context window
     constraint: CompiledConstraint | None  # params.constraint, compiled
+    images: tuple = ()  # PIL images, one per run of image tokens in the prompt
 
 
 @dataclass(frozen=True)

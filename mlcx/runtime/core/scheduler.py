@@ -31,6 +31,7 @@ from collections.abc import Sequence as Seq
 
 import numpy as np
 
+from mlcx.runtime.core.images import PromptImage, cache_ids, chunk_tokens
 from mlcx.runtime.core.scheduler_output import Scheduled, SchedulerOutput, SchedulerStats
 from mlcx.runtime.core.sequence import Request, Sequence, SequenceStatus
 from mlcx.runtime.kv import KVCacheManager
@@ -60,6 +61,7 @@ class Scheduler:
         max_new_tokens: int,
         n: int = 1,
         stop_token_ids: Iterable[int] = (),
+        images: tuple[PromptImage, ...] = (),
     ) -> Sequence:
         """Queue a request's first choice; returns its sequence."""
         if request_id in self.requests:
@@ -68,7 +70,7 @@ class Scheduler:
             raise ValueError("the prompt is empty; give at least one token")
         if n < 1 or max_new_tokens < 1:
             raise ValueError(f"n ({n}) and max_new_tokens ({max_new_tokens}) must be positive")
-        request = Request(request_id, n, max_new_tokens, frozenset(stop_token_ids))
+        request = Request(request_id, n, max_new_tokens, frozenset(stop_token_ids), images=images)
         self.requests[request_id] = request
         seq = self._new_sequence(request, 0, [int(t) for t in prompt_ids], len(prompt_ids))
         self.waiting.append(seq)
@@ -123,7 +125,7 @@ class Scheduler:
         for seq in decodes + prefills:
             if seq.status is not RUNNING:  # preempted earlier in this step
                 continue
-            n = min(seq.num_pending, budget)
+            n = self._chunk(seq, min(seq.num_pending, budget))
             draft = self._fitting_draft(seq, (drafts or {}).get(seq.seq_id, ()), budget)
             if n and self._reserve(seq, n, out, draft):
                 budget -= n + len(draft)
@@ -193,9 +195,9 @@ class Scheduler:
                 raise ValueError(f"tokens {tokens} do not extend an accepted part of {item.draft}")
             num_new -= len(item.draft) - accepted
             self.kv.truncate(seq.seq_id, seq.num_computed + num_new)
-            self.kv.commit(seq.seq_id, [*seq.token_ids, *item.draft[:accepted]])
+            self.kv.commit(seq.seq_id, [*self._cache_ids(seq), *item.draft[:accepted]])
         else:
-            self.kv.commit(seq.seq_id, seq.token_ids)
+            self.kv.commit(seq.seq_id, self._cache_ids(seq))
         if self.kv_window:
             self.kv.release_outside_window(seq.seq_id, self.kv_window)
         seq.num_computed += num_new
@@ -223,9 +225,9 @@ class Scheduler:
         self.stats.preemptions += 1
 
     def _admit(self, seq: Sequence, budget: int, out: SchedulerOutput) -> int:
-        seq.num_computed = self.kv.add_sequence(seq.seq_id, seq.token_ids)
-        n = min(seq.num_pending, budget)
-        if not self.kv.can_append(seq.seq_id, n):
+        seq.num_computed = self.kv.add_sequence(seq.seq_id, self._cache_ids(seq))
+        n = self._chunk(seq, min(seq.num_pending, budget))
+        if not n or not self.kv.can_append(seq.seq_id, n):
             self.kv.free(seq.seq_id)
             seq.num_computed = 0
             return 0
@@ -236,6 +238,13 @@ class Scheduler:
         self.stats.prefix_query_tokens += seq.num_tokens
         self._schedule(seq, n, out)
         return n
+
+    def _chunk(self, seq: Sequence, n: int) -> int:
+        """n, or fewer tokens where n would cut an image (core/images.py)."""
+        return chunk_tokens(self.requests[seq.request_id].images, seq.num_computed, n)
+
+    def _cache_ids(self, seq: Sequence) -> list[int]:
+        return cache_ids(seq.token_ids, self.requests[seq.request_id].images)
 
     def _schedule(
         self, seq: Sequence, n: int, out: SchedulerOutput, draft: tuple[int, ...] = ()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from mlcx.runtime.core.images import PromptImage
+
 
 class SequenceStatus(enum.Enum):
     WAITING = "waiting"  # queued, or preempted and waiting to be recomputed
@@ -70,6 +72,7 @@ class Request:
     max_new_tokens: int
     stop_token_ids: frozenset[int]  # end a choice (eos unless ignored, and stop_token_ids)
     seqs: list[Sequence] = field(default_factory=list)
+    images: tuple[PromptImage, ...] = ()  # in the prompt, in order
 
     @property
     def forked(self) -> bool:

@@ -18,13 +18,14 @@ count computed tokens: those belong to the scheduler's sequence, which hands its
 over where blocks are hashed.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from mlcx.runtime.kv.block_pool import BlockPool, OutOfBlocks
 from mlcx.runtime.kv.page_tables import (
     PageTableArrays,
     SequenceStep,
     build_page_table_arrays,
+    span_steps,
     token_steps,
 )
 from mlcx.runtime.kv.prefix_cache import cached_prefix, register_full_blocks
@@ -138,13 +139,17 @@ class KVCacheManager:
         return copies
 
     def build_arrays(
-        self, batch: Sequence[tuple[SeqId, int]], row_per_token: bool = False
+        self,
+        batch: Sequence[tuple[SeqId, int]],
+        row_per_token: bool = False,
+        spans: Mapping[SeqId, Sequence[tuple[int, int]]] | None = None,
     ) -> PageTableArrays:
         """Kernel inputs for one forward step over `(seq_id, num_new_tokens)` pairs.
 
         The new tokens are each sequence's last `num_new_tokens` slots, those reserved with
         `append` since the last `commit`; the step computes all of them. `row_per_token`:
         every new token as a batch row of its own (a decode step), over its own prefix.
+        `spans`: per sequence, [start, end) positions attended to bidirectionally (images).
         """
         if len({seq_id for seq_id, _ in batch}) != len(batch):
             raise ValueError("a sequence appears more than once in the batch")
@@ -152,6 +157,12 @@ class KVCacheManager:
         steps = [SequenceStep(seq.page_table, seq.num_tokens, num_new) for seq, num_new in seqs]
         if row_per_token:
             steps = [row for step in steps for row in token_steps(step, self._page_size)]
+        elif spans:
+            steps = [
+                row
+                for (seq_id, _), step in zip(batch, steps, strict=True)
+                for row in span_steps(step, spans.get(seq_id, ()), self._page_size)
+            ]
         return build_page_table_arrays(steps, self._page_size)
 
     def commit(self, seq_id: SeqId, token_ids: Sequence[int]) -> None:

@@ -15,6 +15,9 @@ class SequenceStep:
     """Tokens in the cache after this step, the new ones included."""
     num_new: int
     """The last `num_new` of those tokens are computed (and their KV written) by this step."""
+    first: int | None = None
+    """Position of the first new token; None: num_tokens - num_new. An image token attends to
+    its whole image: its row sees num_tokens keys (up to the image's end) from its own place."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,7 +78,8 @@ def build_page_table_arrays(steps: Sequence[SequenceStep], page_size: int) -> Pa
         (b for s in steps for b in s.page_table), dtype=np.int64, count=int(page_indptr[-1])
     )
     seq_of_token = np.repeat(np.arange(len(steps)), num_new)
-    first_new_position = (num_tokens - num_new)[seq_of_token]
+    firsts = [s.num_tokens - s.num_new if s.first is None else s.first for s in steps]
+    first_new_position = np.array(firsts, dtype=np.int64)[seq_of_token]
     index_in_seq = np.arange(int(q_indptr[-1])) - q_indptr[:-1][seq_of_token]
     positions = first_new_position + index_in_seq
     blocks = page_values[page_indptr[seq_of_token] + positions // page_size]
@@ -98,6 +102,39 @@ def token_steps(step: SequenceStep, page_size: int) -> list[SequenceStep]:
         SequenceStep(step.page_table[: -(-(first + i + 1) // page_size)], first + i + 1, 1)
         for i in range(step.num_new)
     ]
+
+
+def span_steps(
+    step: SequenceStep, spans: Sequence[tuple[int, int]], page_size: int
+) -> list[SequenceStep]:
+    """`step` with bidirectional spans: every new token of a span [start, end) becomes a row
+    that sees the keys up to `end` (its whole image, Gemma 3's image-token mask); the tokens
+    between spans stay causal runs. Each span's tokens past the cache must all be in `step`
+    (the scheduler never cuts an image), and the rows keep the tokens' order."""
+    first, end = step.num_tokens - step.num_new, step.num_tokens
+    rows: list[SequenceStep] = []
+    pos = first
+    for start, stop in sorted(spans):
+        if stop <= first or start >= end:
+            continue
+        if stop > end:
+            raise ValueError(f"image tokens {start}..{stop} are cut by a step ending at {end}")
+        if start > pos:
+            rows.append(_prefix_step(step, start, start - pos, page_size))
+        for p in range(max(start, pos), stop):
+            rows.append(SequenceStep(_pages(step, stop, page_size), stop, 1, first=p))
+        pos = stop
+    if pos < end:
+        rows.append(_prefix_step(step, end, end - pos, page_size))
+    return rows
+
+
+def _pages(step: SequenceStep, tokens: int, page_size: int) -> Sequence[int]:
+    return step.page_table[: -(-tokens // page_size)]
+
+
+def _prefix_step(step: SequenceStep, tokens: int, new: int, page_size: int) -> SequenceStep:
+    return SequenceStep(_pages(step, tokens, page_size), tokens, new)
 
 
 def _indptr(counts: np.ndarray) -> np.ndarray:

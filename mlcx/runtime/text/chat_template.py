@@ -102,14 +102,29 @@ def _validate_message(index: int, message: Any) -> dict[str, Any]:
     calls = message.get("tool_calls")
     if content is None and calls and role == "assistant":
         content = ""  # templates concatenate content; a tool-calling turn may have none
-    if not isinstance(content, str):
+    if not isinstance(content, str) and not _parts(content):
         raise MessagesError(
-            f"messages[{index}].content must be a string, got {type(content).__name__}"
+            f"messages[{index}].content must be a string or a list of text and image parts, "
+            f"got {type(content).__name__}"
         )
     checked = {**message, "content": content}
     if calls:
         checked["tool_calls"] = [_tool_call(index, call) for call in calls]
     return checked
+
+
+def _parts(content: Any) -> bool:
+    """Whether content is a list of parts the templates of image models take:
+    {"type": "text", "text": ...} and {"type": "image"} (runtime.vision.prompt)."""
+    if not isinstance(content, list) or not content:
+        return False
+    return all(
+        isinstance(p, Mapping)
+        and (
+            p.get("type") == "image" or (p.get("type") == "text" and isinstance(p.get("text"), str))
+        )
+        for p in content
+    )
 
 
 def _tool_call(index: int, call: Any) -> dict[str, Any]:

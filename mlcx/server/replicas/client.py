@@ -17,6 +17,7 @@ from ray.exceptions import RayActorError
 from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableError
 
 from mlcx.artifact.config import Artifact
+from mlcx.errors import ImageError
 from mlcx.runtime.async_engine import EngineFailedError
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.stats import EngineStats
@@ -64,7 +65,16 @@ class RayEngineClient:
     ) -> list[int]:
         return await self._prompts.prepare_chat(messages, tools)
 
-    async def open(self, prompts: Sequence[list[int]], params: SamplingParams) -> RemoteStream:
+    async def prepare_chat_images(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[list[int], list[Any]]:
+        raise ImageError("images are not served through engine replicas (--replicas) yet")
+
+    async def open(
+        self, prompts: Sequence[list[int]], params: SamplingParams, images=None
+    ) -> RemoteStream:
+        if images:
+            raise ImageError("images are not served through engine replicas (--replicas) yet")
         pages = prefix_hashes(prompts[0], self._artifact.config.page_size, self._config.route_pages)
         stream = RemoteStream(self, f"req-{uuid.uuid4().hex}", list(prompts), params)
         await stream.launch(RouteKey(page_hashes=pages))

@@ -1,0 +1,81 @@
+"""An artifact's image encoder: `vision/encoder.json`, beside its library and weights.
+
+Layout (inside the artifact directory):
+    vision/encoder.json      this file's EncoderConfig
+    vision/<library>         the compiled `embed_image` (pixels [3, S, S] -> rows [n, hidden])
+    vision/params/           its weights (artifact.weight_shards)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlcx.errors import ArtifactError
+
+VISION_DIR = "vision"
+ENCODER_FILE = "encoder.json"
+
+
+@dataclass(frozen=True)
+class Preprocess:
+    """How an image becomes pixels: the model's own preprocessor_config.json, validated."""
+
+    size: int
+    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    rescale: float = 1 / 255
+    resample: int = 2  # PIL's filter number (2: bilinear), as the HF processors record it
+    # first resize the longest edge to this, keeping the aspect ratio (Idefics3); 0: no
+    longest_edge: int = 0
+    split: bool = False  # Idefics3's image splitting: tiles of `size`, then the global image
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
+        object.__setattr__(self, "std", tuple(float(v) for v in self.std))
+        if self.size < 1 or len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
+            raise ValueError(f"image preprocessing: bad size/mean/std {self}")
+        if self.resample not in range(6):
+            raise ValueError(f"image preprocessing: resample {self.resample} is not a filter")
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    family: str  # frontends.encoders.ENCODERS
+    config: dict[str, Any]  # the family's own config (image tokens, sizes)
+    library: str
+    preprocess: Preprocess
+    device: str  # what runs `library`: "cpu" or "cuda" (TVM's Relax VM)
+    image_token_id: int
+    tokens_per_image: int
+    bidirectional: bool  # a prompt's image tokens see their whole image (Gemma 3)
+    # what the chat template writes for an image, and the prompt text that replaces it
+    image_marker: str = ""
+    image_text: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1)
+
+    @classmethod
+    def from_json(cls, text: str) -> EncoderConfig:
+        data = json.loads(text)
+        data["preprocess"] = Preprocess(**data["preprocess"])
+        return cls(**data)
+
+
+def encoder_dir(artifact_dir: Path) -> Path:
+    return Path(artifact_dir) / VISION_DIR
+
+
+def read_encoder(artifact_dir: Path) -> EncoderConfig | None:
+    """The artifact's image encoder, or None where it was compiled without one."""
+    path = encoder_dir(artifact_dir) / ENCODER_FILE
+    if not path.exists():
+        return None
+    try:
+        return EncoderConfig.from_json(path.read_text())
+    except (ValueError, TypeError, KeyError) as err:
+        raise ArtifactError(f"{path} is not a valid encoder config ({err}); recompile") from None

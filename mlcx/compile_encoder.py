@@ -1,0 +1,143 @@
+"""The image encoder of a vision-language model, compiled beside its text model
+(mlcx.artifact.encoder describes the folder it writes): from the model's Hugging Face folder,
+or from a llama.cpp mmproj GGUF given with `--mmproj`."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tokenizers
+import tvm
+
+from mlcx.artifact.encoder import ENCODER_FILE, EncoderConfig, Preprocess, encoder_dir
+from mlcx.artifact.weight_shards import ShardWriter
+from mlcx.frontends.encoders import ENCODERS, EncoderFamily, for_mmproj
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.hf.checkpoint import read_json
+from mlcx.frontends.source import ModelSource
+from mlcx.targets import device_code
+from mlcx.targets.base import Target
+from mlcx.targets.device_code import ACTIVATION_DTYPE
+
+log = logging.getLogger(__name__)
+ENCODER_DTYPE = "float32"  # on every target so far (f16 on GPUs is a next step)
+_HALF = (0.5, 0.5, 0.5)
+
+
+def _build_cpu(mod: tvm.IRModule, tvm_target) -> tvm.runtime.Executable:
+    return tvm.compile(mod, target=tvm_target)
+
+
+def _build_gpu(mod: tvm.IRModule, tvm_target) -> tvm.runtime.Executable:
+    """dlight's rules as for the text model (tests hold that no kernel is left to Fallback)."""
+    mod = mod.with_attr(ACTIVATION_DTYPE, ENCODER_DTYPE)
+    return device_code.build_gpu(mod, tvm_target, cuda_graphs=False)
+
+
+# targets whose Relax VM runs the encoder beside the text model (the others get text only)
+BUILDS: dict[str, Callable[[tvm.IRModule, Any], tvm.runtime.Executable]] = {
+    "cpu": _build_cpu,
+    "cuda": _build_gpu,
+}
+
+
+@dataclass(frozen=True)
+class EncoderSource:
+    family: EncoderFamily
+    config: Any  # the family's config
+    arrays: Callable[[list[str]], Iterator[tuple[str, np.ndarray]]]  # in the params' order
+    preprocess: Preprocess
+
+
+def preprocess_config(folder: Path, image_size: int) -> Preprocess:
+    """From the model's preprocessor_config.json; SigLIP's defaults where the folder has none."""
+    path = folder / "preprocessor_config.json"
+    if not path.exists():
+        log.info("no %s: SigLIP's defaults (mean/std 0.5, 1/255, bilinear)", path.name)
+        return Preprocess(size=image_size)
+    data = read_json(path)
+    size = data.get("size") or {}
+    side = size.get("height", size.get("shortest_edge", image_size)) if size else image_size
+    longest = 0
+    if "max_image_size" in data:  # Idefics3: longest edge first, then the tile
+        side, longest = data["max_image_size"]["longest_edge"], size.get("longest_edge", 0)
+    return Preprocess(
+        size=int(side),
+        longest_edge=int(longest),
+        split=bool(data.get("do_image_splitting", False)),
+        mean=tuple(data.get("image_mean", _HALF)),
+        std=tuple(data.get("image_std", _HALF)),
+        rescale=float(data.get("rescale_factor", 1 / 255)),
+        resample=int(data.get("resample", 2)),
+    )
+
+
+def _tokenizer(source: ModelSource) -> tokenizers.Tokenizer:
+    return tokenizers.Tokenizer.from_str(source.tokenizer_assets().tokenizer_json)
+
+
+def _from_folder(source: ModelSource) -> EncoderSource:
+    family = ENCODERS[source.arch.encoder or ""]
+    cfg = family.config_from_hf(source.tensors.config)  # type: ignore[attr-defined]
+    preprocess = preprocess_config(source.path, cfg.image_size)
+    return EncoderSource(
+        family, cfg, lambda params: family.arrays(params, source.tensors, ENCODER_DTYPE), preprocess
+    )
+
+
+def _from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
+    ckpt = GGUFCheckpoint(path)
+    family = for_mmproj(ckpt, source.arch.name)
+    token_id = _tokenizer(source).token_to_id
+    cfg = family.config_from_mmproj(ckpt, source.config.hidden_size, token_id)
+    preprocess = Preprocess(
+        size=cfg.image_size,
+        mean=tuple(ckpt.meta("clip.vision.image_mean") or _HALF),
+        std=tuple(ckpt.meta("clip.vision.image_std") or _HALF),
+    )
+    return EncoderSource(
+        family, cfg, lambda params: family.mmproj_arrays(params, ckpt, ENCODER_DTYPE), preprocess
+    )
+
+
+def compile_encoder(
+    source: ModelSource, target: Target, tvm_target, out: Path, mmproj: Path | None = None
+) -> bool:
+    """Write the encoder folder; False (and a warning) where the target cannot run it yet."""
+    if target.name not in BUILDS:
+        targets = ", ".join(BUILDS)
+        log.warning("the image encoder compiles for %s so far: %s: text only", targets, target.name)
+        return False
+    encoder = _from_mmproj(source, mmproj) if mmproj else _from_folder(source)
+    cfg = encoder.config
+    module = encoder.family.build(cfg, ENCODER_DTYPE)
+    mod, params = module.export_tvm(spec=module.export_spec())
+    executable = BUILDS[target.name](mod, tvm_target)
+    folder = encoder_dir(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    library = f"encoder-{target.name}.so"
+    executable.export_library(str(folder / library))
+    writer = ShardWriter(folder / "params")
+    for name, array in encoder.arrays([n for n, _ in params]):
+        writer.add(name, array)
+    writer.finish()
+    marker, text = encoder.family.image_text(_tokenizer(source), cfg)
+    config = EncoderConfig(
+        family=encoder.family.name,
+        config=cfg.to_dict(),
+        library=library,
+        preprocess=encoder.preprocess,
+        device=target.name,
+        image_token_id=cfg.image_token_id,
+        tokens_per_image=cfg.tokens_per_image,
+        bidirectional=encoder.family.bidirectional,
+        image_marker=marker,
+        image_text=text,
+    )
+    (folder / ENCODER_FILE).write_text(config.to_json())
+    return True

@@ -1,0 +1,90 @@
+"""The image encoders mlcx can compile, by family; an Architecture names its family."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tvm.relax.frontend import nn
+
+from mlcx.errors import UnsupportedModelError
+from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.gemma3_vision import config as gemma3_vision_config
+from mlcx.frontends.gemma3_vision import layout as gemma3_layout
+from mlcx.frontends.gemma3_vision import mmproj as gemma3_mmproj
+from mlcx.frontends.gemma3_vision import model as gemma3_vision_model
+from mlcx.frontends.gemma3_vision import text as gemma3_vision_text
+from mlcx.frontends.gemma3_vision import weights as gemma3_vision_weights
+from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.idefics3_vision import config as idefics3_config
+from mlcx.frontends.idefics3_vision import layout as idefics3_layout
+from mlcx.frontends.idefics3_vision import model as idefics3_model
+from mlcx.frontends.idefics3_vision import weights as idefics3_weights
+from mlcx.frontends.nn.blocks import Formats
+from mlcx.frontends.tensors import TensorSource
+from mlcx.kernels.attention import PagedKVOps
+
+
+@dataclass(frozen=True)
+class EncoderFamily:
+    name: str
+    config_from_hf: Callable[[dict[str, Any]], Any]  # -> the family's config (to_dict())
+    config_from_dict: Callable[[dict[str, Any]], Any]
+    build: Callable[[Any, str], nn.Module]  # (config, dtype) -> module exporting embed_image
+    arrays: Callable[[list[str], TensorSource, str], Iterator[tuple[str, np.ndarray]]]
+    # (tokenizer, config) -> (the image marker the chat template writes, the text it becomes)
+    image_text: Callable[[Any, Any], tuple[str, str]]
+    bidirectional: bool  # a prompt's image tokens see their whole image (Gemma 3), or causal
+    # a llama.cpp mmproj GGUF of this family: for text GGUFs of `text_archs`
+    text_archs: tuple[str, ...] = ()
+    build_text: Callable[[DecoderConfig, Formats, PagedKVOps], nn.Module] | None = None
+    config_from_mmproj: Callable[..., Any] | None = None  # (mmproj, text hidden, token_id)
+    mmproj_arrays: (
+        Callable[[list[str], GGUFCheckpoint, str], Iterator[tuple[str, np.ndarray]]] | None
+    ) = None
+
+
+ENCODERS: dict[str, EncoderFamily] = {
+    "gemma3": EncoderFamily(
+        "gemma3",
+        gemma3_vision_config.from_hf,
+        gemma3_vision_config.VisionConfig.from_dict,
+        gemma3_vision_model.ImageEncoder,
+        gemma3_vision_weights.encoder_arrays,
+        gemma3_layout.image_text,
+        True,
+        ("gemma3",),
+        gemma3_vision_text.build,
+        gemma3_mmproj.config_from_mmproj,
+        gemma3_mmproj.mmproj_arrays,
+    ),
+    "idefics3": EncoderFamily(
+        "idefics3",
+        idefics3_config.from_hf,
+        idefics3_config.VisionConfig.from_dict,
+        idefics3_model.ImageEncoder,
+        idefics3_weights.encoder_arrays,
+        idefics3_layout.image_text,
+        False,
+    ),
+}
+# llama.cpp's projector type -> family
+PROJECTOR_TYPES = {"gemma3": "gemma3"}
+
+
+def for_mmproj(ckpt: GGUFCheckpoint, text_arch: str) -> EncoderFamily:
+    """The family of an mmproj file, checked against the text model's architecture."""
+    kind = gemma3_mmproj.projector_type(ckpt)
+    if kind not in PROJECTOR_TYPES:
+        raise UnsupportedModelError(
+            f"{ckpt.path}: projector type {kind or '(none)'!r} is not supported; mlcx reads "
+            f"mmproj files of: {', '.join(PROJECTOR_TYPES)}"
+        )
+    family = ENCODERS[PROJECTOR_TYPES[kind]]
+    if text_arch not in family.text_archs:
+        raise UnsupportedModelError(
+            f"a {kind} mmproj goes with a {'/'.join(family.text_archs)} text model, not {text_arch}"
+        )
+    return family

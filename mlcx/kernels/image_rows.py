@@ -1,0 +1,17 @@
+"""Image embedding rows put in place of the image tokens' embeddings (prefill_image)."""
+
+from __future__ import annotations
+
+from tvm import te, tirx
+
+
+def replace_rows_te(x: te.Tensor, rows: te.Tensor, embeds: te.Tensor) -> te.Tensor:
+    """out[i] = embeds[rows[i]] where rows[i] >= 0, else x[i] (rows come from the runtime and
+    are in range)."""
+
+    def value(i, c):
+        row = rows[i]
+        picked = embeds[tirx.max(row, 0), c].astype(x.dtype)
+        return tirx.Select(row >= 0, picked, x[i, c])
+
+    return te.compute(x.shape, value, name="image_rows")

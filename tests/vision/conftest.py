@@ -1,0 +1,42 @@
+"""Session fixtures of the vision tests: one tiny random Gemma 3 with images (written by
+transformers), compiled for cpu once, its transformers reference and test images."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.support.tiny_gemma3_vision import load_vision_reference, make_tiny_gemma3_vision
+
+
+@pytest.fixture(scope="session")
+def vision_folder(tmp_path_factory):
+    return make_tiny_gemma3_vision(tmp_path_factory.mktemp("gemma3_vision") / "hf")
+
+
+@pytest.fixture(scope="session")
+def vision_artifact(vision_folder, tmp_path_factory):
+    from mlcx.compile import CompileRequest, compile_model
+
+    out = tmp_path_factory.mktemp("gemma3_vision_cpu") / "art"
+    request = CompileRequest(
+        model=str(vision_folder), quantization="q0f32", output=out, kv_dtype="float32"
+    )
+    return compile_model(request)
+
+
+@pytest.fixture(scope="session")
+def vision_reference(vision_folder):
+    return load_vision_reference(vision_folder)
+
+
+def random_image(seed: int, size=(48, 40)) -> Image.Image:
+    """An RGB image that is not square (resizing shows) with every pixel drawn."""
+    rng = np.random.RandomState(seed)
+    return Image.fromarray(rng.randint(0, 256, (size[1], size[0], 3), dtype=np.uint8))
+
+
+@pytest.fixture(scope="session")
+def photo():
+    return random_image(0)
