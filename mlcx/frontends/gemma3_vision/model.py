@@ -6,12 +6,10 @@ attributes carry Hugging Face's names, so the weight mapping is a prefix swap.""
 from __future__ import annotations
 
 from tvm.relax.frontend import nn
-from tvm.relax.frontend.nn import op, spec
+from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.gemma3_vision.config import VisionConfig
-from mlcx.frontends.nn.siglip import VisionTower
-
-EMBED_IMAGE = "embed_image"
+from mlcx.frontends.nn.siglip import VisionTower, encode_image, image_export_spec
 
 
 class Projector(nn.Module):
@@ -45,17 +43,7 @@ class ImageEncoder(nn.Module):
         self.dtype = dtype
 
     def embed_image(self, pixels: nn.Tensor) -> nn.Tensor:
-        """pixels are float32 whatever the encoder's dtype; the rows come back float32."""
-        if self.dtype != "float32":
-            pixels = pixels.astype(self.dtype)
-        rows = self.multi_modal_projector(self.vision_tower(pixels))
-        return rows if rows.dtype == "float32" else rows.astype("float32")
+        return encode_image(self.vision_tower, self.multi_modal_projector, pixels, self.dtype)
 
     def export_spec(self) -> dict:
-        c, s = self.cfg.num_channels, self.cfg.image_size
-        return {
-            EMBED_IMAGE: {
-                "pixels": spec.Tensor((c, s, s), "float32"),
-                "$": {"param_mode": "packed", "effect_mode": "none"},
-            }
-        }
+        return image_export_spec(self.cfg.num_channels, self.cfg.image_size)

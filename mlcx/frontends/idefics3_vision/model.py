@@ -6,12 +6,10 @@ order), then projects it without bias."""
 from __future__ import annotations
 
 from tvm.relax.frontend import nn
-from tvm.relax.frontend.nn import op, spec
+from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.idefics3_vision.config import VisionConfig
-from mlcx.frontends.nn.siglip import VisionTower
-
-EMBED_IMAGE = "embed_image"
+from mlcx.frontends.nn.siglip import VisionTower, encode_image, image_export_spec
 
 
 class Projection(nn.Module):
@@ -43,17 +41,7 @@ class ImageEncoder(nn.Module):
         self.connector = Connector(cfg, dtype)
 
     def embed_image(self, pixels: nn.Tensor) -> nn.Tensor:
-        """pixels are float32 whatever the encoder's dtype; the rows come back float32."""
-        if self.dtype != "float32":
-            pixels = pixels.astype(self.dtype)
-        rows = self.connector(self.vision_model(pixels))
-        return rows if rows.dtype == "float32" else rows.astype("float32")
+        return encode_image(self.vision_model, self.connector, pixels, self.dtype)
 
     def export_spec(self) -> dict:
-        c, s = self.cfg.num_channels, self.cfg.image_size
-        return {
-            EMBED_IMAGE: {
-                "pixels": spec.Tensor((c, s, s), "float32"),
-                "$": {"param_mode": "packed", "effect_mode": "none"},
-            }
-        }
+        return image_export_spec(self.cfg.num_channels, self.cfg.image_size)

@@ -108,7 +108,18 @@ class GatedMLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps):
+    """Pre-norm attention, then a pre-norm feed-forward block; both residual. The block is
+    `ffn` = (its name, which prefixes its parameters; its class): a GatedMLP by default, a
+    mixture of experts for those families (mlcx.frontends.nn.moe.moe_layer)."""
+
+    def __init__(
+        self,
+        cfg: DecoderConfig,
+        formats: Formats,
+        index: int,
+        kv: PagedKVOps,
+        ffn: tuple[str, type] = ("mlp", GatedMLP),
+    ):
         prefix = f"layers.{index}."
         dtype = kv.layout.dtype
         self.input_norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
@@ -116,11 +127,12 @@ class DecoderLayer(nn.Module):
         self.post_attn_norm = nn.RMSNorm(
             cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
         )
-        self.mlp = GatedMLP(cfg, formats, prefix + "mlp.", dtype)
+        self.ffn_name, block = ffn
+        setattr(self, self.ffn_name, block(cfg, formats, f"{prefix}{self.ffn_name}.", dtype))
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
     ) -> tuple[nn.Tensor, nn.Tensor]:
         attn, pages = self.attn(self.input_norm(x), pages, step, decode)
         x = x + attn
-        return x + self.mlp(self.post_attn_norm(x)), pages
+        return x + getattr(self, self.ffn_name)(self.post_attn_norm(x)), pages

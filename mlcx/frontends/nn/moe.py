@@ -12,8 +12,8 @@ from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
-from mlcx.frontends.nn.blocks import ACTIVATIONS, Formats, PagedAttention
-from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.frontends.nn.blocks import ACTIVATIONS, DecoderLayer, Formats
+from mlcx.kernels.attention import PagedKVOps
 from mlcx.kernels.linear import matmul_te
 from mlcx.kernels.moe import experts_down_te, experts_gate_up_te, topk_ids_te, topk_weights_te
 from mlcx.quantization.formats import WeightFormat, format_from_name
@@ -89,22 +89,6 @@ class MoEMLP(nn.Module):
         return op.tensor_expr_op(compute, "experts_down", [h, ids, *stack.weights()])
 
 
-class MoEDecoderLayer(nn.Module):
-    """Pre-norm attention, then a pre-norm mixture of experts; both residual."""
-
-    def __init__(self, cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps):
-        prefix = f"layers.{index}."
-        dtype = kv.layout.dtype
-        self.input_norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
-        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv, index)
-        self.post_attn_norm = nn.RMSNorm(
-            cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
-        )
-        self.moe = MoEMLP(cfg, formats, prefix + "moe.", dtype)
-
-    def forward(
-        self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
-    ) -> tuple[nn.Tensor, nn.Tensor]:
-        attn, pages = self.attn(self.input_norm(x), pages, step, decode)
-        x = x + attn
-        return x + self.moe(self.post_attn_norm(x)), pages
+def moe_layer(cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps) -> DecoderLayer:
+    """A decoder layer whose feed-forward block is a mixture of experts (parameters `moe.`)."""
+    return DecoderLayer(cfg, formats, index, kv, ffn=("moe", MoEMLP))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tvm.relax.frontend import nn
-from tvm.relax.frontend.nn import op
+from tvm.relax.frontend.nn import op, spec
 
 VisionConfig = Any  # a family's config with the SigLIP geometry
 
@@ -94,3 +94,25 @@ class VisionTower(nn.Module):
 
     def forward(self, pixels: nn.Tensor) -> nn.Tensor:
         return self.post_layernorm(self.encoder(self.embeddings(pixels)))
+
+
+EMBED_IMAGE = "embed_image"  # the artifact function an image encoder exports
+
+
+def encode_image(tower: nn.Module, head: nn.Module, pixels: nn.Tensor, dtype: str) -> nn.Tensor:
+    """head(tower(pixels)): pixels are float32 whatever the encoder's dtype; rows come back
+    float32."""
+    if dtype != "float32":
+        pixels = pixels.astype(dtype)
+    rows = head(tower(pixels))
+    return rows if rows.dtype == "float32" else rows.astype("float32")
+
+
+def image_export_spec(channels: int, size: int) -> dict:
+    """The export spec of an encoder's `embed_image(pixels [channels, size, size])`."""
+    return {
+        EMBED_IMAGE: {
+            "pixels": spec.Tensor((channels, size, size), "float32"),
+            "$": {"param_mode": "packed", "effect_mode": "none"},
+        }
+    }
