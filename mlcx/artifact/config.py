@@ -105,21 +105,21 @@ class ArtifactConfig:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
-class Artifact:
-    def __init__(self, path: Path | str):
-        self.path = Path(path)
-        config_path = self.path / CONFIG_FILE
-        if not config_path.exists():
-            raise ArtifactError(
-                f"{self.path} is not an mlcx artifact ({CONFIG_FILE} missing); create one with "
-                "`mlcx compile MODEL -o DIR`"
-            )
-        try:
-            self.config = ArtifactConfig.from_json(config_path.read_text(), config_path)
-        except (ValueError, KeyError, TypeError) as err:
-            raise ArtifactError(
-                f"{config_path} is malformed ({err}); recompile the model"
-            ) from None
+def read_config(path: Path, config_type):
+    """`config_type.from_json` of the artifact directory `path`'s config file; a malformed
+    one is an ArtifactError saying so."""
+    config_path = path / CONFIG_FILE
+    try:
+        return config_type.from_json(config_path.read_text(), config_path)
+    except (ValueError, KeyError, TypeError) as err:
+        raise ArtifactError(f"{config_path} is malformed ({err}); recompile the model") from None
+
+
+class ArtifactFiles:
+    """Where an artifact directory keeps its library and weights (generative or embedding)."""
+
+    path: Path
+    config: Any  # ArtifactConfig or EmbeddingArtifactConfig: each names its `library`
 
     @property
     def library_path(self) -> Path:
@@ -128,6 +128,17 @@ class Artifact:
     @property
     def params_dir(self) -> Path:
         return self.path / "params"
+
+
+class Artifact(ArtifactFiles):
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        if not (self.path / CONFIG_FILE).exists():
+            raise ArtifactError(
+                f"{self.path} is not an mlcx artifact ({CONFIG_FILE} missing); create one with "
+                "`mlcx compile MODEL -o DIR`"
+            )
+        self.config = read_config(self.path, ArtifactConfig)
 
     @staticmethod
     def is_artifact(path: Path | str) -> bool:

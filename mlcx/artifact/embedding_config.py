@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mlcx.artifact.config import CONFIG_FILE
+from mlcx.artifact.config import CONFIG_FILE, ArtifactFiles, read_config
 from mlcx.errors import ArtifactError
 from mlcx.formats import FORMAT_VERSION, check_format_version
 from mlcx.frontends.pooling import PoolingConfig
@@ -73,26 +73,12 @@ def artifact_task(path: Path | str) -> str | None:
         return "generate"  # the generative reader says what is wrong with it
 
 
-class EmbeddingArtifact:
+class EmbeddingArtifact(ArtifactFiles):
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        config_path = self.path / CONFIG_FILE
         if artifact_task(self.path) != EMBED_TASK:
             raise ArtifactError(
                 f"{self.path} is not an embedding model artifact; compile an embedding model "
                 "(a BERT or Qwen3-Embedding folder) with `mlcx compile MODEL -o DIR`"
             )
-        try:
-            self.config = EmbeddingArtifactConfig.from_json(config_path.read_text(), config_path)
-        except (ValueError, KeyError, TypeError) as err:
-            raise ArtifactError(
-                f"{config_path} is malformed ({err}); recompile the model"
-            ) from None
-
-    @property
-    def library_path(self) -> Path:
-        return self.path / self.config.library
-
-    @property
-    def params_dir(self) -> Path:
-        return self.path / "params"
+        self.config = read_config(self.path, EmbeddingArtifactConfig)
