@@ -46,12 +46,13 @@ def weight_bytes_per_token(artifact: Artifact, routed: bool = True) -> int:
     return int(total)
 
 
-def expert_notes(artifact: Artifact) -> list[str]:
-    """For a mixture of experts: the bytes a decode step reads against the dense equivalent."""
+def expert_notes(artifact: Artifact, routed: int) -> list[str]:
+    """For a mixture of experts: the `routed` bytes a decode step reads (weight_bytes_per_token)
+    against the dense equivalent."""
     model = artifact.config.model
     if not model.num_experts:
         return []
-    routed, dense = weight_bytes_per_token(artifact), weight_bytes_per_token(artifact, False)
+    dense = weight_bytes_per_token(artifact, routed=False)
     return [
         f"mixture of experts: a decode step reads {model.experts_per_token} of "
         f"{model.num_experts} experts, {routed / 1e6:.1f} MB of weights a token against "

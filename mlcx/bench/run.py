@@ -123,13 +123,14 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
             bandwidths.append(probe())
         for engine in engines:
             runs[engine.name].append(engine.run(ids, workload))
+    weights = weight_bytes_per_token(ours.artifact)
     return _Measured(
         speeds={name: Speed.of(r, workload) for name, r in runs.items()},
         devices={e.name: e.device for e in engines},
         commands={e.name: e.command for e in engines if e.command},
-        notes=(*expert_notes(ours.artifact), *(note for e in engines for note in e.notes)),
+        notes=(*expert_notes(ours.artifact, weights), *(note for e in engines for note in e.notes)),
         peak_memory_bytes=peak,
-        weight_bytes_per_token=weight_bytes_per_token(ours.artifact),
+        weight_bytes_per_token=weights,
         kv_bytes_per_token=kv_budget(ours.artifact.config).bytes_per_token,
         kv_dtype=kv_dtype,
         read_bandwidth=float(np.median(bandwidths)) if bandwidths else None,

@@ -162,3 +162,21 @@ def test_default_cpu_kernels_on_the_quantized_file(moe_model, tmp_path):
     # silu(gate) * up; the gate/up stack mixes Q4_0 and Q8_0, which only the TE GEMV reads
     library = (Path(artifact) / "model-cpu.so").read_bytes()
     assert b"cpu_experts_down_swiglu_" in library and b"cpu_experts_gate_up_" not in library
+
+
+def test_the_decode_bound_counts_the_routed_experts_share(case):
+    """`mlcx bench`'s bytes per decode token: every expert's weights times top-k / experts,
+    against the dense equivalent (every expert), from the HF config's shapes."""
+    import json
+
+    from mlcx.bench.mlcx_engine import expert_notes, weight_bytes_per_token
+
+    _, folder, _, hf_art, _, _ = case
+    hf = json.loads((folder / "config.json").read_text())
+    experts, k = hf.get("num_local_experts") or hf["num_experts"], hf["num_experts_per_tok"]
+    width = hf.get("moe_intermediate_size") or hf["intermediate_size"]
+    expert_bytes = hf["num_hidden_layers"] * 3 * experts * width * hf["hidden_size"] * 4  # f32
+    artifact = Artifact(hf_art)
+    routed, dense = weight_bytes_per_token(artifact), weight_bytes_per_token(artifact, False)
+    assert dense - routed == pytest.approx(expert_bytes * (1 - k / experts), abs=1)
+    assert f"{k} of {experts} experts" in expert_notes(artifact, routed)[0]
