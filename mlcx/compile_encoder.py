@@ -20,6 +20,7 @@ from mlcx.frontends.encoders import ENCODERS, EncoderFamily, for_mmproj
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.hf.checkpoint import read_json
 from mlcx.frontends.source import ModelSource
+from mlcx.passes.pipeline_cpu import encoder_cpu_pipeline
 from mlcx.targets import device_code
 from mlcx.targets.base import Target
 from mlcx.targets.device_code import ACTIVATION_DTYPE
@@ -30,7 +31,7 @@ _HALF = (0.5, 0.5, 0.5)
 
 
 def _build_cpu(mod: tvm.IRModule, tvm_target) -> tvm.runtime.Executable:
-    return tvm.compile(mod, target=tvm_target)
+    return tvm.compile(mod, target=tvm_target, relax_pipeline=encoder_cpu_pipeline(tvm_target))
 
 
 def _build_gpu(mod: tvm.IRModule, tvm_target) -> tvm.runtime.Executable:

@@ -17,9 +17,11 @@ import tvm
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
+from mlcx.passes.cpu.encoder_kernels import encoder_kernels_cpu
 from mlcx.passes.cpu.experts_schedule import schedule_experts_cpu
 from mlcx.passes.cpu.fuse_experts import fuse_experts
 from mlcx.passes.cpu.fuse_linear import fuse_linear
+from mlcx.passes.cpu.parallel_loops import parallel_loops_cpu
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.tuning.apply import apply_database
 from mlcx.passes.tuning.records import open_db
@@ -56,6 +58,27 @@ def cpu_pipeline(
                 + cpu_generic.legalize_passes(target)
                 + [schedule_experts_cpu()]
                 + tuning
+                + cpu_generic.dataflow_lower_passes(target)
+                + finalize_passes(target)
+            )
+            return seq(mod)
+
+    return _pipeline
+
+
+def encoder_cpu_pipeline(target: tvm.target.Target) -> tvm.transform.Pass:
+    """An image encoder's: its linears and attention as hand-written kernels, the rest
+    legalized by TVM and split across the cores."""
+    config = KernelConfig.for_target(target)
+
+    @tvm.transform.module_pass(opt_level=0)
+    def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        with target:
+            seq = tvm.transform.Sequential(
+                [encoder_kernels_cpu(config)]
+                + cpu_generic.legalize_passes(target)
+                # polynomial tanh and exp, which LLVM vectorizes (libm's are scalar calls)
+                + [tvm.relax.transform.FastMathTransform(), parallel_loops_cpu()]
                 + cpu_generic.dataflow_lower_passes(target)
                 + finalize_passes(target)
             )

@@ -1,0 +1,133 @@
+"""Dense attention without a mask for CPU targets: an image encoder's patches all see each
+other (SigLIP), no pages, no cache.
+
+Work items are (head, slice of row blocks) over all cores. A block of `rows` query rows meets
+the keys `lanes` at a time, the keys given transposed (kt [heads, d, n], as the model's
+`permute_dims` already makes them), so its scores are lane-wide FMAs, one per feature; each row
+then takes an exact softmax (vectorized exp) and the block sums the values together, each
+value row loaded once per block. The same plan as the paged kernel
+(mlcx.kernels.cpu.paged_attention), whose keys live in pages instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tvm import tirx
+from tvm.script.ir_builder import IRBuilder
+from tvm.script.ir_builder import tirx as T
+
+from mlcx.kernels.cpu import vec
+
+SLICES = 4  # row-block slices per head
+ROWS = 8  # query rows sharing each key and value load
+NEG_INF = -3.0e38
+
+
+@dataclass(frozen=True)
+class DenseShape:
+    heads: int
+    tokens: int
+    head_dim: int
+    scale: float
+
+    def __post_init__(self) -> None:
+        if min(self.heads, self.tokens, self.head_dim) < 1:
+            raise ValueError(f"attention shape must be positive: {self}")
+
+    @property
+    def lanes(self) -> int:
+        """Keys per score vector: the widest that divides the token count."""
+        return next(w for w in (16, 8, 4, 2, 1) if self.tokens % w == 0)
+
+    @property
+    def value_lanes(self) -> int:
+        """Features per value accumulator: ROWS of them stay in registers."""
+        return next(w for w in (16, 8, 4, 2, 1) if self.head_dim % w == 0 and ROWS * w <= 128)
+
+    @property
+    def name(self) -> str:
+        return f"dense_attention_cpu_{self.heads}x{self.tokens}x{self.head_dim}"
+
+
+def _scores(sh: DenseShape, bufs, head, row0, scores) -> None:
+    n, lanes = sh.tokens, sh.lanes
+    acc = T.alloc_buffer((ROWS, lanes), "float32")
+    scale = vec.splat(vec.f32(sh.scale), lanes)
+    with T.serial(0, n // lanes) as j:
+        for r in range(ROWS):
+            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+        with T.serial(0, sh.head_dim) as c:
+            keys = T.bind(bufs["kt"][head, c, vec.ramp(j * lanes, lanes)])
+            for r in range(ROWS):
+                query = bufs["q"][head, T.min(row0 + r, n - 1), c]
+                update = acc[r, vec.ramp(0, lanes)] + vec.splat(query, lanes) * keys
+                T.buffer_store(acc, update, [r, vec.ramp(0, lanes)])
+        for r in range(ROWS):
+            score = acc[r, vec.ramp(0, lanes)] * scale
+            T.buffer_store(scores, score, [r, vec.ramp(j * lanes, lanes)])
+
+
+def _softmax(sh: DenseShape, scores, r):
+    """Row r's scores exponentiated in place; their sum."""
+    n, lanes = sh.tokens, sh.lanes
+    best = T.alloc_buffer((lanes,), "float32")
+    total = T.alloc_buffer((lanes,), "float32")
+    T.buffer_store(best, vec.splat(vec.f32(NEG_INF), lanes), [vec.ramp(0, lanes)])
+    T.buffer_store(total, vec.splat(vec.f32(0.0), lanes), [vec.ramp(0, lanes)])
+    with T.serial(0, n // lanes) as j:
+        row = scores[r, vec.ramp(j * lanes, lanes)]
+        T.buffer_store(best, T.max(best[vec.ramp(0, lanes)], row), [vec.ramp(0, lanes)])
+    top = T.bind(vec.hmax(best[vec.ramp(0, lanes)], lanes))
+    with T.serial(0, n // lanes) as j:
+        shifted = scores[r, vec.ramp(j * lanes, lanes)] - vec.splat(top, lanes)
+        weight = T.bind(vec.exp(shifted, lanes))
+        T.buffer_store(scores, weight, [r, vec.ramp(j * lanes, lanes)])
+        T.buffer_store(total, total[vec.ramp(0, lanes)] + weight, [vec.ramp(0, lanes)])
+    return T.bind(vec.hsum(total[vec.ramp(0, lanes)], lanes))
+
+
+def _values(sh: DenseShape, bufs, head, row0, totals, scores) -> None:
+    lanes = sh.value_lanes
+    acc = T.alloc_buffer((ROWS, lanes), "float32")
+    with T.serial(0, sh.head_dim // lanes) as part:
+        for r in range(ROWS):
+            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+        with T.serial(0, sh.tokens) as s:
+            value = T.bind(bufs["v"][head, s, vec.ramp(part * lanes, lanes)])
+            for r in range(ROWS):
+                update = acc[r, vec.ramp(0, lanes)] + vec.splat(scores[r, s], lanes) * value
+                T.buffer_store(acc, update, [r, vec.ramp(0, lanes)])
+        for r in range(ROWS):
+            with T.If(row0 + r < sh.tokens), T.Then():
+                out = acc[r, vec.ramp(0, lanes)] * vec.splat(vec.f32(1.0) / totals[r], lanes)
+                T.buffer_store(bufs["out"], out, [head, row0 + r, vec.ramp(part * lanes, lanes)])
+
+
+def _block(sh: DenseShape, bufs, head, block, scores) -> None:
+    row0 = block * ROWS
+    _scores(sh, bufs, head, row0, scores)
+    totals = T.alloc_buffer((ROWS,), "float32")
+    for r in range(ROWS):
+        T.buffer_store(totals, _softmax(sh, scores, r), [r])
+    _values(sh, bufs, head, row0, totals, scores)
+
+
+def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
+    """out [h, n, d] = softmax(q kt * scale) v for q, v [h, n, d] and kt [h, d, n], float32."""
+    h, n, d = sh.heads, sh.tokens, sh.head_dim
+    blocks = (n + ROWS - 1) // ROWS
+    with IRBuilder() as ib, T.prim_func():
+        T.func_name(sh.name)
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        shapes = {"q": (h, n, d), "kt": (h, d, n), "v": (h, n, d), "out": (h, n, d)}
+        bufs = {k: T.match_buffer(T.arg(k, T.handle()), s, "float32") for k, s in shapes.items()}
+        workspace = T.alloc_buffer((h * SLICES * ROWS * n,), "float32")
+        with T.parallel(0, h * SLICES) as item:
+            head, part = item // SLICES, item % SLICES
+            scores = T.decl_buffer(
+                (ROWS, n), "float32", data=workspace.data, elem_offset=item * ROWS * n
+            )
+            with T.serial(0, (blocks - part + SLICES - 1) // SLICES) as i:
+                _block(sh, bufs, head, part + i * SLICES, scores)
+    return ib.get()

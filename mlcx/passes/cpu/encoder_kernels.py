@@ -1,0 +1,140 @@
+"""Relax passes for an image encoder on CPU: its linear layers and its attention become mlcx's
+hand-written kernels. Left to TVM's CPU legalization they are naive loop nests that ran a
+SigLIP-So400m image (4096 patches) for many minutes.
+
+- `x @ permute_dims(W)` with W a 2-D float32 weight (nn.Linear) -> the float linear kernel
+  (mlcx.kernels.cpu.flinear), as the text model's float linears.
+- `softmax(q @ permute_dims(k) * c) @ v` over [heads, n, d] -> the dense attention kernel
+  (mlcx.kernels.cpu.dense_attention), given the transposed keys the graph already makes.
+
+Only the encoder's build uses them: the text model's linears are mlcx's own TE linears
+(mlcx.passes.cpu.fuse_linear) and its attention is paged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
+
+from mlcx.kernels.cpu.dense_attention import DenseShape, dense_attention_cpu
+from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
+from mlcx.kernels.cpu.linear_spec import LinearSpec
+from mlcx.kernels.cpu.rows import PlainRows
+from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.quantization.formats import DenseFormat
+
+F32 = DenseFormat("float32")
+
+
+def _shape(expr: relax.Expr) -> tuple[int, ...] | None:
+    """The static float32 shape of expr; None otherwise."""
+    info = expr.ty
+    if not isinstance(info, relax.TensorType) or info.dtype != "float32":
+        return None
+    if info.shape is None or not all(isinstance(s, tvm.tirx.IntImm) for s in info.shape.values):
+        return None
+    return tuple(int(s) for s in info.shape.values)
+
+
+def _round_up(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def _pad(expr: relax.Expr, rows: int, columns: int) -> relax.Expr:
+    """expr [R, C] with zero rows and columns appended. Padding the weight per call copies it
+    once, small beside the GEMM that reads it once per tile of tokens."""
+    return relax.op.nn.pad(expr, [0, rows, 0, columns]) if rows or columns else expr
+
+
+def _axes(call: relax.Call) -> list[int] | None:
+    axes = call.attrs.axes
+    return None if axes is None else [int(a) for a in axes]
+
+
+class _Kernels:
+    """PrimFuncs added to the module once per shape, by name."""
+
+    def __init__(self, mod: tvm.IRModule):
+        self.builder = relax.BlockBuilder(mod)
+        self.added: dict[str, relax.GlobalVar] = {}
+
+    def get(self, name: str, make: Callable[[], tvm.tirx.PrimFunc]) -> relax.GlobalVar:
+        if name not in self.added:
+            self.added[name] = self.builder.add_func(make(), name)
+        return self.added[name]
+
+
+def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
+    """x @ permute_dims(W) for W [out, in] (nn.Linear), or x @ W for W [in, out] (Gemma 3's
+    projector), which is transposed once per call for the kernel."""
+    x, w = wildcard(), wildcard()
+    second = is_op("relax.permute_dims")(w) if transposed else w
+    pattern = is_op("relax.matmul")(x, second)
+
+    def rewrite(expr: relax.Expr, matches) -> relax.Expr:
+        xs, ws = _shape(matches[x]), _shape(matches[w])
+        if xs is None or ws is None or len(xs) != 2 or len(ws) != 2:
+            return expr
+        if transposed and _axes(matches[second]) not in (None, [1, 0]):
+            return expr
+        weight = matches[w] if transposed else relax.op.permute_dims(matches[w])
+        ws = ws if transposed else ws[::-1]
+        # whole chunks of features (a patch embedding has 3 * 14 * 14, SigLIP's fc2 4304) and
+        # whole GEMM tiles of output rows (SigLIP's fc1 4304), zeros where the model has none
+        features, rows = _round_up(ws[1], CHUNK), _round_up(ws[0], cfg.gemm_rows)
+        spec = LinearSpec(PlainRows(features), F32, rows)
+        if not can_build(spec, cfg):
+            return expr
+        gvar = kernels.get(spec.name, lambda: build_linear(spec, cfg))
+        weight = _pad(weight, rows - ws[0], features - ws[1])
+        args = relax.Tuple([_pad(matches[x], 0, features - ws[1]), weight])
+        out = relax.TensorType((xs[0], rows), "float32")
+        y = relax.call_tir(gvar, args, out)
+        return relax.op.strided_slice(y, [1], [0], [ws[0]]) if rows != ws[0] else y
+
+    return pattern, rewrite
+
+
+def _attention_rewriter(kernels: _Kernels):
+    q, k, v, scale = wildcard(), wildcard(), wildcard(), is_const()
+    kt = is_op("relax.permute_dims")(k)
+    scores = is_op("relax.multiply")(is_op("relax.matmul")(q, kt), scale)
+    pattern = is_op("relax.matmul")(is_op("relax.nn.softmax")(scores), v)
+
+    def rewrite(expr: relax.Expr, matches) -> relax.Expr:
+        qs, ks, vs = (_shape(matches[p]) for p in (q, k, v))
+        if qs is None or len(qs) != 3 or qs != ks or qs != vs or _axes(matches[kt]) != [0, 2, 1]:
+            return expr
+        factor = matches[scale].value.numpy()
+        if factor.size != 1:
+            return expr
+        shape = DenseShape(qs[0], qs[1], qs[2], float(np.asarray(factor).reshape(())))
+        gvar = kernels.get(shape.name, lambda: dense_attention_cpu(shape))
+        args = relax.Tuple([matches[q], matches[kt], matches[v]])
+        return relax.call_tir(gvar, args, expr.ty)
+
+    return pattern, rewrite
+
+
+def encoder_kernels_cpu(cfg: KernelConfig) -> tvm.transform.Pass:
+    @tvm.transform.module_pass(opt_level=0, name="mlcx.EncoderKernelsCPU")
+    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        kernels = _Kernels(mod)
+        rewriters = [
+            _attention_rewriter(kernels),
+            _linear_rewriter(kernels, cfg, transposed=True),
+            _linear_rewriter(kernels, cfg, transposed=False),
+        ]
+        for gvar, func in list(mod.functions_items()):
+            if isinstance(func, relax.Function):
+                for pattern, rewrite in rewriters:
+                    func = rewrite_call(pattern, rewrite, func)
+                kernels.builder.update_func(gvar, func)
+        return relax.transform.DeadCodeElimination()(kernels.builder.get())
+
+    return _pass

@@ -1,0 +1,52 @@
+"""CPU schedule of the kernels TVM legalizes without one (an image encoder's LayerNorms,
+GELUs, bias adds, transposes): each root block's outer spatial loop split across the cores,
+its innermost loop left to LLVM's vectorizer. Unscheduled, each runs on one core. A pass over
+the fused PrimFuncs after legalization; hand-written kernels (tirx.is_scheduled) are left alone.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import s_tir, tirx
+
+MIN_ITERATIONS = 16  # an outer loop shorter than this stays serial: too little to share
+
+
+def _schedule(func: tirx.PrimFunc) -> tirx.PrimFunc | None:
+    if func.attrs and func.attrs.get("tirx.is_scheduled", False):
+        return None
+    try:
+        sch = s_tir.Schedule(func)
+        blocks = list(sch.get_child_blocks(sch.get_sblock("root")))
+    except Exception:  # not block-structured (hand-written TIR)
+        return None
+    changed = False
+    for block in blocks:
+        loops = sch.get_loops(block)
+        if not loops:
+            continue
+        extent = sch.get(loops[0]).extent
+        if not isinstance(extent, tirx.IntImm) or int(extent) < MIN_ITERATIONS:
+            continue
+        try:
+            sch.parallel(loops[0])  # refused for a reduction loop: that block stays serial
+        except Exception:
+            continue
+        changed = True
+    return sch.mod["main"] if changed else None
+
+
+def parallel_loops_cpu() -> tvm.transform.Pass:
+    @tvm.transform.module_pass(opt_level=0, name="mlcx.ParallelLoopsCPU")
+    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+        updates = {}
+        for gvar, func in mod.functions_items():
+            if isinstance(func, tirx.PrimFunc):
+                scheduled = _schedule(func)
+                if scheduled is not None:
+                    updates[gvar] = scheduled
+        for gvar, func in updates.items():
+            mod[gvar] = func
+        return mod
+
+    return _pass
