@@ -121,15 +121,20 @@ def resolve_artifact(model: str, quiet: bool = False, kv_dtype: str | None = Non
                 "--kv-dtype"
             )
         return artifact
-    req = CompileRequest(model=model, target="cpu", kv_dtype=kv_dtype)
-    out = artifact_dir(req)
-    if not Artifact.is_artifact(out):
-        if not quiet:
-            print(f"compiling {model} for this CPU into {out} (first run only) ...", flush=True)
-        _compile_into(req, out)
+    out = compile_cached(CompileRequest(model=model, target="cpu", kv_dtype=kv_dtype), quiet)
     if artifact_task(out) == EMBED_TASK:
         return EmbeddingArtifact(out)  # type: ignore[return-value]
     return Artifact(out)
+
+
+def compile_cached(req: CompileRequest, quiet: bool = False) -> Path:
+    """The JIT cache's compile of `req` (its output ignored), compiled on first use."""
+    out = artifact_dir(req)
+    if not Artifact.is_artifact(out):
+        if not quiet:
+            print(f"compiling {req.model} for this CPU into {out} (first run only) ...", flush=True)
+        _compile_into(req, out)
+    return out
 
 
 def _compile_into(req: CompileRequest, out: Path) -> None:

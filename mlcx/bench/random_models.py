@@ -69,7 +69,7 @@ Q4_0_BLOCK, Q4_0_BYTES = 32, 18
 Q4_0_SCALE = np.float16(0.02 / 4.6)
 
 
-def _byte_alphabet() -> list[str]:
+def byte_alphabet() -> list[str]:
     """GPT-2's printable stand-ins for the 256 byte values (byte-level BPE base tokens)."""
     printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
     shifted = iter(range(256, 512))
@@ -77,7 +77,7 @@ def _byte_alphabet() -> list[str]:
 
 
 def _tokenizer(writer: gguf.GGUFWriter, vocab: int) -> None:
-    base = _byte_alphabet()
+    base = byte_alphabet()
     tokens = base + ["ĠĠ"] + [f"<|reserved_{i}|>" for i in range(vocab - len(base) - 1)]
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("default")

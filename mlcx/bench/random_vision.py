@@ -1,0 +1,179 @@
+"""Random-weight vision-language pairs of real encoder shapes, written as llama.cpp lays them
+out: a `gemma3` text GGUF and an `mmproj` GGUF (projector type gemma3). Both mlcx (`--mmproj`)
+and llama.cpp's mtmd load the same two files, so image encoding is timed on equal inputs.
+
+Only the encoder's shape matters to `mlcx bench image`: the text model keeps Gemma 3's width
+(the projector's output) but one layer and a small vocabulary, which keeps the files small."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as GT
+
+from mlcx.bench.random_models import LlamaShape, byte_alphabet, llama_writer, random_q4_0
+from mlcx.cache import cache_dir
+
+IMAGE_TOKENS = ("<start_of_image>", "<end_of_image>", "<image_soft_token>")
+
+
+@dataclass(frozen=True)
+class SiglipShape:
+    image: int
+    patch: int
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+    pool: int  # the projector's average pooling (llama.cpp's projector.scale_factor)
+
+
+@dataclass(frozen=True)
+class VisionPair:
+    text: LlamaShape
+    vision: SiglipShape
+
+
+RANDOM_VISION: dict[str, VisionPair] = {
+    # Gemma 3 4B's: SigLIP-So400m at 896x896 (4096 patches pooled to 256 tokens), text width 2560
+    "gemma3-4b-vision-random": VisionPair(
+        LlamaShape(2560, 10240, 1, 8, 4, 1024, 1000000.0, key_length=256, arch="gemma3"),
+        SiglipShape(896, 14, 1152, 4304, 27, 16, 4),
+    ),
+}
+
+
+def _tokenizer(writer: gguf.GGUFWriter, vocab: int) -> None:
+    """Byte tokens, Gemma 3's image tokens as control tokens, reserved tokens to `vocab`."""
+    base = byte_alphabet()
+    specials = ["<bos>", "<eos>", *IMAGE_TOKENS]
+    # one merge: a byte-level BPE vocabulary needs merges to load
+    words = [*base, "ĠĠ", *specials]
+    tokens = words + [f"<reserved_{i}>" for i in range(vocab - len(words))]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_types([1] * (len(base) + 1) + [3] * (vocab - len(base) - 1))
+    writer.add_token_merges(["Ġ Ġ"])
+    writer.add_bos_token_id(len(base) + 1)
+    writer.add_eos_token_id(len(base) + 2)
+    writer.add_add_bos_token(True)
+
+
+def _text_tensors(shape: LlamaShape):
+    h, d = shape.hidden, shape.head_dim
+    yield "token_embd.weight", (shape.vocab, h)
+    yield "output_norm.weight", (h,)
+    for i in range(shape.layers):
+        b = f"blk.{i}."
+        for norm in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            yield b + f"{norm}.weight", (h,)
+        yield b + "attn_q_norm.weight", (d,)
+        yield b + "attn_k_norm.weight", (d,)
+        yield b + "attn_q.weight", (shape.heads * d, h)
+        yield b + "attn_k.weight", (shape.kv_heads * d, h)
+        yield b + "attn_v.weight", (shape.kv_heads * d, h)
+        yield b + "attn_output.weight", (h, shape.heads * d)
+        yield b + "ffn_gate.weight", (shape.intermediate, h)
+        yield b + "ffn_up.weight", (shape.intermediate, h)
+        yield b + "ffn_down.weight", (h, shape.intermediate)
+
+
+def write_text(shape: LlamaShape, out: Path, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    writer = llama_writer(shape, out, shape.arch)
+    writer.add_sliding_window(512)
+    _tokenizer(writer, shape.vocab)
+    for name, dims in _text_tensors(shape):
+        if len(dims) == 1:
+            writer.add_tensor(name, np.ones(dims, np.float32))
+        else:
+            rows = random_q4_0(rng, dims[0], dims[1])
+            writer.add_tensor(name, rows, raw_dtype=GT.Q4_0)
+    return _finish(writer, out)
+
+
+def _vision_tensors(v: SiglipShape, text_hidden: int):
+    """(name, shape) as numpy shapes."""
+    h = v.hidden
+    yield "v.patch_embd.weight", (h, 3, v.patch, v.patch)
+    yield "v.patch_embd.bias", (h,)
+    yield "v.position_embd.weight", ((v.image // v.patch) ** 2, h)
+    for i in range(v.layers):
+        b = f"v.blk.{i}."
+        for norm in ("ln1", "ln2"):
+            yield b + f"{norm}.weight", (h,)
+            yield b + f"{norm}.bias", (h,)
+        for proj in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            yield b + f"{proj}.weight", (h, h)
+            yield b + f"{proj}.bias", (h,)
+        yield b + "ffn_up.weight", (v.intermediate, h)
+        yield b + "ffn_up.bias", (v.intermediate,)
+        yield b + "ffn_down.weight", (h, v.intermediate)
+        yield b + "ffn_down.bias", (h,)
+    yield "v.post_ln.weight", (h,)
+    yield "v.post_ln.bias", (h,)
+    yield "mm.soft_emb_norm.weight", (h,)
+    yield "mm.input_projection.weight", (h, text_hidden)
+
+
+def write_mmproj(v: SiglipShape, text_hidden: int, out: Path, seed: int = 1) -> Path:
+    """Matrices and the patch kernel f16 (llama.cpp's converter), vectors f32."""
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(out), "clip")
+    writer.add_string("clip.projector_type", "gemma3")
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_bool("clip.use_gelu", True)
+    for key, value in {
+        "image_size": v.image,
+        "patch_size": v.patch,
+        "embedding_length": v.hidden,
+        "feed_forward_length": v.intermediate,
+        "block_count": v.layers,
+        "attention.head_count": v.heads,
+        "projector.scale_factor": v.pool,
+        "projection_dim": text_hidden,
+    }.items():
+        writer.add_uint32(f"clip.vision.{key}", value)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    for name, dims in _vision_tensors(v, text_hidden):
+        if len(dims) == 1:
+            value = np.ones(dims, np.float32) if "norm" in name or "ln" in name else None
+            writer.add_tensor(name, value if value is not None else np.zeros(dims, np.float32))
+        else:
+            data = rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
+            # llama.cpp adds the position table to f32 rows: it stays f32, as its converter keeps it
+            writer.add_tensor(name, data if "position" in name else data.astype(np.float16))
+    return _finish(writer, out)
+
+
+def _finish(writer: gguf.GGUFWriter, out: Path) -> Path:
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def ensure_random_vision(name: str, say=print) -> tuple[Path, Path]:
+    """The cached (text GGUF, mmproj GGUF) of a named random pair, written on first use."""
+    pair = RANDOM_VISION[name]
+    folder = cache_dir() / "bench"
+    paths = (folder / f"{name}.text.Q4_0.gguf", folder / f"{name}.mmproj.f16.gguf")
+    writers = (
+        lambda p: write_text(pair.text, p),
+        lambda p: write_mmproj(pair.vision, pair.text.hidden, p),
+    )
+    for path, write in zip(paths, writers, strict=True):
+        if not path.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            say(f"writing random {name} weights to {path}")
+            partial = path.with_suffix(".partial")
+            write(partial)
+            partial.rename(path)
+    return paths
