@@ -35,6 +35,7 @@ class LlamaShape:
     experts: int = 0  # a mixture of `experts` experts, each `intermediate` wide (0: dense)
     experts_used: int = 0
     qk_norm: bool = False  # RMSNorm over the q and k rows of all heads (OLMoE)
+    rotary_dim: int | None = None  # features of a head RoPE turns where not all (Phi-4-mini)
 
     @property
     def head_dim(self) -> int:
@@ -135,7 +136,7 @@ def llama_writer(shape: LlamaShape, out: Path, arch: str = "llama") -> gguf.GGUF
     writer.add_head_count_kv(shape.kv_heads)
     writer.add_rope_freq_base(shape.rope_theta)
     writer.add_layer_norm_rms_eps(shape.rms_eps)
-    writer.add_rope_dimension_count(shape.head_dim)
+    writer.add_rope_dimension_count(shape.rotary_dim or shape.head_dim)
     if shape.key_length:
         writer.add_key_length(shape.key_length)
         writer.add_value_length(shape.key_length)

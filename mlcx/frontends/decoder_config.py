@@ -25,6 +25,10 @@ class DecoderConfig:
     rms_norm_eps: float = 1e-6
     rope_theta: float = 10000.0
     rope_scaling: dict[str, Any] = field(default_factory=dict)
+    # features of each q/k head that RoPE rotates, from the first on; the rest pass through
+    # (Phi-4-mini's partial_rotary_factor). 0: the whole head (a value equal to head_dim
+    # becomes 0, so configs of one model compare equal whichever file gave them)
+    rotary_dim: int = 0
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
     o_bias: bool = False  # a bias on the attention's output projection (Llama attention_bias)
@@ -72,8 +76,36 @@ class DecoderConfig:
             raise ValueError(f"model config: head_dim must be even for RoPE, got {self.head_dim}")
         if not self.rms_norm_eps > 0 or not self.rope_theta > 0:
             raise ValueError("model config: rms_norm_eps and rope_theta must be positive")
+        self._check_rotary()
         self._check_layer_options()
         self._check_experts()
+
+    def _check_rotary(self) -> None:
+        dim = self.rotary_dim
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise ValueError(f"model config: rotary_dim must be an integer, got {dim!r}")
+        if dim < 0 or dim % 2 or dim > self.head_dim:
+            raise ValueError(
+                f"model config: RoPE rotates pairs of features, so the rotary dimension must be "
+                f"even and at most head_dim ({self.head_dim}), got {dim}; check "
+                "partial_rotary_factor (or the GGUF's rope.dimension_count)"
+            )
+        if dim == self.head_dim:
+            object.__setattr__(self, "rotary_dim", 0)
+        pairs = self.rope_dim // 2
+        for name in ("short_factor", "long_factor", "factors"):
+            factors = self.rope_scaling.get(name)
+            if factors is not None and len(factors) != pairs:
+                raise ValueError(
+                    f"model config: RoPE {name} has {len(factors)} entries, but the rotary "
+                    f"dimension {self.rope_dim} has {pairs} feature pairs; the checkpoint's "
+                    "rope_scaling and partial_rotary_factor disagree"
+                )
+
+    @property
+    def rope_dim(self) -> int:
+        """The features of each head that RoPE rotates (the first rope_dim)."""
+        return self.rotary_dim or self.head_dim
 
     def _check_experts(self) -> None:
         if self.qk_norm_scope not in ("head", "all"):

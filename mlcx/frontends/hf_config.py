@@ -48,6 +48,27 @@ class HFConfigReader:
             )
         return float(theta), _SCALINGS[kind](self, scaling)
 
+    def rotary_dim(self, head_dim: int) -> int:
+        """The features of each head RoPE rotates: head_dim x partial_rotary_factor (top level,
+        or in `rope_parameters` as transformers 5 keeps it), truncated as transformers does;
+        0 for the whole head."""
+        params = self.config.get("rope_parameters") or {}
+        factor = self.config.get("partial_rotary_factor") or params.get("partial_rotary_factor")
+        if factor is None or factor == 1.0:
+            return 0
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < 1:
+            raise ValueError(
+                f"{self.arch}: partial_rotary_factor must be a number in (0, 1], got {factor!r}; "
+                "fix config.json"
+            )
+        dim = int(head_dim * factor)
+        if dim <= 0 or dim % 2:
+            raise ValueError(
+                f"{self.arch}: partial_rotary_factor {factor} x head_dim {head_dim} gives "
+                f"{dim} rotary features; RoPE needs a positive even number, fix config.json"
+            )
+        return dim
+
     def _original(self, scaling: dict[str, Any]) -> int:
         """The pretraining context of a scaled RoPE; transformers falls back to
         max_position_embeddings where neither rope_scaling nor the config names it."""

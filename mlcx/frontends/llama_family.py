@@ -28,6 +28,7 @@ def decoder_config_from_hf(
     hidden = r.get("hidden_size", "n_embd", "d_model", required=True)
     heads = r.get("num_attention_heads", "n_head", required=True)
     theta, scaling = r.rope()
+    head_dim = r.get("head_dim", default=hidden // heads)
     return DecoderConfig(
         vocab_size=r.get("vocab_size", required=True),
         hidden_size=hidden,
@@ -35,13 +36,14 @@ def decoder_config_from_hf(
         num_layers=r.get("num_hidden_layers", "n_layer", required=True),
         num_heads=heads,
         num_kv_heads=r.get("num_key_value_heads", default=heads),
-        head_dim=r.get("head_dim", default=hidden // heads),
+        head_dim=head_dim,
         context_window=r.get(
             "max_position_embeddings", "max_sequence_length", "n_positions", required=True
         ),
         rms_norm_eps=float(r.get("rms_norm_eps", "layer_norm_epsilon", default=1e-6)),
         rope_theta=theta,
         rope_scaling=scaling,
+        rotary_dim=r.rotary_dim(head_dim),
         tie_word_embeddings=bool(r.get("tie_word_embeddings", default=tie_default)),
         qkv_bias=qkv_bias,
         qk_norm=qk_norm,

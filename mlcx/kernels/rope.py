@@ -22,8 +22,20 @@ from tvm.relax.frontend.nn.llm.position_embedding import rope_freq_default
 from mlcx.kernels.rope_scaling import rope_table
 
 
+def check_rotary(rotary_dim: int, head_dim: int) -> None:
+    """RoPE turns feature pairs of the half-split layout: an even count, at most the head."""
+    if rotary_dim <= 0 or rotary_dim % 2 or rotary_dim > head_dim:
+        raise ValueError(
+            f"RoPE over {rotary_dim} of {head_dim} head features: the rotary dimension must be "
+            "positive, even and at most head_dim"
+        )
+
+
 @dataclass(frozen=True)
 class RopeParams:
+    """A RoPE: base, scaling (mlcx.kernels.rope_scaling) and the features of each head it
+    rotates, from the first (the rest pass through: partial rotary)."""
+
     theta: float
     scaling: dict[str, Any]
     rotary_dim: int
@@ -75,9 +87,11 @@ def rope_te(
     rope_scaling: dict[str, Any],
     rotary_dim: int | None = None,
 ) -> te.Tensor:
-    """x [tokens, heads, head_dim] rotated in the GPT-NeoX "half split" layout used by Llama."""
+    """x [tokens, heads, head_dim] rotated in the GPT-NeoX "half split" layout used by Llama,
+    over the first `rotary_dim` features of each head (None: all); the rest are copied."""
     head_dim = int(x.shape[2])
     rotary = rotary_dim or head_dim
+    check_rotary(rotary, head_dim)
     half = rotary // 2
     freq = rope_freq_func(rope_scaling)
 

@@ -30,8 +30,6 @@ from mlcx.kernels.rope import ROPE_ATTR, RopeParams
 
 
 def _gpu(h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None):
-    if rope.rotary_dim != geo.head_dim:
-        return None
     heads = (h_q, geo.h_kv, geo.head_dim, geo.page_size)
     return rope_append_gpu(*heads, geo.io_dtype, rope, norm_eps, geo.dtype)
 

@@ -20,7 +20,7 @@ from mlcx.kernels.gpu.rope_append import rope_append_gpu
 from mlcx.kernels.rope import RopeParams
 from tests.kernels.test_gpu_attention import CASES, H_KV, H_Q, PAGE, PAGES, D, _tables
 from tests.kernels.test_gpu_attention import _reference as float_attention
-from tests.kernels.test_gpu_rope_append import EPS, _rms, _rope
+from tests.kernels.test_gpu_rope_append import EPS, PARTIAL, _default_table, _rms, _rope
 from tests.support.wgpu_prim import run_prim_func
 
 ATOL = 2e-5  # float32 accumulation order (the float kernel test's)
@@ -109,9 +109,14 @@ def test_append_quantizes_each_row(adapter):
     _check_rows(got.copy(), pages.copy(), writes, D)
 
 
-@pytest.mark.parametrize("norm", [False, True], ids=["plain", "qk_norm"])
-def test_rope_append_quantizes_rotated_keys_and_values(adapter, norm):
-    """Keys rotated (after their RMS norm with q/k norms, Qwen3), values as qkv holds them."""
+@pytest.mark.parametrize(
+    ("norm", "rotary"),
+    [(False, D), (True, D), (False, PARTIAL)],
+    ids=["plain", "qk_norm", "partial"],
+)
+def test_rope_append_quantizes_rotated_keys_and_values(adapter, norm, rotary):
+    """Keys rotated (after their RMS norm with q/k norms, Qwen3; over the first `rotary`
+    features with partial rotary), values as qkv holds them."""
     h_q, h_kv, tokens = 3, 1, 6
     rng = np.random.default_rng(9)
     qkv = rng.standard_normal((tokens, (h_q + 2 * h_kv) * D)).astype(np.float32)
@@ -120,7 +125,7 @@ def test_rope_append_quantizes_rotated_keys_and_values(adapter, norm):
     slots[0] = -1
     pages = rng.integers(0, 2**32, (PAGES, 2, h_kv, PAGE, D // 4 + 1), dtype=np.uint32)
     q = np.full((tokens, h_q, D), np.nan, np.float32)
-    rope = RopeParams(10000.0, {}, D)
+    rope = RopeParams(10000.0, {}, rotary)
     weights = [rng.standard_normal(D).astype(np.float32) * 2 for _ in range(2)] if norm else []
     func = rope_append_gpu(h_q, h_kv, D, PAGE, "float32", rope, EPS if norm else None, "int8")
     outs = run_prim_func(func, [qkv, positions, pages, slots, *weights, q])
@@ -128,8 +133,10 @@ def test_rope_append_quantizes_rotated_keys_and_values(adapter, norm):
     q_heads, k_heads = heads[:, :h_q], heads[:, h_q : h_q + h_kv]
     if norm:
         q_heads, k_heads = _rms(q_heads, weights[0]), _rms(k_heads, weights[1])
-    np.testing.assert_allclose(outs[-1], _rope(q_heads, positions), atol=1e-4)
-    keys = _rope(k_heads, positions)
+    np.testing.assert_allclose(
+        outs[-1], _rope(q_heads, positions, _default_table, rotary), atol=1e-4
+    )
+    keys = _rope(k_heads, positions, _default_table, rotary)
     codes, scales = _unwords(outs[2], D)
     for t, s in enumerate(slots[1:], start=1):
         for kv, rows in ((0, keys[t]), (1, heads[t, h_q + h_kv :])):
@@ -144,8 +151,8 @@ def test_rope_append_quantizes_rotated_keys_and_values(adapter, norm):
 
 
 def test_append_to_float_pages_writes_the_rows(adapter):
-    """The same kernel with float pages (no RoPE to fuse it with, e.g. partial rotary): each
-    row at its slot, nothing else touched."""
+    """The same kernel with float pages (no RoPE to fuse it with): each row at its slot,
+    nothing else touched."""
     rng = np.random.default_rng(8)
     tokens, h_kv = 4, 3
     k, v = (rng.standard_normal((tokens, h_kv, D)).astype(np.float32) for _ in range(2))

@@ -1,11 +1,11 @@
 """The GPU RoPE + KV append kernel against numpy, on this machine's wgpu adapter.
 
 Reference: Llama's half-split RoPE with inverse frequencies theta ** (-2i / d), or YaRN's
-frequencies and cos/sin scale as transformers computes them; q comes back
-rotated, k lands rotated and v unrotated at each token's slot, a slot of -1 writes nothing,
-and every other page element keeps its value. With q/k norms (Qwen3) each q and k head is first
-RMS-normalized with its own weights (v is not).
-"""
+frequencies and cos/sin scale as transformers computes them; q comes back rotated, k lands
+rotated and v unrotated at each token's slot, a slot of -1 writes nothing, and every other page
+element keeps its value. With partial rotary (Phi-4-mini) only the first rotary features of each
+head turn and the rest come back as they were. With q/k norms (Qwen3) each q and k head is first
+RMS-normalized with its own weights (v is not)."""
 
 from __future__ import annotations
 
@@ -18,23 +18,23 @@ from mlcx.kernels.rope import RopeParams
 from tests.support.wgpu_prim import run_prim_func
 
 H_Q, H_KV, D, PAGE, PAGES, THETA, EPS = 3, 1, 32, 4, 5, 10000.0, 1e-6
+PARTIAL = 24  # rotary features of a D-feature head (partial_rotary_factor 0.75)
 
 
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
 
 
-def _default_table() -> tuple[np.ndarray, float]:
-    return THETA ** (-np.arange(D // 2) * 2 / D), 1.0
+def _default_table(rotary: int = D) -> tuple[np.ndarray, float]:
+    return THETA ** (-np.arange(rotary // 2) * 2 / rotary), 1.0
 
 
-def _yarn_table() -> tuple[np.ndarray, float]:
-    """transformers' YaRN frequencies and scale for a head of D features."""
+def _yarn_table(rotary: int = D) -> tuple[np.ndarray, float]:
+    """transformers' YaRN frequencies and scale for the first `rotary` of D head features."""
     from transformers import LlamaConfig
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    config = LlamaConfig(
-        hidden_size=D * 4, num_attention_heads=4, rope_parameters={"rope_theta": THETA, **YARN}
-    )
+    params = {"rope_theta": THETA, "partial_rotary_factor": rotary / D, **YARN}
+    config = LlamaConfig(hidden_size=D * 4, num_attention_heads=4, rope_parameters=params)
     inv, scale = ROPE_INIT_FUNCTIONS["yarn"](config, "cpu")
     return inv.double().numpy(), scale
 
@@ -52,14 +52,16 @@ def _scaling(name: str) -> dict:
     return HFConfigReader(config, "llama").rope()[1]
 
 
-def _rope(x: np.ndarray, positions: np.ndarray, table=_default_table) -> np.ndarray:
-    """x [t, heads, d] rotated (float64)."""
-    half = D // 2
-    inv, scale = table()
+def _rope(
+    x: np.ndarray, positions: np.ndarray, table=_default_table, rotary: int = D
+) -> np.ndarray:
+    """x [t, heads, d] with its first `rotary` features rotated (float64), the rest kept."""
+    half = rotary // 2
+    inv, scale = table(rotary)
     angle = positions[:, None].astype(np.float64) * inv[None, :]
     cos, sin = scale * np.cos(angle)[:, None, :], scale * np.sin(angle)[:, None, :]
-    a, b = x[..., :half], x[..., half:]
-    return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+    a, b, rest = x[..., :half], x[..., half:rotary], x[..., rotary:]
+    return np.concatenate([a * cos - b * sin, b * cos + a * sin, rest], axis=-1)
 
 
 def _rms(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -67,10 +69,17 @@ def _rms(x: np.ndarray, weight: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    ("norm", "scaling"), [(False, "default"), (True, "default"), (False, "yarn")]
+    ("norm", "scaling", "rotary"),
+    [
+        (False, "default", D),
+        (True, "default", D),
+        (False, "yarn", D),
+        (False, "yarn", PARTIAL),
+        (True, "default", PARTIAL),
+    ],
 )
 @pytest.mark.parametrize("tokens", [1, 6])
-def test_rope_append_matches_numpy(adapter, tokens, norm, scaling):
+def test_rope_append_matches_numpy(adapter, tokens, norm, scaling, rotary):
     rng = np.random.default_rng(tokens)
     qkv = rng.standard_normal((tokens, (H_Q + 2 * H_KV) * D)).astype(np.float32)
     positions = rng.integers(0, 300, tokens).astype(np.int32)
@@ -80,7 +89,7 @@ def test_rope_append_matches_numpy(adapter, tokens, norm, scaling):
     q = np.full((tokens, H_Q, D), np.nan, np.float32)
     weights = [rng.standard_normal(D).astype(np.float32) * 2 for _ in range(2)] if norm else []
     eps = EPS if norm else None
-    rope = RopeParams(THETA, _scaling(scaling), D)
+    rope = RopeParams(THETA, _scaling(scaling), rotary)
     func = rope_append_gpu(H_Q, H_KV, D, PAGE, "float32", rope, eps)
     table = SCALINGS[scaling][1]
     outs = run_prim_func(func, [qkv, positions, pages, slots, *weights, q])
@@ -90,9 +99,9 @@ def test_rope_append_matches_numpy(adapter, tokens, norm, scaling):
     q_heads, k_heads = heads[:, :H_Q], heads[:, H_Q : H_Q + H_KV]
     if norm:
         q_heads, k_heads = _rms(q_heads, weights[0]), _rms(k_heads, weights[1])
-    np.testing.assert_allclose(got_q, _rope(q_heads, positions, table), atol=1e-4)
+    np.testing.assert_allclose(got_q, _rope(q_heads, positions, table, rotary), atol=1e-4)
     want = pages.copy()
-    keys = _rope(k_heads, positions, table)
+    keys = _rope(k_heads, positions, table, rotary)
     for t, slot in enumerate(slots):
         if slot >= 0:
             want[slot // PAGE, 0, :, slot % PAGE] = keys[t]
@@ -100,6 +109,7 @@ def test_rope_append_matches_numpy(adapter, tokens, norm, scaling):
     np.testing.assert_allclose(got_pages, want, atol=1e-4)
 
 
-def test_partial_rotary_is_refused():
-    with pytest.raises(ValueError, match="whole heads"):
-        rope_append_gpu(H_Q, H_KV, D, PAGE, "float32", RopeParams(THETA, {}, D // 2))
+@pytest.mark.parametrize("rotary", [0, 7, D + 2])
+def test_a_rotary_dimension_that_is_not_even_pairs_of_the_head_is_refused(rotary):
+    with pytest.raises(ValueError, match="positive, even and at most head_dim"):
+        rope_append_gpu(H_Q, H_KV, D, PAGE, "float32", RopeParams(THETA, {}, rotary))

@@ -30,7 +30,7 @@ from tests.support.gguf_vs_hf import (
 )
 from tests.support.harness import Harness, hf_logits
 from tests.support.reference_pages import reference_pages
-from tests.support.tiny_models import TinySpec, load_reference, sharpened
+from tests.support.tiny_models import TinySpec, load_reference, sharpen_phi3
 
 ORIGINAL = 64
 LONGROPE = {
@@ -52,18 +52,10 @@ SPEC = TinySpec(
 )
 
 
-def _peaked(attn, gen) -> None:
-    import torch
-
-    q_rows = attn.config.num_attention_heads * attn.head_dim
-    attn.qkv_proj.weight[:q_rows].mul_(3.0)
-    attn.qkv_proj.weight.add_(0.02 * torch.randn(attn.qkv_proj.weight.shape, generator=gen))
-
-
 @pytest.fixture(scope="module")
 def case(tiny_model, tmp_path_factory):
     root = tmp_path_factory.mktemp("phi3")
-    folder = sharpened(tiny_model(SPEC), root / "hf", SPEC.seed, _peaked)
+    folder = sharpen_phi3(tiny_model(SPEC), root / "hf", SPEC.seed)
     return folder, *compile_both(folder, root, context_window=ORIGINAL)
 
 
@@ -110,13 +102,6 @@ def test_unsupported_architectures_list_phi3():
         registry.for_hf("FalconForCausalLM")
     with pytest.raises(UnsupportedModelError, match=r"phi3"):
         registry.for_gguf("falcon")
-
-
-def test_partial_rotary_factor_is_refused():
-    from mlcx.frontends.phi3.config import from_hf
-
-    with pytest.raises(UnsupportedModelError, match="partial_rotary_factor"):
-        from_hf({"partial_rotary_factor": 0.75})
 
 
 def test_a_phi3_128k_style_config_parses():

@@ -74,12 +74,13 @@ def _greedy_hf(reference, prompt: list[int]) -> tuple[list[int], list[np.ndarray
     return seq[len(prompt) :], rows
 
 
-def assert_matches_transformers(folder: Path, artifact: Path) -> None:
-    """fp32 logits within TOL over a 29-token prompt and at each of GREEDY greedy steps, with
-    the same tokens."""
+def assert_matches_transformers(folder: Path, artifact: Path, prompt_tokens: int = 29) -> None:
+    """fp32 logits within TOL over a `prompt_tokens` prompt and at each of GREEDY greedy steps,
+    with the same tokens."""
     reference = load_reference(folder)
     harness = Harness(artifact, num_blocks=32)
-    prompt = np.random.default_rng(7).integers(0, reference.config.vocab_size, 29).tolist()
+    vocab = reference.config.vocab_size
+    prompt = np.random.default_rng(7).integers(0, vocab, prompt_tokens).tolist()
     got = harness.step({0: prompt}, all_rows=True)[0]
     assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
     want_tokens, want_rows = _greedy_hf(reference, prompt)

@@ -78,6 +78,13 @@ def _explicit_head_dim(cfg) -> int | None:
     return head_dim if head_dim != cfg.hidden_size // cfg.num_attention_heads else None
 
 
+def _rotary_dim(cfg) -> int | None:
+    """llama.cpp's rope.dimension_count where RoPE turns part of each head (Phi-4-mini):
+    int(partial_rotary_factor x hidden) // heads, as its converter computes it."""
+    partial = cfg.rope_parameters.get("partial_rotary_factor", 1.0)
+    return None if partial == 1.0 else int(partial * cfg.hidden_size) // cfg.num_attention_heads
+
+
 def _gguf_name(hf_name: str, arch: str) -> str:
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
@@ -185,6 +192,7 @@ def write_tiny_gguf(folder: Path, out: Path, types: dict = DEFAULT_TYPES) -> Pat
         context=cfg.max_position_embeddings,
         rms_eps=cfg.rms_norm_eps,
         key_length=_explicit_head_dim(cfg),
+        rotary_dim=_rotary_dim(cfg),
     )
     arch = cfg.model_type
     writer = llama_writer(shape, out, GGUF_ARCH.get(arch, arch))

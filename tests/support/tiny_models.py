@@ -148,6 +148,19 @@ def sharpened(src: Path, dst: Path, seed: int, attention: Callable) -> Path:
     return dst
 
 
+def _phi3_peaked(attn, gen) -> None:
+    """Phi-3's q rows of the fused qkv_proj scaled up, every row nudged."""
+    import torch
+
+    q_rows = attn.config.num_attention_heads * attn.head_dim
+    attn.qkv_proj.weight[:q_rows].mul_(3.0)
+    attn.qkv_proj.weight.add_(0.02 * torch.randn(attn.qkv_proj.weight.shape, generator=gen))
+
+
+def sharpen_phi3(src: Path, dst: Path, seed: int) -> Path:
+    return sharpened(src, dst, seed, _phi3_peaked)
+
+
 def _qwen3_norms(attn, gen) -> None:
     import torch
 
@@ -204,5 +217,28 @@ YARN = TinySpec(
             "factor": 4.0,
             "original_max_position_embeddings": ROPE_ORIGINAL,
         }
+    },
+)
+
+
+# Phi-4-mini's attention in miniature: RoPE over 0.75 of each head (12 of 16 features, so 6
+# LongRoPE factors a list, far from 1 so a wrong choice of list moves the logits), GQA and a
+# head tied to the embedding; 64-token pretraining context, 256 positions.
+PHI4_ORIGINAL = 64
+PHI4_MINI = TinySpec(
+    arch="phi3",
+    kv_heads=2,
+    tie=True,
+    seed=53,
+    extra={
+        "original_max_position_embeddings": PHI4_ORIGINAL,
+        "rope_parameters": {
+            "rope_type": "longrope",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 0.75,
+            "short_factor": [1.0, 1.5, 2.0, 3.0, 4.0, 6.0],
+            "long_factor": [1.0, 3.0, 6.0, 12.0, 20.0, 32.0],
+            "attention_factor": 1.25,  # f32-exact: the GGUF stores it as f32
+        },
     },
 )

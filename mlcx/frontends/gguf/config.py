@@ -6,22 +6,24 @@ llama.cpp writes every hyper-parameter under the architecture's own prefix
 
 from __future__ import annotations
 
-from mlcx.errors import UnsupportedModelError
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint, need_arch_meta
 from mlcx.frontends.gguf.rope import gguf_rope_scaling
 
 
-def _head_dim(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> int:
-    """`attention.key_length` where written (Qwen3 sets head_dim apart from hidden / heads)."""
-    rotary = ckpt.arch_meta("rope.dimension_count")
-    head_dim = int(ckpt.arch_meta("attention.key_length", rotary or hidden // heads))
-    if rotary is not None and int(rotary) != head_dim:
-        raise UnsupportedModelError(
-            f"{ckpt.path}: RoPE over {rotary} of {head_dim} head features is not supported "
-            "(mlcx rotates whole heads)"
+def _head_dims(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> tuple[int, int]:
+    """(head_dim, rotary_dim) as llama.cpp reads them: `attention.key_length` where written
+    (Qwen3 sets head_dim apart from hidden / heads), and `rope.dimension_count`, the features
+    of each head RoPE rotates (fewer than head_dim in Phi-4-mini), defaulting to the head."""
+    head_dim = int(ckpt.arch_meta("attention.key_length", hidden // heads))
+    rotary = int(ckpt.arch_meta("rope.dimension_count", head_dim))
+    if rotary <= 0 or rotary % 2 or rotary > head_dim:
+        raise ValueError(
+            f"{ckpt.path}: '{ckpt.architecture}.rope.dimension_count' is {rotary}; RoPE needs "
+            f"an even number of features, at most the head's {head_dim}; the file is "
+            "inconsistent, re-convert it"
         )
-    return head_dim
+    return head_dim, rotary
 
 
 def decoder_config_from_gguf(
@@ -29,7 +31,7 @@ def decoder_config_from_gguf(
 ) -> DecoderConfig:
     hidden = int(need_arch_meta(ckpt, "embedding_length"))
     heads = int(need_arch_meta(ckpt, "attention.head_count"))
-    head_dim = _head_dim(ckpt, hidden, heads)
+    head_dim, rotary = _head_dims(ckpt, hidden, heads)
     tokens = ckpt.meta("tokenizer.ggml.tokens") or []
     return DecoderConfig(
         vocab_size=int(ckpt.arch_meta("vocab_size", len(tokens))),
@@ -42,7 +44,8 @@ def decoder_config_from_gguf(
         context_window=int(need_arch_meta(ckpt, "context_length")),
         rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),
         rope_theta=float(ckpt.arch_meta("rope.freq_base", 10000.0)),
-        rope_scaling=gguf_rope_scaling(ckpt, head_dim),
+        rope_scaling=gguf_rope_scaling(ckpt, rotary),
+        rotary_dim=rotary,
         tie_word_embeddings="output.weight" not in ckpt.names(),
         qkv_bias=qkv_bias,
         qk_norm=qk_norm,

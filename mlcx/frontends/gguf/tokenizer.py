@@ -47,6 +47,17 @@ _QWEN2_SPLIT = (
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 
+# OpenAI's o200k split (tokenizer.json of GPT-4o and Phi-4-mini; llama.cpp's `gpt-4o`): a word is
+# its capitals then its lower-case letters (CamelCase splits), contractions stay on the word,
+# digits go in runs of up to three, and a punctuation run keeps its newlines and slashes.
+_O200K_SPLIT = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
 
 @dataclass(frozen=True)
 class PreTokenizerSpec:
@@ -69,6 +80,7 @@ _GPT2 = PreTokenizerSpec()
 _DIGITS_THEN_GPT2 = PreTokenizerSpec(individual_digits=True)
 _LLAMA3 = PreTokenizerSpec(split_regex=_LLAMA3_SPLIT, ignore_merges=True, add_bos=True)
 _QWEN2 = PreTokenizerSpec(split_regex=_QWEN2_SPLIT)
+_O200K = PreTokenizerSpec(split_regex=_O200K_SPLIT)
 
 PRE_TOKENIZERS: dict[str, PreTokenizerSpec] = {
     "default": _GPT2,
@@ -82,6 +94,7 @@ PRE_TOKENIZERS: dict[str, PreTokenizerSpec] = {
     "llama-bpe": _LLAMA3,
     "qwen2": _QWEN2,
     "deepseek-r1-qwen": _QWEN2,
+    "gpt-4o": _O200K,  # Phi-4-mini's files
 }
 
 

@@ -44,8 +44,8 @@ def _apply_norm(norm: nn.RMSNorm, x: nn.Tensor) -> nn.Tensor:
 
 class PagedAttention(nn.Module):
     """Fused qkv projection, per-head q/k RMSNorm where the model has it, RoPE by position
-    (layer `index`'s base and scaling), KV append into pages, paged attention (layer `index`'s
-    sliding window), o_proj."""
+    (layer `index`'s base and scaling, over the first cfg.rope_dim features of each head), KV
+    append into pages, paged attention (layer `index`'s sliding window), o_proj."""
 
     def __init__(
         self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps, index: int
@@ -85,8 +85,9 @@ class PagedAttention(nn.Module):
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
         theta, scaling = self.rope
+        rotary = self.cfg.rope_dim
         return op.tensor_expr_op(
-            lambda xt, pt: rope_te(xt, pt, theta, scaling), "rope", [x, positions]
+            lambda xt, pt: rope_te(xt, pt, theta, scaling, rotary), "rope", [x, positions]
         )
 
 

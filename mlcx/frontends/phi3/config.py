@@ -1,11 +1,11 @@
-"""Phi-3 configs: Llama's graph with LongRoPE short/long factors and an optional sliding window."""
+"""Phi-3 configs: Llama's graph with LongRoPE short/long factors, an optional sliding window and
+RoPE over part of each head (Phi-4-mini: partial_rotary_factor, GGUF rope.dimension_count)."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from mlcx.errors import UnsupportedModelError
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.gguf.config import decoder_config_from_gguf
@@ -20,12 +20,6 @@ def _with_window(cfg: DecoderConfig, window: Any) -> DecoderConfig:
 
 
 def from_hf(config: dict[str, Any]) -> DecoderConfig:
-    params = config.get("rope_parameters") or {}
-    partial = config.get("partial_rotary_factor") or params.get("partial_rotary_factor") or 1.0
-    if partial != 1.0:
-        raise UnsupportedModelError(
-            f"phi3: partial_rotary_factor {partial} is not supported (mlcx rotates whole heads)"
-        )
     cfg = decoder_config_from_hf(config, "phi3", qkv_bias=False)
     return _with_window(cfg, config.get("sliding_window"))
 

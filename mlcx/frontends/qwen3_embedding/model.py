@@ -52,8 +52,9 @@ class RopeAttention(nn.Module):
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
         theta, scaling = self.rope
+        rotary = self.cfg.rope_dim
         return op.tensor_expr_op(
-            lambda xt, pt: rope_te(xt, pt, theta, scaling), "rope", [x, positions]
+            lambda xt, pt: rope_te(xt, pt, theta, scaling, rotary), "rope", [x, positions]
         )
 
 

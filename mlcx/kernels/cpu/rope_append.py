@@ -18,7 +18,7 @@ from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.cpu import vec
 from mlcx.kernels.cpu.kv_pages import PageGeometry, store_kv
-from mlcx.kernels.rope import RopeParams, rope_freq_func
+from mlcx.kernels.rope import RopeParams, check_rotary, rope_freq_func
 
 SERIAL_TOKENS = 8
 
@@ -85,9 +85,11 @@ def rope_append_cpu(
     h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None = None
 ) -> tirx.PrimFunc:
     """(qkv [t, (h_q + 2 h_kv) d], positions [t], pages (in place), slots [t]
-    [, q_norm [d], k_norm [d] when norm_eps is given]) -> q [t, h_q, d]."""
+    [, q_norm [d], k_norm [d] when norm_eps is given]) -> q [t, h_q, d]; RoPE over the first
+    rope.rotary_dim features of each head."""
     if norm_eps is not None and not norm_fusable(geo.head_dim):
         raise ValueError(f"q/k norms need a power-of-two head_dim here, not {geo.head_dim}")
+    check_rotary(rope.rotary_dim, geo.head_dim)
     width = (h_q + 2 * geo.h_kv) * geo.head_dim
     with IRBuilder() as ib, T.prim_func():
         T.func_name("rope_append_cpu")
