@@ -34,7 +34,7 @@ def _routing(tokens: int, rng) -> np.ndarray:
 def _sorted(ids: np.ndarray, spec: GpuExpertsSpec):
     sort = build_expert_sort(spec.sort_spec(CFG))
     outs = [np.full(s, -7, np.int32) for s in sort_shapes(ids.shape[0], spec.sort_spec(CFG))]
-    return run_prim_func(sort, [ids, *outs])[1:3]
+    return run_prim_func(sort, [ids, ids, *outs])[2:4]
 
 
 def test_sort_groups_rows_by_expert_in_tiles(adapter):

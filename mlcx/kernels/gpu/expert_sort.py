@@ -28,6 +28,25 @@ CHUNK = 256  # rows per histogram / scatter workgroup
 THREADS = 64  # threads of a sort workgroup (experts beyond it loop)
 
 
+class RoutedRows:
+    """A [tokens, slots, ...] buffer read by routed row p = token * slots + slot. Not a flat
+    DeclBuffer view: TVM 0.27's AttachGlobalSymbol fails on a function holding one when it
+    prefixes a system library's symbols (the iphone build)."""
+
+    def __init__(self, buf: tirx.Buffer, slots: int):
+        self.buf, self.slots, self.dtype = buf, slots, buf.dtype
+
+    def index(self, p, *rest) -> list:
+        return [p // self.slots, p % self.slots, *rest]
+
+    def __getitem__(self, index):
+        p, *rest = index if isinstance(index, tuple) else (index,)
+        return self.buf[tuple(self.index(p, *rest))]
+
+    def store(self, value, p, *rest) -> None:
+        T.buffer_store(self.buf, value, self.index(p, *rest))
+
+
 @dataclass(frozen=True)
 class ExpertSortSpec:
     experts: int
@@ -138,7 +157,7 @@ def _scatter(spec, bufs, pairs, chunks) -> None:
         c, tx = launch(stack, blockIdx_x=chunks, threadIdx_x=THREADS)
         chunk_ids = T.alloc_buffer((CHUNK,), "int32", scope="shared")
         at = T.alloc_buffer((1,), "int32", scope="local")
-        _load_chunk(bufs["ids"], pairs, c, tx, chunk_ids)
+        _load_chunk(bufs["ids_scatter"], pairs, c, tx, chunk_ids)
 
         def write(e):
             T.buffer_store(at, bufs["counts"][c * spec.experts + e], [0])
@@ -152,18 +171,25 @@ def _scatter(spec, bufs, pairs, chunks) -> None:
 
 
 def build_expert_sort(spec: ExpertSortSpec) -> tirx.PrimFunc:
-    """ids [tokens, slots] -> (order, tile_expert, counts); nothing runs for a step of up to
+    """(ids, ids) [tokens, slots] -> (order, tile_expert, counts); nothing runs for a step of up to
     `gemv_max_pairs` routed rows (the outputs are then left as they were)."""
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
         T.func_attr(KERNEL_ATTRS)
         tokens = tirx.Var("tokens", "int64")
         sizes = [tirx.Var(n, "int64") for n in ("n_order", "n_tiles", "n_counts")]
+        # ids twice, the histogram's and the scatter's: Relax's RewriteDataflowReshape takes a
+        # call_tir that reads exactly one tensor for a possible reshape and then requires a
+        # block-structured PrimFunc, which a multi-kernel function is not
         ids = T.match_buffer(T.arg("ids", T.handle()), (tokens, spec.slots), "int32")
+        again = T.match_buffer(T.arg("ids_scatter", T.handle()), (tokens, spec.slots), "int32")
         bufs = {}
         for name, size in zip(("order", "tile_expert", "counts"), sizes, strict=True):
             bufs[name] = T.match_buffer(T.arg(name, T.handle()), (size,), "int32")
-        bufs["ids"] = T.decl_buffer((tokens * spec.slots,), "int32", data=ids.data)
+        bufs["ids"], bufs["ids_scatter"] = (
+            RoutedRows(ids, spec.slots),
+            RoutedRows(again, spec.slots),
+        )
         pairs = tokens * spec.slots
         chunks = ceildiv(pairs, CHUNK)
         with T.If(pairs > spec.gemv_max_pairs), T.Then():

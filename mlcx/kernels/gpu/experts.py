@@ -28,7 +28,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
-from mlcx.kernels.gpu.expert_sort import ExpertSortSpec, tile_count
+from mlcx.kernels.gpu.expert_sort import ExpertSortSpec, RoutedRows, tile_count
 from mlcx.kernels.gpu.linear import GroupDots, ceildiv, k_splits, launch, tree_sum, zero
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader
 from mlcx.quantization.formats import WeightFormat
@@ -99,14 +99,12 @@ def gemv_max_pairs(spec: GpuExpertsSpec) -> int:
 def _declare(spec: GpuExpertsSpec, reader: GpuWeightReader):
     tokens = tirx.Var("tokens", "int64")
     n_order, n_tiles = tirx.Var("n_order", "int64"), tirx.Var("n_tiles", "int64")
-    pairs = tokens * spec.slots
     bufs: dict[str, tirx.Buffer] = {}
 
     def param(name: str, shape, dtype: str) -> tirx.Buffer:
         bufs[name] = T.match_buffer(T.arg(name, T.handle()), shape, dtype)
         return bufs[name]
 
-    rows_in = pairs if spec.per_slot else tokens
     x_shape = (tokens, spec.slots, spec.x_features) if spec.per_slot else (tokens, spec.x_features)
     x = param("x", x_shape, spec.dtype)
     ids = param("ids", (tokens, spec.slots), "int32")
@@ -115,9 +113,10 @@ def _declare(spec: GpuExpertsSpec, reader: GpuWeightReader):
     for suffix, (shape, dtype) in reader.param_specs(spec.weight_rows).items():
         param(suffix, shape, dtype)
     out = param("out", (tokens, spec.slots, spec.out_features), spec.dtype)
-    bufs["x"] = T.decl_buffer((rows_in, spec.x_features), spec.dtype, data=x.data)
-    bufs["ids"] = T.decl_buffer((pairs,), "int32", data=ids.data)
-    bufs["out"] = T.decl_buffer((pairs, spec.out_features), spec.dtype, data=out.data)
+    # activations by input row (a token's for gate/up, a routed row's for down), ids and out
+    # by routed row
+    bufs["x"] = RoutedRows(x, spec.slots) if spec.per_slot else x
+    bufs["ids"], bufs["out"] = RoutedRows(ids, spec.slots), RoutedRows(out, spec.slots)
     return tokens, bufs
 
 
@@ -126,7 +125,7 @@ def _input_row(spec: GpuExpertsSpec, pair):
 
 
 def _store(spec, bufs, pair, row, value) -> None:
-    T.buffer_store(bufs["out"], value.astype(spec.dtype), [pair, row])
+    bufs["out"].store(value.astype(spec.dtype), pair, row)
 
 
 def _gemv(spec, cfg: GpuConfig, reader, bufs, pairs) -> None:
@@ -186,15 +185,17 @@ def _grouped(spec, cfg: GpuConfig, reader, bufs, pairs) -> None:
                 for r in range(cfg.gemm_rows)
             ]
             lead = T.bind(bufs["order"][by * tile])  # a tile's first row is never padding
-            routed = [
-                T.bind(bufs["order"][by * tile + t * cfg.groups + ty])
-                for t in range(cfg.gemm_tokens)
-            ]
+            first = by * tile + ty * cfg.gemm_tokens  # a thread row's rows are contiguous
+            routed = [T.bind(bufs["order"][first + t]) for t in range(cfg.gemm_tokens)]
             inputs = [T.bind(_input_row(spec, T.max(p, lead))) for p in routed]
             acc = T.alloc_buffer((cfg.gemm_tokens * cfg.gemm_rows,), "float32", scope="local")
             zero(acc, cfg.gemm_tokens * cfg.gemm_rows)
             group = GroupDots(spec, reader, plain, bufs, rows, inputs, lane)
-            with T.serial(0, spec.in_features // reader.group) as g:
+            # padding is a suffix of the tile: thread rows past the expert's last row skip the
+            # work, so a tile costs about its real rows (a thread row is `lanes` lanes: a whole
+            # subgroup on lavapipe, a quarter of an NVIDIA warp)
+            steps = spec.in_features // reader.group
+            with T.If(routed[0] >= 0), T.Then(), T.serial(0, steps) as g:
                 group.run(g, acc)
             for t, pair in enumerate(routed):
                 for r in range(cfg.gemm_rows):
