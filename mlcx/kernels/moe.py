@@ -6,11 +6,12 @@ in any `WeightFormat` (expert-major, GGUF's `*_exps` [E, rows, in] read row by r
 e's row r is row e * rows + r. A fused gate/up weight stacks every expert's gate rows, then
 every expert's up rows: [2 * E * I, in].
 
-Expert compute is a gathered GEMV: each (token, chosen slot) pair dots its input with the rows
-of the expert the router chose for it. A decode step reads only the chosen experts' rows (the
-bandwidth bound); prefill computes the same gather for every token (the dense gather: no
-sorting or grouping, so no data-dependent shapes; the weights are re-read per token, from
-cache at the tiny and moderate expert sizes it is used for).
+Expert compute is defined as a gathered GEMV: each (token, chosen slot) pair dots its input
+with the rows of the expert the router chose for it. A decode step reads only the chosen
+experts' rows (the bandwidth bound); as written, prefill re-reads an expert per routed row.
+Targets swap it for kernels that sort the routed rows by expert and read each expert once per
+tile of its rows (mlcx.passes.cpu.fuse_experts, mlcx.passes.gpu.fuse_experts) wherever they read
+the weight format; elsewhere this definition runs under its own schedules.
 
 Top-k without sorting: an expert's rank is how many experts beat it (a higher probability, or
 the same one at a lower index), a sum every target schedules as a plain reduction; slot j's

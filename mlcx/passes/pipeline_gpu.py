@@ -24,6 +24,7 @@ from mlcx.passes.gpu.cuda_graph import mark_decode_capturable, rewrite_cuda_grap
 from mlcx.passes.gpu.decode_gemv_rule import DecodeGEMV
 from mlcx.passes.gpu.elementwise import Elementwise
 from mlcx.passes.gpu.experts_rule import ExpertGEMV
+from mlcx.passes.gpu.fuse_experts import fuse_experts_gpu
 from mlcx.passes.gpu.fuse_linear import fuse_linear_gpu
 from mlcx.passes.gpu.schedule import apply_rules
 from mlcx.passes.gpu.tensor_core_prefill import decode_gemv, tensor_core_prefill
@@ -75,6 +76,7 @@ def gpu_graph_passes(
         tensor_core_prefill(target, dtype, matrix_units),
         decode_gemv(target, dtype, low_batch_gemv),
         fuse_linear_gpu(config),
+        fuse_experts_gpu(config),
         relax.backend.DispatchSampling(),
         relax.backend.DispatchSortScan(),
         relax.transform.LegalizeOps(),

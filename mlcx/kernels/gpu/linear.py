@@ -52,7 +52,7 @@ class GpuLinearSpec:
         return 2 * self.in_features if self.swiglu else self.in_features
 
 
-def _ceildiv(a, b):
+def ceildiv(a, b):
     return (a + b - 1) // b
 
 
@@ -73,7 +73,7 @@ def _declare(spec: GpuLinearSpec, reader: GpuWeightReader):
     return tokens, bufs
 
 
-def _zero(buf, count: int) -> None:
+def zero(buf, count: int) -> None:
     for i in range(count):
         T.buffer_store(buf, tirx.const(0.0, "float32"), [i])
 
@@ -84,7 +84,7 @@ def _store(spec: GpuLinearSpec, bufs, token, row, value) -> None:
     T.buffer_store(bufs["out"], value.astype(spec.dtype), [token, row])
 
 
-class _Group:
+class GroupDots:
     """One quantization group of a thread's rows and tokens: raw code dot products and the
     activations' sum, scaled into the accumulators at the end."""
 
@@ -98,8 +98,8 @@ class _Group:
 
     def run(self, group, acc) -> None:
         reader, n_tok, n_row = self.reader, len(self.tokens_at), len(self.rows)
-        _zero(self.dot, n_tok * n_row)
-        _zero(self.xsum, n_tok)
+        zero(self.dot, n_tok * n_row)
+        zero(self.xsum, n_tok)
         steps = reader.group // STEP
         with T.serial(0, steps) as s:
             step = group * steps + s
@@ -110,10 +110,11 @@ class _Group:
             for t, token in enumerate(self.tokens_at):
                 k0 = step * STEP
                 xs = step_activations(self.bufs["x"], token, k0, self.lane, self.cfg, self.swiglu)
-                T.buffer_store(self.xsum, self.xsum[t] + _sum(xs), [t])
+                T.buffer_store(self.xsum, self.xsum[t] + tree_sum(xs), [t])
                 for r in range(n_row):
                     terms = [codes[r][i] * xs[i] for i in range(STEP)]
-                    T.buffer_store(self.dot, self.dot[t * n_row + r] + _sum(terms), [t * n_row + r])
+                    at = t * n_row + r
+                    T.buffer_store(self.dot, self.dot[at] + tree_sum(terms), [at])
         for r, row in enumerate(self.rows):
             scale, offset = reader.scale_offset(self.bufs, row, group)
             scale, offset = T.bind(scale), T.bind(offset) if offset is not None else None
@@ -125,7 +126,7 @@ class _Group:
                 T.buffer_store(acc, value, [i])
 
 
-def _sum(values):
+def tree_sum(values):
     """A balanced sum tree (shorter dependency chains than a running sum)."""
     while len(values) > 1:
         values = [a + b for a, b in zip(values[0::2], values[1::2], strict=False)] + (
@@ -134,7 +135,7 @@ def _sum(values):
     return values[0]
 
 
-def _launch(stack: ExitStack, **extents) -> list[tirx.Var]:
+def launch(stack: ExitStack, **extents) -> list[tirx.Var]:
     """Enter one launch frame per (tag, extent); returns the thread variables."""
     found = []
     for tag, extent in extents.items():
@@ -152,10 +153,10 @@ def _gemm(spec, cfg: GpuConfig, reader, bufs, tokens) -> None:
 def _gemm_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
     n, k = spec.out_features, spec.in_features
     rows_per_wg, tok_per_wg = cfg.lanes * cfg.gemm_rows, cfg.groups * cfg.gemm_tokens
-    bx, by, tx = _launch(
+    bx, by, tx = launch(
         stack,
-        blockIdx_x=_ceildiv(n, rows_per_wg),
-        blockIdx_y=_ceildiv(tokens, tok_per_wg),
+        blockIdx_x=ceildiv(n, rows_per_wg),
+        blockIdx_y=ceildiv(tokens, tok_per_wg),
         threadIdx_x=cfg.lanes * cfg.groups,
     )
     lane, ty = tx % cfg.lanes, tx // cfg.lanes
@@ -164,8 +165,8 @@ def _gemm_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
     token_ids = [by * tok_per_wg + t * cfg.groups + ty for t in range(cfg.gemm_tokens)]
     tokens_at = [T.bind(T.min(t, tokens - 1)) for t in token_ids]
     acc = T.alloc_buffer((cfg.gemm_tokens * cfg.gemm_rows,), "float32", scope="local")
-    _zero(acc, cfg.gemm_tokens * cfg.gemm_rows)
-    group = _Group(spec, reader, cfg, bufs, rows, tokens_at, lane)
+    zero(acc, cfg.gemm_tokens * cfg.gemm_rows)
+    group = GroupDots(spec, reader, cfg, bufs, rows, tokens_at, lane)
     with T.serial(0, k // reader.group) as g:
         group.run(g, acc)
     for t, token in enumerate(token_ids):
@@ -189,9 +190,9 @@ def _gemv_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
     groups = k // reader.group
     splits = k_splits(groups, cfg.groups)
     rows_per_wg = cfg.lanes * cfg.gemv_rows
-    bx, by, tx = _launch(
+    bx, by, tx = launch(
         stack,
-        blockIdx_x=_ceildiv(n, rows_per_wg),
+        blockIdx_x=ceildiv(n, rows_per_wg),
         blockIdx_y=tokens,
         threadIdx_x=cfg.lanes * splits,
     )
@@ -200,8 +201,8 @@ def _gemv_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
     rows = [T.bind(T.min(first_row + r, n - 1)) for r in range(cfg.gemv_rows)]
     acc = T.alloc_buffer((cfg.gemv_rows,), "float32", scope="local")
     partial = T.alloc_buffer((splits * rows_per_wg,), "float32", scope="shared")
-    _zero(acc, cfg.gemv_rows)
-    group = _Group(spec, reader, cfg, bufs, rows, [by], lane)
+    zero(acc, cfg.gemv_rows)
+    group = GroupDots(spec, reader, cfg, bufs, rows, [by], lane)
     per_split = groups // splits
     with T.serial(0, per_split) as g:
         group.run(split * per_split + g, acc)
@@ -209,11 +210,11 @@ def _gemv_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
         T.buffer_store(partial, acc[r], [split * rows_per_wg + lane * cfg.gemv_rows + r])
     T.evaluate(T.tvm_storage_sync("shared"))
     threads = cfg.lanes * splits
-    with T.serial(0, _ceildiv(rows_per_wg, threads)) as i:
+    with T.serial(0, ceildiv(rows_per_wg, threads)) as i:
         local = i * threads + tx
         row = bx * rows_per_wg + local
         with T.If(tirx.all(local < rows_per_wg, row < n)), T.Then():
-            total = _sum([partial[s * rows_per_wg + local] for s in range(splits)])
+            total = tree_sum([partial[s * rows_per_wg + local] for s in range(splits)])
             _store(spec, bufs, by, row, total)
 
 

@@ -1,6 +1,7 @@
-"""The schedule rule of the mixture-of-experts kernels (mlcx.kernels.moe): a gathered GEMV, whose
-weight rows are chosen by the router at run time, so dlight's GEMV and Reduction rules (which
-read the weight's access pattern from its indices) cannot take it.
+"""The schedule rule of the mixture-of-experts TE GEMV (mlcx.kernels.moe) where mlcx's GPU expert
+kernels do not take it (mlcx.passes.gpu.fuse_experts: a stack of two weight formats): a gathered
+GEMV, whose weight rows are chosen by the router at run time, so dlight's GEMV and Reduction
+rules (which read the weight's access pattern from its indices) cannot take it.
 
 Each output element (token, slot, row) gets LANES threads that split its dot product (each
 accumulates a strided part, then one cross-thread reduction); ROWS elements to a workgroup.
