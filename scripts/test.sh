@@ -28,4 +28,5 @@ CORES="$(nproc)"
 WORKERS="${MLCX_TEST_WORKERS:-$((CORES < 4 ? CORES : 4))}"
 # the cores shared out among the workers: TVM's thread pool spins, oversubscribed it crawls
 export TVM_NUM_THREADS="${TVM_NUM_THREADS:-$((CORES / WORKERS > 1 ? CORES / WORKERS : 1))}"
-exec "$PY" -m pytest -q -n "$WORKERS" --dist loadfile "$@"
+# the slowest tests printed, so the suite's time can be watched from CI's log
+exec "$PY" -m pytest -q -n "$WORKERS" --dist loadfile --durations=25 "$@"
