@@ -38,7 +38,9 @@ export class GrammarConstraints {
     this.vocabSize = vocabSize;
     this.stopIds = [...stopIds];
     this.compiled = new Map(); // `${kind}\n${spec}` -> CompiledGrammar, least recently used first
+    this.leases = new Map(); // CompiledGrammar -> requests holding it (freed only when none does)
     this.compiler = null;
+    this.turn = Promise.resolve(); // one compile at a time: a refusal's reason is read from stderr
   }
 
   async start() {
@@ -49,20 +51,39 @@ export class GrammarConstraints {
     return { xgr, compiler: await xgr.GrammarCompiler.createGrammarCompiler(info) };
   }
 
-  // {kind, spec, param} (constraint_request.js) -> its CompiledGrammar; refusals name `param`.
+  // {kind, spec, param} (constraint_request.js) -> its CompiledGrammar, held until `release`;
+  // refusals name `param`.
   async compile({ kind, spec, param }) {
     const { xgr, compiler } = await (this.compiler ??= this.start());
     const key = `${kind}\n${spec}`;
     let grammar = this.compiled.get(key);
     if (grammar) this.compiled.delete(key);
-    else grammar = await compileOrRefuse(param, COMPILE[kind].what, () => COMPILE[kind].run(xgr, compiler, spec));
+    else {
+      const compiling = this.turn.then(() =>
+        compileOrRefuse(param, COMPILE[kind].what, () => COMPILE[kind].run(xgr, compiler, spec)));
+      this.turn = compiling.catch(() => {});
+      grammar = await compiling;
+    }
     this.compiled.set(key, grammar);
+    this.leases.set(grammar, (this.leases.get(grammar) ?? 0) + 1);
     if (this.compiled.size > CACHED_GRAMMARS) {
       const [oldest, dropped] = this.compiled.entries().next().value;
       this.compiled.delete(oldest);
-      dropped.dispose();
+      this.freeIfUnused(dropped);
     }
     return grammar;
+  }
+
+  // A request is done with `grammar`.
+  release(grammar) {
+    this.leases.set(grammar, this.leases.get(grammar) - 1);
+    this.freeIfUnused(grammar);
+  }
+
+  freeIfUnused(grammar) {
+    if (this.leases.get(grammar) || [...this.compiled.values()].includes(grammar)) return;
+    this.leases.delete(grammar);
+    grammar.dispose();
   }
 
   // A fresh matcher for one choice.

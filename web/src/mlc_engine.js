@@ -137,6 +137,7 @@ export class MLCEngine extends EventTarget {
       }
       yield { usage: usageOf(promptIds.length, completion, first) };
     } finally {
+      if (grammar) this.grammars.release(grammar);
       release();
     }
   }

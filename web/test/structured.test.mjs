@@ -91,3 +91,17 @@ test("a length-bounded JSON string admits no raw control character", async () =>
   assert.deepEqual(allowed, ["{", "}", '"', ":", " ", "c"]);
   constraint.dispose();
 });
+
+test("a grammar pushed out of the compile cache stays usable while a request holds it", async () => {
+  const grammars = new GrammarConstraints(LETTERS, VOCAB, [0]);
+  const compile = (word) => grammars.compile({ kind: "grammar", spec: `root ::= "${word}"`, param: "response_format" });
+  const held = await compile("held");
+  for (let i = 0; i < 20; i++) grammars.release(await compile(`w${"abcdefghijklmnopqrst"[i]}`));
+  assert.ok(![...grammars.compiled.values()].includes(held));
+  const constraint = await grammars.matcher(held);
+  for (const ch of "hel") assert.equal(await constraint.advance(ch.charCodeAt(0) - 96), false);
+  assert.equal(await constraint.advance("d".charCodeAt(0) - 96), true); // only EOS may follow
+  constraint.dispose();
+  grammars.release(held);
+  assert.equal(grammars.leases.has(held), false);
+});
