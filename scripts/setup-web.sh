@@ -11,6 +11,7 @@ if ! command -v npm >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
 fi
 if [ -d node_modules/@huggingface/tokenizers ] && [ -d node_modules/@huggingface/jinja ] \
+  && [ -d node_modules/@mlc-ai/web-xgrammar ] \
   && [ node_modules/.package-lock.json -nt package-lock.json ]; then
   echo "setup-web: node_modules up to date"
   exit 0

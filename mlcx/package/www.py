@@ -2,7 +2,7 @@
 app shell shows, served by the shells from one origin next to `dist/bundle`:
 
     www/index.html, style.css, src/*.js   the browser runtime (mlcx.web.bundle; never a fork)
-    www/vendor/@huggingface/<lib>/dist/   the tokenizer and Jinja libraries it imports
+    www/vendor/<lib>/<dist or lib>/       the tokenizer, Jinja and XGrammar libraries it imports
     www/mlcx-app.json                     models, variants, memory budgets, where weights are
     www/models/<id>/<quantization>/       mlcx-config.json, webgpu-plan.json, shaders/,
                                           tokenizer files, params/index.json

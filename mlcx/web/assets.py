@@ -21,7 +21,7 @@ WHEEL_ASSETS = Path(__file__).resolve().parent / "static"
 @dataclass(frozen=True)
 class WebRuntime:
     page: Path  # index.html, style.css, src/
-    vendor: Path  # @huggingface/<lib>/dist/
+    vendor: Path  # <lib>/<dist or lib>/ (bundle.VENDOR_LIBS)
 
     @classmethod
     def of_checkout(cls, web: Path) -> WebRuntime:

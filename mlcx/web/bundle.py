@@ -4,8 +4,9 @@ Layout of the runtime wherever it is copied (a wheel's mlcx/web/static/, `mlcx p
 dist/www/):
 
     index.html, style.css, src/*.js     the page and the JS runtime, from web/
-    vendor/@huggingface/<lib>/dist/     the tokenizer and Jinja libraries, from web/node_modules
-                                        as `npm ci` installs them from web/package-lock.json
+    vendor/<lib>/<dist or lib>/         the tokenizer, Jinja and XGrammar libraries, from
+                                        web/node_modules as `npm ci` installs them from
+                                        web/package-lock.json
 
 Standard library only: setup.py loads this file by path to bundle the runtime into a wheel,
 where neither mlcx's dependencies nor mlcx itself can be imported.
@@ -19,12 +20,17 @@ from pathlib import Path
 
 PAGE_FILES = ("index.html", "style.css")
 PAGE_DIRS = ("src",)
-VENDOR_LIBS = ("@huggingface/tokenizers", "@huggingface/jinja")
+# npm library -> the folder of it the browser loads
+VENDOR_LIBS = {
+    "@huggingface/tokenizers": "dist",
+    "@huggingface/jinja": "dist",
+    "@mlc-ai/web-xgrammar": "lib",
+}
 LIB_NOTICES = ("package.json", "LICENSE")  # kept beside each vendored dist/
 
 
 def missing_libs(vendor: Path) -> list[str]:
-    return [lib for lib in VENDOR_LIBS if not (vendor / lib / "dist").is_dir()]
+    return [lib for lib, built in VENDOR_LIBS.items() if not (vendor / lib / built).is_dir()]
 
 
 def copy_runtime(page: Path, vendor: Path, out: Path) -> None:
@@ -35,8 +41,8 @@ def copy_runtime(page: Path, vendor: Path, out: Path) -> None:
         shutil.copyfile(page / name, out / name)
     for name in PAGE_DIRS:
         shutil.copytree(page / name, out / name)
-    for lib in VENDOR_LIBS:
-        shutil.copytree(vendor / lib / "dist", out / "vendor" / lib / "dist", ignore=_not_served)
+    for lib, built in VENDOR_LIBS.items():
+        shutil.copytree(vendor / lib / built, out / "vendor" / lib / built, ignore=_not_served)
         for notice in LIB_NOTICES:
             if (vendor / lib / notice).is_file():
                 shutil.copyfile(vendor / lib / notice, out / "vendor" / lib / notice)

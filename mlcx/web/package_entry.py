@@ -14,12 +14,14 @@ MOUNT = "/mlcx-web/"
 BARE_IMPORTS = {
     "@huggingface/tokenizers": "/vendor/@huggingface/tokenizers/dist/tokenizers.mjs",
     "@huggingface/jinja": "/vendor/@huggingface/jinja/dist/index.js",
+    "@mlc-ai/web-xgrammar": "/vendor/@mlc-ai/web-xgrammar/lib/index.js",
 }
-_FROM = re.compile(r"""(\bfrom\s*)(["'])([^"']+)\2""")
+# `from "x"`, `import "x"` and `import("x")`
+_FROM = re.compile(r"""(\bfrom\s*|\bimport\s*\(?\s*)(["'])([^"']+)\2""")
 
 
 def resolve_bare_imports(source: str) -> str:
-    """`source` with each `from "<npm name>"` pointing at the vendored file."""
+    """`source` with each import of an npm name pointing at the vendored file."""
 
     def swap(match: re.Match) -> str:
         target = BARE_IMPORTS.get(match.group(3), match.group(3))

@@ -7,8 +7,10 @@ tested under node on a fake model (web/test/engine.test.mjs)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from mlcx.runtime.llm import LLM
@@ -17,6 +19,12 @@ from mlcx.runtime.sample.params import SamplingParams
 pytestmark = pytest.mark.browser
 PROMPT = "The capital of France is"
 MAX_TOKENS = 12
+SCHEMA = {  # bounded, so that the random-weight model closes it
+    "type": "object",
+    "properties": {"n": {"type": "integer", "minimum": 0, "maximum": 9}, "ok": {"type": "boolean"}},
+    "required": ["n", "ok"],
+    "additionalProperties": False,
+}
 
 SCENARIOS = Path(__file__).parent / "js" / "engine_scenarios.js"
 LOCAL_FILES = Path(__file__).parent / "js" / "local_files_scenario.js"
@@ -25,6 +33,23 @@ PICKER = """() => {
   input.webkitdirectory = true;
   document.body.append(input);
 }"""
+
+
+def _artifact_blocker(page):
+    """`window.blockArtifact(on)` in the page: while on, every request for /artifact/ fails
+    (and is listed); returns the list."""
+    blocking, refused = {"on": False}, []
+
+    def route(r):
+        if blocking["on"]:
+            refused.append(r.request.url)
+            r.abort()
+        else:
+            r.continue_()
+
+    page.route("**/artifact/**", route)
+    page.expose_function("blockArtifact", lambda on: blocking.update(on=on))
+    return refused
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +61,13 @@ def answers(browser_ready, webgpu_artifact):
     server = serve_in_background(artifact)
     try:
         with browser_page(url_of(server) + "style.css") as page:
+            refused = _artifact_blocker(page)
             args = {"PROMPT": PROMPT, "MAX_TOKENS": MAX_TOKENS}
-            out = page.evaluate(SCENARIOS.read_text(), args)
+            out = page.evaluate(SCENARIOS.read_text(), args | {"SCHEMA": SCHEMA})
             page.evaluate(PICKER)
             page.set_input_files("#pick", artifact)  # the folder, as a user picks it
             out["local"] = page.evaluate(LOCAL_FILES.read_text(), args)
+            out["refused"] = refused
             return artifact, out
     finally:
         server.shutdown()
@@ -104,15 +131,26 @@ def test_the_worker_engine_answers_the_in_page_engine_s_tokens(answers):
     assert out["worker"]["usage"]["completion_tokens"] == MAX_TOKENS
 
 
-def test_the_cache_api_sees_and_drops_the_artifact_s_weights(answers):
+def test_the_worker_engine_constrains_its_output_to_a_json_schema(answers):
+    _, out = answers
+    [choice] = out["workerSchema"]["choices"]
+    assert choice["finish_reason"] == "stop"
+    jsonschema.validate(json.loads(choice["message"]["content"]), SCHEMA)
+
+
+def test_the_cache_api_sees_and_drops_the_artifact(answers):
     _, out = answers
     assert out["cache"] == [True, False, True]  # loaded, deleted, loaded again by the worker
 
 
-def test_a_lost_device_is_an_error_event_and_reload_continues(answers):
+def test_a_lost_device_is_an_error_event_and_reload_continues_from_the_cache(answers):
     _, out = answers
     assert out["lost"] == ["DeviceLostError", "DeviceLostError"]
     assert out["afterReload"]["choices"] == out["whole"]["choices"]
+    # the page's own probe was refused; the reload fetched nothing (config, plan, shaders,
+    # tokenizer, weights all came from the browser's cache)
+    assert out["probe"] == "TypeError"
+    assert [url.rsplit("/", 1)[1] for url in out["refused"]] == ["mlcx-config.json"]
 
 
 def test_an_artifact_picked_from_disk_answers_without_fetching_it(answers):

@@ -1,6 +1,7 @@
 """The browser runtime's logic, as node's test runner checks it: the phone decisions and the
 downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on a fake model
-(engine.test.mjs), tool calls on a scripted model (tools.test.mjs), the worker halves
+(engine.test.mjs), tool calls on a scripted model (tools.test.mjs), grammars enforced with
+XGrammar's WASM (structured.test.mjs), the worker halves
 (worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
 stop strings, KV manager and tool-call parser against the Python runtime's vectors
 (vectors.test.mjs). Each node test is one pytest case, so a failure names it."""
@@ -20,6 +21,7 @@ FILES = (
     "download.test.mjs",
     "engine.test.mjs",
     "tools.test.mjs",
+    "structured.test.mjs",
     "vectors.test.mjs",
     "worker.test.mjs",
     "local_files.test.mjs",
@@ -61,6 +63,8 @@ def test_every_node_test_passes(results):
         "a named tool call, whole: tool_calls, null content, finish_reason tool_calls",
         "two concurrent streams do not interleave",
         "an interrupt mid-stream ends it with finish_reason abort and frees its pages",
+        "a grammar reply matches it and ends when the grammar is complete",
+        "what XGrammar refuses, and malformed formats, are refused by name",
     ],
 )
 def test_phone_behaviour(results, name):

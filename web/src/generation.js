@@ -1,6 +1,7 @@
-// One choice of a request, token by token: sample (penalties, seed + choice index), detokenize,
-// hold back text that may start a stop string, and end on a stop string, EOS, max tokens or
-// an interrupt. Every exit, the consumer breaking out included, frees the sequence's pages.
+// One choice of a request, token by token: mask what a constraint forbids, sample (penalties,
+// seed + choice index), detokenize, hold back text that may start a stop string, and end on a
+// stop string, EOS, a complete constraint, max tokens or an interrupt. Every exit, the
+// consumer breaking out included, frees the sequence's pages.
 
 import { IncrementalDetokenizer } from "./detokenizer.js";
 import { TokenSampler } from "./sampler.js";
@@ -18,8 +19,9 @@ function tail(detok, stops) {
   return last.stop ? { text: last.text, stop: true } : { text: last.text + stops.flush(), stop: false };
 }
 
-// Yields {token, text, logprob, top, finish (null until the last), stats}.
-export async function* generateChoice(core, promptIds, params, index, control) {
+// Yields {token, text, logprob, top, finish (null until the last), stats}. `constraint`: the
+// choice's TokenConstraint (constraint.js) or null.
+export async function* generateChoice(core, promptIds, params, index, control, constraint = null) {
   const maxNew = params.maxTokens ?? core.window - promptIds.length;
   const sampler = new TokenSampler(params, promptIds, index);
   const detok = new IncrementalDetokenizer(core.codec, promptIds);
@@ -29,12 +31,14 @@ export async function* generateChoice(core, promptIds, params, index, control) {
     let step = (await steps.next()).value;
     const stats = { promptTokens: promptIds.length, cachedTokens: step.cached, prefillMs: step.prefillMs,
                     decodeMs: 0, generated: 0 };
+    await constraint?.prepare();
     const decodeStart = performance.now();
     for (let n = 1; ; n++) {
-      const s = sampler.sample(step.logits);
+      const s = sampler.sample(constraint ? constraint.masked(step.logits) : step.logits);
       const eos = !params.ignoreEos && core.codec.eosIds.has(s.token);
+      const complete = constraint ? await constraint.advance(s.token) : false;
       const out = stops.feed(detok.push(s.token));
-      let finish = finishReason(out.stop !== null, eos, n, maxNew, control);
+      let finish = finishReason(out.stop !== null, eos || complete, n, maxNew, control);
       let text = out.text;
       if (finish && out.stop === null) {
         const rest = tail(detok, stops);

@@ -36,7 +36,21 @@ export interface Tool {
   function: { name: string; description?: string; parameters?: object };
 }
 
+/** What the output must match, enforced token by token (XGrammar's WASM). JSON is written on
+ * one line with ", " and ": " between items, as the Python server writes it. */
+export type ResponseFormat =
+  | { type: "text" }
+  /** Any JSON object, or (WebLLM's form) one matching `schema`, an object or its JSON text. */
+  | { type: "json_object"; schema?: object | string }
+  /** OpenAI's form. */
+  | { type: "json_schema"; json_schema: { name: string; schema?: object; description?: string; strict?: boolean } }
+  /** WebLLM's form: an EBNF grammar in XGrammar's dialect (`root ::= ...`). */
+  | { type: "grammar"; grammar: string };
+
 export interface SamplingFields {
+  /** One constraint per request (not with a forced tool_choice). A schema or grammar XGrammar
+   * refuses is an InvalidRequestError with param "response_format" saying why. */
+  response_format?: ResponseFormat | null;
   max_tokens?: number | null;
   temperature?: number | null;
   top_p?: number | null;
@@ -62,9 +76,13 @@ export interface ChatCompletionRequest extends SamplingFields {
   messages: ChatMessage[];
   /** Given to the chat template (or written into the system message when it reads none). */
   tools?: Tool[];
-  /** "auto" (replies parsed for <tool_call> blocks) or "none"; "required" and a named function
-   * need constrained decoding, not available in the browser yet. */
-  tool_choice?: "auto" | "none";
+  /** "auto" (the default with tools: a reply that begins with <tool_call> is parsed for calls),
+   * "none" (content), "required" (the output is constrained to calls of the tools, a JSON array
+   * of {"name", "arguments"} objects, or one object with parallel_tool_calls false) or a named
+   * function (one call of it), as the Python server constrains them. */
+  tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
+  /** With tool_choice "required": whether several calls may come (default true). */
+  parallel_tool_calls?: boolean;
 }
 
 export interface CompletionRequest extends SamplingFields {
@@ -194,9 +212,11 @@ export interface CacheQueryOptions {
   shardsUrl?: string | URL;
 }
 
-/** Whether every weight shard of the artifact is in the browser's Cache API. */
+/** Whether the artifact is in the browser's Cache API: its config, plan, shaders, tokenizer
+ * files and weight shards (a load then fetches nothing). */
 export declare function hasModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<boolean>;
-/** Drops the artifact's weight shards (and half-downloaded ones) from the cache. */
+/** Drops the artifact's files and weight shards (and half-downloaded ones) from the cache; the
+ * next load fetches them again (do this after rebuilding an artifact at the same URL). */
 export declare function deleteModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<void>;
 
 /** In a Service Worker: `new ServiceWorkerMLCEngineHandler()` listens to its pages by itself;

@@ -1,7 +1,9 @@
 // Loading an artifact for an engine: the plan, kernels and weights (Runner), the tokenizer
 // and template (TextCodec), with WebLLM's progress reports ({progress, timeElapsed, text})
-// and an AbortSignal checked between stages.
+// and an AbortSignal checked between stages. The artifact's files come from the browser's
+// cache when an earlier load kept them (artifact_files.js, weights.js).
 
+import { ArtifactFiles } from "./artifact_files.js";
 import { localArtifact } from "./local_files.js";
 import { Runner } from "./runner.js";
 import { TextCodec } from "./tokenizer.js";
@@ -25,7 +27,8 @@ function report(status, started) {
 export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl, files } = {}) {
   const local = files ? localArtifact(files) : null;
   const base = local?.base ?? new URL(artifactUrl, globalThis.location?.href);
-  const fetchFn = local?.fetchFn ?? ((url, init) => fetch(url, init));
+  const kept = local ? null : await ArtifactFiles.open(base, (url, init) => fetch(url, init));
+  const fetchFn = local?.fetchFn ?? kept.fetch;
   const started = performance.now();
   const onStatus = (s) => {
     signal?.throwIfAborted();
@@ -40,6 +43,7 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
     TextCodec.load(base, fetchFn),
   ]);
   signal?.throwIfAborted();
+  await kept?.commit();
   initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
   return { runner, codec };
 }

@@ -2,14 +2,17 @@
 // `completions.create` take OpenAI requests and answer OpenAI objects, or an async iterable
 // of chunks with `stream: true`; the sampling defaults and chat template come from the
 // artifact. Requests queue (no interleaving); a prompt past the context window is refused.
+// `response_format` and forced tool calls constrain each token (constraint.js, XGrammar).
 
+import { GrammarConstraints } from "./constraint.js";
+import { formatConstraint, onlyOne } from "./constraint_request.js";
 import { ModelCore } from "./engine.js";
 import { ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError } from "./errors.js";
 import { generateChoice } from "./generation.js";
 import { loadModel } from "./loader.js";
 import { samplingParams } from "./params.js";
 import { RequestQueue } from "./request_queue.js";
-import { parsesToolCalls, withToolCalls } from "./tool_events.js";
+import { toolPlan, withToolCalls } from "./tool_events.js";
 import { FORMATS, chunkOf, collect, usageChunk, usageOf } from "./responses.js";
 
 let requestCount = 0;
@@ -30,6 +33,7 @@ export class MLCEngine extends EventTarget {
     await this.unload();
     const { runner, codec } = await loadModel(artifactUrl, options);
     this.core = new ModelCore(runner, codec);
+    this.grammars = new GrammarConstraints(codec.tokenizerJson, runner.config.model?.vocab_size ?? 0, codec.eosIds);
     this.lost = null;
     this.modelId = runner.config.model_name;
     runner.device.lost?.then((info) => this.onDeviceLost(runner, info));
@@ -52,9 +56,10 @@ export class MLCEngine extends EventTarget {
     if (!Array.isArray(request.messages) || !request.messages.length) {
       throw new InvalidRequestError("messages must be a non-empty list", "messages");
     }
-    const tools = parsesToolCalls(request);
+    const tools = toolPlan(request);
+    const constraint = onlyOne([formatConstraint(request.response_format), tools.constraint]);
     const promptIds = core.codec.chatPrompt(request.messages, request.tools ?? null);
-    return this.respond(request, promptIds, FORMATS.chat, tools);
+    return this.respond(request, promptIds, FORMATS.chat, { tools, constraint });
   }
 
   async completion(request) {
@@ -65,7 +70,7 @@ export class MLCEngine extends EventTarget {
     if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocab)) {
       throw new InvalidRequestError(`prompt must be a string or a list of token ids in [0, ${vocab})`, "prompt");
     }
-    return this.respond(request, ids, FORMATS.text);
+    return this.respond(request, ids, FORMATS.text, { constraint: formatConstraint(request.response_format) });
   }
 
   // The model's sampling defaults as mlcx compile recorded them (mlcx-config.json "sampling").
@@ -73,14 +78,17 @@ export class MLCEngine extends EventTarget {
     return this.loaded().runner.config.sampling ?? {};
   }
 
-  respond(request, promptIds, format, tools = false) {
+  // `plan`: {tools (toolPlan's, chat only), constraint ({kind, spec, param} or null)}.
+  async respond(request, promptIds, format, { tools = null, constraint = null }) {
     const core = this.loaded();
     const params = samplingParams(request, this.samplingDefaults, core.runner.config.model?.vocab_size ?? 0);
     checkFits(promptIds.length, params.maxTokens, core.window);
+    const grammar = constraint && (await this.grammars.compile(constraint));
     const meta = { id: `${format === FORMATS.chat ? "chatcmpl" : "cmpl"}-${++requestCount}`,
                    created: Math.floor(Date.now() / 1000), model: this.modelId, format,
                    returnIds: request.return_token_ids === true, promptIds };
-    const events = tools ? withToolCalls(this.events(promptIds, params)) : this.events(promptIds, params);
+    const generated = this.events(promptIds, params, grammar);
+    const events = tools?.parse ? withToolCalls(generated, tools.constraint !== null) : generated;
     if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
     return this.whole(events, meta);
   }
@@ -108,7 +116,7 @@ export class MLCEngine extends EventTarget {
   }
 
   // Every token of every choice in turn, then {usage}; holds the engine's turn throughout.
-  async *events(promptIds, params) {
+  async *events(promptIds, params, grammar = null) {
     const release = await this.queue.acquire();
     const control = (this.control = { interrupted: false });
     try {
@@ -116,14 +124,20 @@ export class MLCEngine extends EventTarget {
       let completion = 0;
       let first = null;
       for (let index = 0; index < params.n; index++) {
-        for await (const e of generateChoice(core, promptIds, params, index, control)) {
-          first ??= e.stats;
-          completion += 1;
-          yield { index, token: e.token, text: e.text, finish: e.finish, entry: this.entry(e) };
+        const constraint = grammar && (await this.grammars.matcher(grammar));
+        try {
+          for await (const e of generateChoice(core, promptIds, params, index, control, constraint)) {
+            first ??= e.stats;
+            completion += 1;
+            yield { index, token: e.token, text: e.text, finish: e.finish, entry: this.entry(e) };
+          }
+        } finally {
+          constraint?.dispose();
         }
       }
       yield { usage: usageOf(promptIds.length, completion, first) };
     } finally {
+      if (grammar) this.grammars.release(grammar);
       release();
     }
   }

@@ -1,25 +1,47 @@
-// WebLLM's cache queries for an artifact's weights in the browser's Cache API (weights.js
-// keeps each shard under its URL and sha256): whether all are there, and dropping them.
+// WebLLM's cache queries for an artifact in the browser's Cache API: its small files under
+// their manifest (artifact_files.js) and its weight shards (weights.js), each keyed by URL and
+// sha256: whether all are there, and dropping them. Nothing is fetched when the manifest is
+// there (the shard index is read from the cache too).
 
-import { CACHE, shardIndex, shardKey } from "./weights.js";
+import { FILES_CACHE, fileKey, manifestKey, readManifest } from "./artifact_files.js";
+import { CACHE, shardKey } from "./weights.js";
 
+const INDEX = "params/index.json";
+
+// -> {files: the manifest's cache keys, shards: the shards' keys}, or null with no manifest.
 async function keys(artifactUrl, shardsUrl) {
   const base = new URL(artifactUrl, globalThis.location?.href);
-  const { index, urls } = await shardIndex(base, shardsUrl && new URL(shardsUrl, base));
-  return index.shards.map((shard, i) => shardKey(urls[i], shard));
+  const files = await caches.open(FILES_CACHE);
+  const manifest = await readManifest(files, base);
+  if (!manifest) return null;
+  const indexUrl = new URL(INDEX, base).href;
+  const index = manifest[indexUrl] && (await files.match(fileKey(indexUrl, manifest[indexUrl])));
+  const shards = index ? (await index.json()).shards : [];
+  const folder = shardsUrl ? new URL(shardsUrl, base) : new URL("params/", base);
+  return {
+    files: Object.entries(manifest).map(([url, sha256]) => fileKey(url, sha256)),
+    shards: shards.map((shard) => shardKey(new URL(shard.file, folder).href, shard)),
+    indexFound: Boolean(index),
+  };
 }
 
 export async function hasModelInCache(artifactUrl, { shardsUrl } = {}) {
-  const cache = await caches.open(CACHE);
-  const found = await Promise.all((await keys(artifactUrl, shardsUrl)).map((k) => cache.match(k)));
-  return found.every(Boolean);
+  const found = await keys(artifactUrl, shardsUrl);
+  if (!found?.indexFound) return false;
+  const [files, weights] = await Promise.all([caches.open(FILES_CACHE), caches.open(CACHE)]);
+  const hits = await Promise.all([...found.files.map((k) => files.match(k)), ...found.shards.map((k) => weights.match(k))]);
+  return hits.every(Boolean);
 }
 
-// Drops the artifact's shards (and any half-downloaded ones) from the cache.
+// Drops the artifact's files, its manifest and its shards (and any half-downloaded ones).
 export async function deleteModelInCache(artifactUrl, { shardsUrl } = {}) {
-  const cache = await caches.open(CACHE);
-  for (const key of await keys(artifactUrl, shardsUrl)) {
-    await cache.delete(key);
-    await cache.delete(`${key}&partial`);
+  const found = await keys(artifactUrl, shardsUrl);
+  if (!found) return;
+  const [files, weights] = await Promise.all([caches.open(FILES_CACHE), caches.open(CACHE)]);
+  for (const key of found.shards) {
+    await weights.delete(key);
+    await weights.delete(`${key}&partial`);
   }
+  for (const key of found.files) await files.delete(key);
+  await files.delete(manifestKey(new URL(artifactUrl, globalThis.location?.href)));
 }

@@ -21,6 +21,7 @@ export class TextCodec {
 
   constructor(tokenizerJson, meta) {
     this.meta = meta;
+    this.tokenizerJson = tokenizerJson; // its vocabulary, read again for grammars (vocab.js)
     this.tokenizer = new Tokenizer(tokenizerJson, { bos_token: meta.bos_token, eos_token: meta.eos_token });
     this.template = new Template(meta.chat_template ?? FALLBACK_TEMPLATE);
     // Whether the template renders tools itself (reads `tools`, Hugging Face's convention);

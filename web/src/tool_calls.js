@@ -1,7 +1,7 @@
 // Tool calls out of a reply's text, piece by piece as it streams, as mlcx/server/tool_calls.py
 // finds them: a call is {"name": "...", "arguments": ...} with the name first; text around the
 // calls is skipped. A reply holds calls only when it begins with <tool_call>; otherwise it is
-// content, and so is a reply in which no call is found.
+// content, and so is a reply in which no call is found. A constrained reply is calls throughout.
 
 import { CALL_OPEN } from "./tool_prompt.js";
 
@@ -85,9 +85,10 @@ export class CallScanner {
 
 // One choice's reply as OpenAI deltas: {content} or {tool_calls: [entry]}.
 export class ToolReply {
-  constructor() {
+  // `constrained`: the output is forced to calls (JSON, no <tool_call> block).
+  constructor(constrained = false) {
     this.scanner = new CallScanner();
-    this.mode = "undecided"; // then "calls" or "content"
+    this.mode = constrained ? "calls" : "undecided"; // then "calls" or "content"
     this.text = "";
   }
 

@@ -1,41 +1,86 @@
-// A chat request's `tools` with tool_choice "auto": each choice's text goes through a
-// ToolReply (tool_calls.js), so deltas carry content or tool_calls, a reply of calls ends with
-// finish_reason "tool_calls", and its whole message has the calls and null content.
-// "required" and a named function need the output constrained to a call, which needs a
-// grammar engine the browser runtime does not have yet: they are refused.
+// A chat request's `tools`, `tool_choice` and `parallel_tool_calls`, as mlcx/server/tools.py
+// plans them: "none" leaves the reply as content; "auto" parses a reply that begins with
+// <tool_call> for calls; "required" and a named function constrain the output to calls
+// (constraint.js): one {"name", "arguments"} object, or with "required" and parallel calls (the
+// default) a JSON array of them. Each choice's text goes through a ToolReply (tool_calls.js):
+// deltas carry content or tool_calls, a reply of calls ends with finish_reason "tool_calls".
 
+import { jsonConstraint } from "./constraint_request.js";
 import { InvalidRequestError } from "./errors.js";
 import { ToolReply } from "./tool_calls.js";
 
-// tool_choice -> whether the reply is parsed for calls
-const CHOICES = { auto: true, none: false };
+const PARAM = "tool_choice";
+const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const NO_ARGUMENTS = { type: "object", properties: {} };
 
-// Whether this request's replies are parsed for calls; refuses what needs constraining.
-export function parsesToolCalls({ tools, tool_choice: choice }) {
-  if (!tools?.length) {
-    if (choice !== undefined && choice !== null && choice !== "none") {
-      throw new InvalidRequestError("tool_choice needs tools; give the tools it may call", "tool_choice");
-    }
-    return false;
-  }
-  const key = choice ?? "auto";
-  if (!(key in CHOICES)) {
-    throw new InvalidRequestError(
-      `tool_choice ${JSON.stringify(choice)} needs the output constrained to a call, which the browser ` +
-      'runtime cannot do yet (no grammar engine); use "auto" or "none"', "tool_choice");
-  }
-  return CHOICES[key];
+export const callSchema = (name, parameters) => ({
+  type: "object", properties: { name: { const: name }, arguments: parameters },
+  required: ["name", "arguments"], additionalProperties: false,
+});
+
+function required(parameters, parallel) {
+  const calls = Object.entries(parameters).map(([name, schema]) => callSchema(name, schema));
+  const one = calls.length === 1 ? calls[0] : { anyOf: calls };
+  return parallel ? { type: "array", items: one, minItems: 1 } : one;
 }
 
-// Events with `deltas` ({content} / {tool_calls}) and, on a choice's last, its `calls`.
-export async function* withToolCalls(events) {
+// tool_choice -> the schema it constrains the output to (null: unconstrained)
+const CHOICES = { none: () => null, auto: () => null, required };
+
+// name -> its arguments' JSON schema, each tool checked.
+function parametersOf(tools) {
+  const parameters = {};
+  tools.forEach((tool, i) => {
+    const name = tool?.function?.name;
+    if (typeof name !== "string" || !NAME.test(name)) {
+      throw new InvalidRequestError(`tools[${i}].function.name must be 1 to 64 letters, digits, _ or -, got ${JSON.stringify(name)}`, `tools.${i}.function.name`);
+    }
+    if (Object.hasOwn(parameters, name)) throw new InvalidRequestError(`tools has two functions named ${JSON.stringify(name)}`, `tools.${i}`);
+    const schema = tool.function.parameters ?? NO_ARGUMENTS;
+    if (typeof schema !== "object" || (schema.type ?? "object") !== "object") {
+      throw new InvalidRequestError(`tools[${i}].function.parameters must be a JSON schema of type object`, `tools.${i}.function.parameters`);
+    }
+    parameters[name] = schema;
+  });
+  return parameters;
+}
+
+function forcedSchema(choice, parameters, parallel) {
+  if (typeof choice === "string" && Object.hasOwn(CHOICES, choice)) return CHOICES[choice](parameters, parallel);
+  const name = choice?.type === "function" ? choice.function?.name : undefined;
+  if (typeof name !== "string") {
+    throw new InvalidRequestError(`tool_choice must be one of ${Object.keys(CHOICES).join(", ")} or ` +
+      `{"type": "function", "function": {"name": ...}}, got ${JSON.stringify(choice)}`, PARAM);
+  }
+  if (!Object.hasOwn(parameters, name)) {
+    throw new InvalidRequestError(`tool_choice names ${JSON.stringify(name)}, which is not in tools (${Object.keys(parameters).join(", ")})`, PARAM);
+  }
+  return callSchema(name, parameters[name]);
+}
+
+// -> {parse: whether replies are parsed for calls, constraint: the forced calls' or null}
+export function toolPlan({ tools, tool_choice: choice, parallel_tool_calls: parallel = true }) {
+  if (tools === undefined || tools === null) {
+    if (choice !== undefined && choice !== null && choice !== "none") {
+      throw new InvalidRequestError("tool_choice needs tools; give the tools it may call", PARAM);
+    }
+    return { parse: false, constraint: null };
+  }
+  if (!Array.isArray(tools) || !tools.length) throw new InvalidRequestError("tools is empty; give at least one tool or leave tools out", "tools");
+  const schema = forcedSchema(choice ?? "auto", parametersOf(tools), parallel !== false);
+  return { parse: choice !== "none", constraint: schema && jsonConstraint(schema, PARAM) };
+}
+
+// Events with `deltas` ({content} / {tool_calls}) and, on a choice's last, its `calls`; a
+// constrained reply is calls from its first character.
+export async function* withToolCalls(events, constrained = false) {
   const replies = [];
   for await (const e of events) {
     if (e.usage) {
       yield e;
       continue;
     }
-    const reply = (replies[e.index] ??= new ToolReply());
+    const reply = (replies[e.index] ??= new ToolReply(constrained));
     const deltas = [...reply.feed(e.text), ...(e.finish ? reply.finish() : [])];
     const called = e.finish && reply.called;
     yield { ...e, deltas, ...(called ? { calls: reply.scanner.calls, finish: finishOf(e.finish) } : {}) };

@@ -18,7 +18,7 @@ export async function shardIndex(baseUrl, shardsUrl = new URL("params/", baseUrl
   return { index, urls: index.shards.map((shard) => new URL(shard.file, shardsUrl).href) };
 }
 
-async function sha256Hex(data) {
+export async function sha256Hex(data) {
   const digest = await crypto.subtle.digest("SHA-256", data);
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }

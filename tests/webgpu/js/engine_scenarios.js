@@ -1,6 +1,6 @@
 // Evaluated in a page on `mlcx web`'s origin by tests/webgpu/test_web_engine.py: every scenario
 // against one engine, each result under its name (errors by their name).
-async ({ PROMPT, MAX_TOKENS }) => {
+async ({ PROMPT, MAX_TOKENS, SCHEMA }) => {
   const lib = await import("/mlcx-web/index.js");
   const { CreateMLCEngine, CreateWebWorkerMLCEngine } = lib;
   const reports = [];
@@ -38,8 +38,11 @@ async ({ PROMPT, MAX_TOKENS }) => {
   engine.core.runner.device.destroy(); // as a driver reset would lose it
   out.lost = [await lost];
   await engine.chat.completions.create(ask({})).catch((err) => out.lost.push(err.name));
+  await window.blockArtifact(true); // the reload must find every file in the browser's cache
+  out.probe = await fetch("/artifact/mlcx-config.json").then(() => "fetched", (err) => err.name);
   await engine.reload("/artifact/");
   out.afterReload = await engine.chat.completions.create(ask({}));
+  await window.blockArtifact(false);
   await engine.unload();
   out.cache = [await lib.hasModelInCache("/artifact/")];
   await lib.deleteModelInCache("/artifact/");
@@ -50,6 +53,8 @@ async ({ PROMPT, MAX_TOKENS }) => {
   const url = URL.createObjectURL(new Blob([handler], { type: "text/javascript" }));
   const remote = await CreateWebWorkerMLCEngine(new Worker(url, { type: "module" }), "/artifact/");
   out.worker = await remote.chat.completions.create(ask({}));
+  out.workerSchema = await remote.chat.completions.create(ask({ max_tokens: 60,
+    response_format: { type: "json_schema", json_schema: { name: "answer", schema: SCHEMA } } }));
   out.cache.push(await lib.hasModelInCache("/artifact/")); // the worker's load cached it again
   await remote.unload();
   return out;
