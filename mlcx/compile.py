@@ -168,7 +168,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
     _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
     source.tokenizer_assets().write(out)
     if source.arch.encoder or req.mmproj:
-        compile_encoder(source, target, tvm_target, out, req.mmproj)
+        compile_encoder(source, target, tvm_target, out, req.mmproj, options)
     config = ArtifactConfig(
         model_name=source.name,
         architecture=source.arch.name,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +21,58 @@ from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.hf.checkpoint import read_json
 from mlcx.frontends.source import ModelSource
 from mlcx.targets import device_code
-from mlcx.targets.base import Target
+from mlcx.targets.base import BuildOptions, Target
 from mlcx.targets.device_code import ACTIVATION_DTYPE
+from mlcx.targets.mobile import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
 ENCODER_DTYPE = "float32"  # on every target so far (f16 on GPUs is a next step)
 _HALF = (0.5, 0.5, 0.5)
+VISION_PREFIX = "vision_"  # phones: the encoder's symbols follow the model's prefix with this
 
 
-def _build_cpu(mod: tvm.IRModule, tvm_target) -> tvm.runtime.Executable:
-    return tvm.compile(mod, target=tvm_target)
+def _write_cpu(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
+    library = "encoder-cpu.so"
+    tvm.compile(mod, target=tvm_target).export_library(str(folder / library))
+    return library
 
 
-def _build_gpu(mod: tvm.IRModule, tvm_target) -> tvm.runtime.Executable:
-    """dlight's rules as for the text model (tests hold that no kernel is left to Fallback)."""
-    mod = mod.with_attr(ACTIVATION_DTYPE, ENCODER_DTYPE)
-    return device_code.build_gpu(mod, tvm_target, cuda_graphs=False)
+def _write_cuda(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
+    """dlight's rules as for the text model, no CUDA graphs (one call an image)."""
+    library = "encoder-cuda.so"
+    executable = device_code.build_gpu(_typed(mod), tvm_target, cuda_graphs=False)
+    executable.export_library(str(folder / library))
+    return library
 
 
-# targets whose Relax VM runs the encoder beside the text model (the others get text only)
-BUILDS: dict[str, Callable[[tvm.IRModule, Any], tvm.runtime.Executable]] = {
-    "cpu": _build_cpu,
-    "cuda": _build_gpu,
+def _write_webgpu(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
+    """A plan of its own (vision/webgpu-plan.json, vision/shaders/): the text plan's kernels
+    and the encoder's are named by TVM alone, so one plan could not hold both."""
+    return target.build(_typed(mod), tvm_target, options).write(folder)
+
+
+def _write_stem(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
+    """metal, iphone, android: the target's own build and export, the files named encoder-*;
+    on phones every symbol under `<prefix>vision_`, so an app links the encoder beside the
+    model and opens it with SystemLib("<prefix>vision_")."""
+    prefix = (options.system_lib_prefix or DEFAULT_PREFIX) + VISION_PREFIX
+    options = replace(options, system_lib_prefix=prefix)
+    executable = target.build(_typed(mod), tvm_target, options)
+    return target.export(executable, folder, options, stem="encoder")  # type: ignore[call-arg]
+
+
+def _typed(mod: tvm.IRModule) -> tvm.IRModule:
+    return mod.with_attr(ACTIVATION_DTYPE, ENCODER_DTYPE)
+
+
+# target -> writes the compiled `embed_image` into the vision folder, returns its file name
+BUILDS: dict[str, Callable[..., str]] = {
+    "cpu": _write_cpu,
+    "cuda": _write_cuda,
+    "webgpu": _write_webgpu,
+    "metal": _write_stem,
+    "iphone": _write_stem,
+    "android": _write_stem,
 }
 
 
@@ -106,7 +136,12 @@ def _from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
 
 
 def compile_encoder(
-    source: ModelSource, target: Target, tvm_target, out: Path, mmproj: Path | None = None
+    source: ModelSource,
+    target: Target,
+    tvm_target,
+    out: Path,
+    mmproj: Path | None = None,
+    options: BuildOptions | None = None,
 ) -> bool:
     """Write the encoder folder; False (and a warning) where the target cannot run it yet."""
     if target.name not in BUILDS:
@@ -117,11 +152,9 @@ def compile_encoder(
     cfg = encoder.config
     module = encoder.family.build(cfg, ENCODER_DTYPE)
     mod, params = module.export_tvm(spec=module.export_spec())
-    executable = BUILDS[target.name](mod, tvm_target)
     folder = encoder_dir(out)
     folder.mkdir(parents=True, exist_ok=True)
-    library = f"encoder-{target.name}.so"
-    executable.export_library(str(folder / library))
+    library = BUILDS[target.name](mod, target, tvm_target, options or BuildOptions(), folder)
     writer = ShardWriter(folder / "params")
     for name, array in encoder.arrays([n for n, _ in params]):
         writer.add(name, array)

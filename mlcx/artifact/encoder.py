@@ -47,7 +47,7 @@ class EncoderConfig:
     config: dict[str, Any]  # the family's own config (image tokens, sizes)
     library: str
     preprocess: Preprocess
-    device: str  # what runs `library`: "cpu" or "cuda" (TVM's Relax VM)
+    device: str  # the target `library` was built for (runtime.backends.encoder_runner)
     image_token_id: int
     tokens_per_image: int
     bidirectional: bool  # a prompt's image tokens see their whole image (Gemma 3)
