@@ -8,22 +8,12 @@ import numpy as np
 import pytest
 
 from mlcx.artifact.encoder import read_encoder
-from mlcx.compile import CompileRequest, compile_model
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from tests.vision.conftest import random_image
 
 TOL = 1e-4
-
-
-@pytest.fixture(scope="module")
-def webgpu_vision(vision_folder, tmp_path_factory):
-    wgpu = pytest.importorskip("wgpu")
-    if not wgpu.gpu.enumerate_adapters_sync():
-        pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
-    out = tmp_path_factory.mktemp("gemma3_vision_webgpu") / "art"
-    return compile_model(CompileRequest(str(vision_folder), "webgpu", "q0f32", output=out))
 
 
 @pytest.fixture(scope="module")

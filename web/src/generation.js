@@ -18,13 +18,14 @@ function tail(detok, stops) {
   return last.stop ? { text: last.text, stop: true } : { text: last.text + stops.flush(), stop: false };
 }
 
-// Yields {token, text, logprob, top, finish (null until the last), stats}.
-export async function* generateChoice(core, promptIds, params, index, control) {
+// Yields {token, text, logprob, top, finish (null until the last), stats}. images: the
+// prompt's image runs (vision.js promptImages).
+export async function* generateChoice(core, promptIds, params, index, control, images = []) {
   const maxNew = params.maxTokens ?? core.window - promptIds.length;
   const sampler = new TokenSampler(params, promptIds, index);
   const detok = new IncrementalDetokenizer(core.codec, promptIds);
   const stops = new StopStringMatcher(params.stop);
-  const steps = core.run(promptIds);
+  const steps = core.run(promptIds, images);
   try {
     let step = (await steps.next()).value;
     const stats = { promptTokens: promptIds.length, cachedTokens: step.cached, prefillMs: step.prefillMs,

@@ -5,6 +5,7 @@
 import { localArtifact } from "./local_files.js";
 import { Runner } from "./runner.js";
 import { TextCodec } from "./tokenizer.js";
+import { VisionEncoder } from "./vision.js";
 
 const mb = (n) => (n / 2 ** 20).toFixed(1);
 
@@ -40,6 +41,8 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
     TextCodec.load(base, fetchFn),
   ]);
   signal?.throwIfAborted();
+  // the image encoder (vision/), where the artifact has one, on the text model's device
+  const vision = await VisionEncoder.load(runner, base, fetchFn);
   initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
-  return { runner, codec };
+  return { runner, codec, vision };
 }

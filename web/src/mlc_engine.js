@@ -6,6 +6,7 @@
 import { ModelCore } from "./engine.js";
 import { ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError } from "./errors.js";
 import { generateChoice } from "./generation.js";
+import { decodeImage, splitImages } from "./image_input.js";
 import { loadModel } from "./loader.js";
 import { samplingParams } from "./params.js";
 import { RequestQueue } from "./request_queue.js";
@@ -28,8 +29,8 @@ export class MLCEngine extends EventTarget {
   // Loads (or replaces) the artifact this engine runs; options as CreateMLCEngine's.
   async reload(artifactUrl, options = {}) {
     await this.unload();
-    const { runner, codec } = await loadModel(artifactUrl, options);
-    this.core = new ModelCore(runner, codec);
+    const { runner, codec, vision } = await loadModel(artifactUrl, options);
+    this.core = new ModelCore(runner, codec, vision);
     this.lost = null;
     this.modelId = runner.config.model_name;
     runner.device.lost?.then((info) => this.onDeviceLost(runner, info));
@@ -53,8 +54,17 @@ export class MLCEngine extends EventTarget {
       throw new InvalidRequestError("messages must be a non-empty list", "messages");
     }
     const tools = parsesToolCalls(request);
-    const promptIds = core.codec.chatPrompt(request.messages, request.tools ?? null);
-    return this.respond(request, promptIds, FORMATS.chat, tools);
+    const { messages, images } = splitImages(request.messages);
+    if (!images.length) {
+      return this.respond(request, core.codec.chatPrompt(request.messages, request.tools ?? null), FORMATS.chat, tools);
+    }
+    const where = images[0].where;
+    if (!core.vision) throw new InvalidRequestError(`${where}: this model takes text only (it was compiled without an image encoder)`, where);
+    const pixels = await Promise.all(images.map(decodeImage));
+    const text = core.vision.promptText(core.codec.chatText(messages, request.tools ?? null), pixels);
+    const promptIds = core.codec.encode(text, false);
+    const runs = core.vision.runs(promptIds, pixels);
+    return this.respond(request, promptIds, FORMATS.chat, tools, { runs, pixels });
   }
 
   async completion(request) {
@@ -73,14 +83,16 @@ export class MLCEngine extends EventTarget {
     return this.loaded().runner.config.sampling ?? {};
   }
 
-  respond(request, promptIds, format, tools = false) {
+  // images: {runs, pixels} of a prompt with images, encoded when its turn comes.
+  respond(request, promptIds, format, tools = false, images = null) {
     const core = this.loaded();
     const params = samplingParams(request, this.samplingDefaults, core.runner.config.model?.vocab_size ?? 0);
     checkFits(promptIds.length, params.maxTokens, core.window);
     const meta = { id: `${format === FORMATS.chat ? "chatcmpl" : "cmpl"}-${++requestCount}`,
                    created: Math.floor(Date.now() / 1000), model: this.modelId, format,
                    returnIds: request.return_token_ids === true, promptIds };
-    const events = tools ? withToolCalls(this.events(promptIds, params)) : this.events(promptIds, params);
+    const all = this.events(promptIds, params, images);
+    const events = tools ? withToolCalls(all) : all;
     if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
     return this.whole(events, meta);
   }
@@ -108,15 +120,16 @@ export class MLCEngine extends EventTarget {
   }
 
   // Every token of every choice in turn, then {usage}; holds the engine's turn throughout.
-  async *events(promptIds, params) {
+  async *events(promptIds, params, images = null) {
     const release = await this.queue.acquire();
     const control = (this.control = { interrupted: false });
     try {
       const core = this.loaded();
+      const runs = images ? await core.vision.promptImages(images.runs, images.pixels) : [];
       let completion = 0;
       let first = null;
       for (let index = 0; index < params.n; index++) {
-        for await (const e of generateChoice(core, promptIds, params, index, control)) {
+        for await (const e of generateChoice(core, promptIds, params, index, control, runs)) {
           first ??= e.stats;
           completion += 1;
           yield { index, token: e.token, text: e.text, finish: e.finish, entry: this.entry(e) };
