@@ -70,6 +70,7 @@ BUILDS: dict[str, Callable[..., str]] = {
     "cpu": _write_cpu,
     "cuda": _write_cuda,
     "webgpu": _write_webgpu,
+    "vulkan": _write_webgpu,  # the same plan, run on a Vulkan adapter
     "metal": _write_stem,
     "iphone": _write_stem,
     "android": _write_stem,

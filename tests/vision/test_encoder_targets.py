@@ -49,6 +49,7 @@ FILES = {
     "metal": ["encoder-metal.dylib", "encoder-metal.metal"],
     "iphone": ["encoder-iphone.a", "encoder-iphone.metal"],
     "android": ["encoder-android.a", "encoder-android.cl", "encoder-android.so"],
+    "vulkan": ["webgpu-plan.json", "shaders"],  # webgpu's plan (run in test_encoder_webgpu)
 }
 
 

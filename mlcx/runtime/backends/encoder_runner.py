@@ -47,11 +47,12 @@ class TVMEncoderRunner:
 
 def _wgpu(artifact_dir, config: EncoderConfig) -> EncoderRunner:
     from mlcx.runtime.backends.wgpu_encoder import WgpuEncoderRunner  # imports wgpu when used
+    from mlcx.runtime.backends.wgpu_runner import TARGET_BACKENDS
 
-    return WgpuEncoderRunner(artifact_dir, config)
+    return WgpuEncoderRunner(artifact_dir, config, TARGET_BACKENDS[config.device])
 
 
-RUNNERS = {**dict.fromkeys(DEVICES, TVMEncoderRunner), "webgpu": _wgpu}
+RUNNERS = {**dict.fromkeys(DEVICES, TVMEncoderRunner), "webgpu": _wgpu, "vulkan": _wgpu}
 
 
 def open_encoder_runner(artifact_dir, config: EncoderConfig) -> EncoderRunner:
