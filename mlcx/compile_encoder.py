@@ -26,7 +26,7 @@ from mlcx.targets.device_code import ACTIVATION_DTYPE
 from mlcx.targets.mobile import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
-ENCODER_DTYPE = "float32"  # on every target so far (f16 on GPUs is a next step)
+ENCODER_DTYPE = "float32"  # on cpu; GPU targets follow the text model's activations
 _HALF = (0.5, 0.5, 0.5)
 VISION_PREFIX = "vision_"  # phones: the encoder's symbols follow the model's prefix with this
 
@@ -40,7 +40,7 @@ def _write_cpu(mod: tvm.IRModule, target: Target, tvm_target, options, folder: P
 def _write_cuda(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
     """dlight's rules as for the text model, no CUDA graphs (one call an image)."""
     library = "encoder-cuda.so"
-    executable = device_code.build_gpu(_typed(mod), tvm_target, cuda_graphs=False)
+    executable = device_code.build_gpu(mod, tvm_target, cuda_graphs=False)
     executable.export_library(str(folder / library))
     return library
 
@@ -48,7 +48,7 @@ def _write_cuda(mod: tvm.IRModule, target: Target, tvm_target, options, folder: 
 def _write_webgpu(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
     """A plan of its own (vision/webgpu-plan.json, vision/shaders/): the text plan's kernels
     and the encoder's are named by TVM alone, so one plan could not hold both."""
-    return target.build(_typed(mod), tvm_target, options).write(folder)
+    return target.build(mod, tvm_target, options).write(folder)
 
 
 def _write_stem(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
@@ -57,12 +57,22 @@ def _write_stem(mod: tvm.IRModule, target: Target, tvm_target, options, folder: 
     model and opens it with SystemLib("<prefix>vision_")."""
     prefix = (options.system_lib_prefix or DEFAULT_PREFIX) + VISION_PREFIX
     options = replace(options, system_lib_prefix=prefix)
-    executable = target.build(_typed(mod), tvm_target, options)
+    executable = target.build(mod, tvm_target, options)
     return target.export(executable, folder, options, stem="encoder")  # type: ignore[call-arg]
 
 
-def _typed(mod: tvm.IRModule) -> tvm.IRModule:
-    return mod.with_attr(ACTIVATION_DTYPE, ENCODER_DTYPE)
+# TVM 0.27's AttachGlobalSymbol fails on the tensorized (simdgroup) f16 matmuls dlight writes
+# for Metal once a system-lib prefix is attached ("Cannot treat type ir.Call as type ir.Expr"):
+# the iPhone encoder stays float32 until that is fixed upstream.
+F32_ENCODER_TARGETS = ("iphone",)
+
+
+def encoder_dtype(target: Target, activation_dtype: str) -> str:
+    """float32 on cpu; on GPU targets the text model's activation dtype (f16 models get an f16
+    encoder: half the weights, the GPUs' fast path)."""
+    if target.kernel_kind != "gpu" or target.name in F32_ENCODER_TARGETS:
+        return ENCODER_DTYPE
+    return activation_dtype
 
 
 # target -> writes the compiled `embed_image` into the vision folder, returns its file name
@@ -81,7 +91,8 @@ BUILDS: dict[str, Callable[..., str]] = {
 class EncoderSource:
     family: EncoderFamily
     config: Any  # the family's config
-    arrays: Callable[[list[str]], Iterator[tuple[str, np.ndarray]]]  # in the params' order
+    # (param names, dtype) -> arrays in the params' order
+    arrays: Callable[[list[str], str], Iterator[tuple[str, np.ndarray]]]
     preprocess: Preprocess
 
 
@@ -117,7 +128,7 @@ def _from_folder(source: ModelSource) -> EncoderSource:
     cfg = family.config_from_hf(source.tensors.config)  # type: ignore[attr-defined]
     preprocess = preprocess_config(source.path, cfg.image_size)
     return EncoderSource(
-        family, cfg, lambda params: family.arrays(params, source.tensors, ENCODER_DTYPE), preprocess
+        family, cfg, lambda params, dtype: family.arrays(params, source.tensors, dtype), preprocess
     )
 
 
@@ -132,7 +143,7 @@ def _from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
         std=tuple(ckpt.meta("clip.vision.image_std") or _HALF),
     )
     return EncoderSource(
-        family, cfg, lambda params: family.mmproj_arrays(params, ckpt, ENCODER_DTYPE), preprocess
+        family, cfg, lambda params, dtype: family.mmproj_arrays(params, ckpt, dtype), preprocess
     )
 
 
@@ -143,21 +154,24 @@ def compile_encoder(
     out: Path,
     mmproj: Path | None = None,
     options: BuildOptions | None = None,
+    dtype: str = ENCODER_DTYPE,
 ) -> bool:
-    """Write the encoder folder; False (and a warning) where the target cannot run it yet."""
+    """Write the encoder folder, its math in `dtype` (pixels in and rows out stay float32);
+    False (and a warning) where the target cannot run it yet."""
     if target.name not in BUILDS:
         targets = ", ".join(BUILDS)
         log.warning("the image encoder compiles for %s so far: %s: text only", targets, target.name)
         return False
     encoder = _from_mmproj(source, mmproj) if mmproj else _from_folder(source)
     cfg = encoder.config
-    module = encoder.family.build(cfg, ENCODER_DTYPE)
+    module = encoder.family.build(cfg, dtype)
     mod, params = module.export_tvm(spec=module.export_spec())
+    mod = mod.with_attr(ACTIVATION_DTYPE, dtype)
     folder = encoder_dir(out)
     folder.mkdir(parents=True, exist_ok=True)
     library = BUILDS[target.name](mod, target, tvm_target, options or BuildOptions(), folder)
     writer = ShardWriter(folder / "params")
-    for name, array in encoder.arrays([n for n, _ in params]):
+    for name, array in encoder.arrays([n for n, _ in params], dtype):
         writer.add(name, array)
     writer.finish()
     marker, text = encoder.family.image_text(_tokenizer(source), cfg)
@@ -172,6 +186,7 @@ def compile_encoder(
         bidirectional=encoder.family.bidirectional,
         image_marker=marker,
         image_text=text,
+        dtype=dtype,
     )
     (folder / ENCODER_FILE).write_text(config.to_json())
     return True

@@ -54,6 +54,7 @@ class EncoderConfig:
     # what the chat template writes for an image, and the prompt text that replaces it
     image_marker: str = ""
     image_text: str = ""
+    dtype: str = "float32"  # the encoder's math (weights); pixels and rows are float32
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
