@@ -11,7 +11,9 @@ import base64
 import io
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.llm import LLM
@@ -23,10 +25,32 @@ MAX_TOKENS = 32
 SCENARIO = Path(__file__).parents[1] / "webgpu" / "js" / "vision_scenario.js"
 
 
-def _data_url(image) -> str:
+# formats the browser decodes for the engine, as Pillow must decode them too
+DECODE = {
+    "JPEG 4:2:0": ("JPEG", {"quality": 90}),
+    "JPEG 4:4:4": ("JPEG", {"subsampling": 0}),
+    "WebP": ("WEBP", {"quality": 80}),
+    "WebP lossless": ("WEBP", {"lossless": True}),
+}
+MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
+
+
+def _encoded(image, fmt="PNG", **options) -> bytes:
     buffer = io.BytesIO()
-    image.save(buffer, "PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    image.save(buffer, fmt, **options)
+    return buffer.getvalue()
+
+
+def _data_url(data: bytes, fmt="PNG") -> str:
+    return f"data:{MIME[fmt]};base64," + base64.b64encode(data).decode()
+
+
+def _smooth_image():
+    """A photo-like image (gradients plus noise): what lossy codecs are for."""
+    y, x = np.mgrid[0:45, 0:61]
+    rgb = np.stack([(x * 4) % 256, (y * 5) % 256, ((x + y) * 3) % 256], -1).astype(np.float64)
+    noise = np.random.RandomState(0).normal(0, 20, rgb.shape)
+    return Image.fromarray(np.clip(rgb + noise, 0, 255).astype(np.uint8))
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +67,19 @@ def answers(browser_ready, webgpu_vision, photo, tmp_path_factory):
             assert page.is_visible("#image-pick")  # the model takes images
             page.set_input_files("#image", png)
             picked, _ = send_chat(page, QUESTION, MAX_TOKENS)
-            args = {"QUESTION": QUESTION, "IMAGE_URL": _data_url(photo), "MAX_TOKENS": MAX_TOKENS}
+            smooth = _smooth_image()
+            files = {name: _encoded(smooth, fmt, **kw) for name, (fmt, kw) in DECODE.items()}
+            urls = [_data_url(files[name], fmt) for name, (fmt, _) in DECODE.items()]
+            args = {
+                "QUESTION": QUESTION,
+                "IMAGE_URL": _data_url(_encoded(photo)),
+                "MAX_TOKENS": MAX_TOKENS,
+                "DECODE_URLS": urls,
+            }
             out = page.evaluate(SCENARIO.read_text(), args)
             out["picked"] = picked
             out["thumbnails"] = page.locator(".msg.user img").count()
+            out["files"] = files
             return out
     finally:
         server.shutdown()
@@ -100,3 +133,11 @@ def test_a_bad_image_is_refused_naming_its_part(answers):
     bad = answers["bad"]
     assert bad["name"] == "InvalidRequestError" and bad["param"] == "messages.0.content.0"
     assert "cannot be decoded" in bad["message"]
+
+
+def test_the_browser_decodes_jpeg_and_webp_as_pillow_does(answers):
+    for (name, data), got in zip(answers["files"].items(), answers["decoded"], strict=True):
+        want = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+        pixels = np.frombuffer(base64.b64decode(got["rgb"]), np.uint8)
+        assert (got["height"], got["width"]) == want.shape[:2], name
+        assert np.array_equal(pixels.reshape(want.shape), want), name
