@@ -56,6 +56,8 @@ def test_every_node_test_passes(results):
         "bytes from an earlier session are continued, not fetched again",
         "sampler: top_k and top_p",
         "image preprocessing: tall, bicubic, imagenet",
+        "an image for a text-only model, or a URL that is not data:, is refused naming its part",
+        "kv manager: image spans, two images, then text",
         "image preprocessing: idefics3 tiles and the global image",
         "sampler: presence and frequency",
         "sampler: logprobs",

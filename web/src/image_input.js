@@ -51,11 +51,11 @@ function dataBytes(url, where) {
 // A data: URL -> {width, height, rgb: Uint8Array}: decoded as stored (no color management, no
 // premultiplied alpha), alpha dropped as Pillow's convert("RGB") drops it.
 export async function decodeImage({ url, where }) {
+  const blob = dataBytes(url, where);
   let bitmap;
   try {
-    bitmap = await createImageBitmap(dataBytes(url, where), { colorSpaceConversion: "none", premultiplyAlpha: "none" });
+    bitmap = await createImageBitmap(blob, { colorSpaceConversion: "none", premultiplyAlpha: "none" });
   } catch (err) {
-    if (err instanceof InvalidRequestError) throw err;
     throw new InvalidRequestError(`${where}: the image cannot be decoded (${err.message})`, where);
   }
   const { width, height } = bitmap;
