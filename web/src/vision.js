@@ -27,8 +27,9 @@ function concat(arrays) {
 }
 
 export class VisionEncoder {
-  // null where the artifact has no image encoder.
-  static async load(runner, baseUrl, fetchFn = fetch) {
+  // null where the artifact has no image encoder; onStatus gets {stage: "vision", done, total}
+  // (weight bytes) as the loader's other stages do.
+  static async load(runner, baseUrl, fetchFn = fetch, onStatus = undefined) {
     const base = new URL("vision/", baseUrl);
     const found = await fetchFn(new URL("encoder.json", base));
     if (!found.ok) return null;
@@ -40,7 +41,8 @@ export class VisionEncoder {
     const missing = plan.features.filter((f) => !runner.device.features.has(f));
     if (missing.length) throw new Error(`the image encoder needs WebGPU feature(s) ${missing}, which the device lacks`);
     const kernels = await KernelSet.load(runner.device, plan, base, undefined, fetchFn);
-    const { tensors } = await loadWeights(runner.device, base, undefined, undefined, fetchFn);
+    const progress = (done, total) => onStatus?.({ stage: "vision", done, total });
+    const { tensors } = await loadWeights(runner.device, base, progress, undefined, fetchFn);
     return new VisionEncoder(config, new PlanExecutor(plan, kernels, runner.pool), tensors, runner);
   }
 
