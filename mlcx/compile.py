@@ -15,7 +15,7 @@ from tvm.relax.frontend import nn
 from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
 from mlcx.artifact.sampling import recorded_defaults
 from mlcx.artifact.weight_shards import ShardWriter
-from mlcx.compile_encoder import compile_encoder
+from mlcx.compile_encoder import compile_encoder, encoder_dtype
 from mlcx.errors import ModelSourceError
 from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.encoders import for_mmproj
@@ -168,7 +168,8 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
     _write_weights(source, formats, quant.activation_dtype, params, out / "params", report)
     source.tokenizer_assets().write(out)
     if source.arch.encoder or req.mmproj:
-        compile_encoder(source, target, tvm_target, out, req.mmproj)
+        dtype = encoder_dtype(target, quant.activation_dtype)
+        compile_encoder(source, target, tvm_target, out, req.mmproj, options, dtype)
     config = ArtifactConfig(
         model_name=source.name,
         architecture=source.arch.name,

@@ -47,13 +47,14 @@ class EncoderConfig:
     config: dict[str, Any]  # the family's own config (image tokens, sizes)
     library: str
     preprocess: Preprocess
-    device: str  # what runs `library`: "cpu" or "cuda" (TVM's Relax VM)
+    device: str  # the target `library` was built for (runtime.backends.encoder_runner)
     image_token_id: int
     tokens_per_image: int
     bidirectional: bool  # a prompt's image tokens see their whole image (Gemma 3)
     # what the chat template writes for an image, and the prompt text that replaces it
     image_marker: str = ""
     image_text: str = ""
+    dtype: str = "float32"  # the encoder's math (weights); pixels and rows are float32
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:

@@ -17,7 +17,7 @@ from PIL import Image
 from mlcx.artifact.encoder import read_encoder
 from mlcx.bench.mtmd_peer import MtmdFiles, mtmd_encode
 from mlcx.errors import ArtifactError
-from mlcx.runtime.backends.encoder_runner import EncoderRunner
+from mlcx.runtime.backends.encoder_runner import open_encoder_runner
 from mlcx.runtime.vision.preprocess import pixels
 
 PHOTO = (640, 480)  # the size of the images preprocessed (resized to the model's)
@@ -58,7 +58,7 @@ def bench_image(
     config = read_encoder(artifact_dir)
     if config is None:
         raise ArtifactError(f"{artifact_dir} has no image encoder (a text-only model)")
-    runner = EncoderRunner(artifact_dir, config)
+    runner = open_encoder_runner(artifact_dir, config)
     rng = np.random.default_rng(0)
     runner.embed(pixels(_photo(rng), config.preprocess))  # warm-up: first call loads kernels
     prep, encode = [], []

@@ -49,12 +49,17 @@ class MetalTarget:
         require("clang", "ld64.lld")
         return device_code.build_gpu(mod, target, options.subgroups)
 
-    def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
-        device_code.write_kernel_source(executable, "metal", out_dir / SOURCE)
+    def export(self, executable, out_dir: Path, options: BuildOptions, stem: str = "model") -> str:
+        """`stem`: "encoder" for an image encoder beside the model (its own install name, so
+        one process loads both)."""
+        library = LIBRARY.replace("model", stem, 1)
+        device_code.write_kernel_source(
+            executable, "metal", out_dir / SOURCE.replace("model", stem, 1)
+        )
 
         def link(output: str, objects: list[str], **_kwargs) -> None:
             paths = [Path(o) for o in objects]
-            link_macho_dylib(Path(output), paths, HOST_TRIPLE, f"@rpath/{LIBRARY}")
+            link_macho_dylib(Path(output), paths, HOST_TRIPLE, f"@rpath/{library}")
 
-        executable.export_library(str(out_dir / LIBRARY), fcompile=link)
-        return LIBRARY
+        executable.export_library(str(out_dir / library), fcompile=link)
+        return library

@@ -62,9 +62,10 @@ class MobileTarget:
         stem = f"model-{self.name}"
         return [f"{stem}.a"] + ([f"{stem}.so"] if self.platform.shared_library else [])
 
-    def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
+    def export(self, executable, out_dir: Path, options: BuildOptions, stem: str = "model") -> str:
+        """`stem`: "encoder" for an image encoder (built with its own symbol prefix)."""
         kind = self.platform.device_kind
-        stem = f"model-{self.name}"
+        stem = f"{stem}-{self.name}"
         device_code.write_kernel_source(
             executable, kind, out_dir / f"{stem}.{self.platform.source_suffix}"
         )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mlcx.kernels.step_params import PAGE_TABLES
 from mlcx.runtime.kv.manager import KVCacheManager
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import sample
@@ -20,6 +21,7 @@ from mlcx.runtime.sample.sampling_state import SamplingState
 from mlcx.runtime.text.stop import StopStringMatcher
 from mlcx.runtime.text.tool_prompt import with_generic_tools
 from mlcx.server.tool_calls import ToolReply
+from tests.support.web_image_vectors import image_vectors
 
 VECTORS = Path(__file__).resolve().parents[2] / "web" / "test" / "vectors"
 VOCAB = 300  # over one 256-token draw block, so both levels of the draw are exercised
@@ -142,13 +144,36 @@ def _apply(kv: KVCacheManager, tokens: dict, op: str, seq: str, ids: list[int]) 
     return out
 
 
+# image spans (positions attended both ways): a prompt's steps, each (new tokens, spans)
+SPAN_CASES = {
+    "one image inside one step": [(20, [(5, 12)])],
+    "two images, then text": [(14, [(2, 6), (8, 12)])],
+    "an image at the start of the second step": [(6, []), (10, [(6, 10)])],
+    "an image ending the step, across pages": [(3, []), (9, [(4, 12)])],
+}
+
+
+def _span_case(steps: list) -> list[dict]:
+    kv = KVCacheManager(num_blocks=16, page_size=4)
+    kv.add_sequence("s", list(range(1, 40)))
+    out = []
+    for num_new, spans in steps:
+        kv.append("s", num_new)
+        tables = kv.build_arrays([("s", num_new)], spans={"s": spans})
+        kv.commit("s", list(range(1, 40)))
+        arrays = {name: getattr(tables, name).tolist() for name in PAGE_TABLES}
+        out.append({"num_new": num_new, "spans": spans, "arrays": arrays})
+    return out
+
+
 def kv_vectors() -> dict:
     kv = KVCacheManager(num_blocks=6, page_size=4)
     tokens: dict[str, list[int]] = {}
     ops = []
     for op, seq, ids in KV_SCRIPT:
         ops.append({**_apply(kv, tokens, op, seq, ids), "free_order": kv.pool.free_order()})
-    return {"num_blocks": 6, "page_size": 4, "ops": ops}
+    spans = {name: _span_case(steps) for name, steps in SPAN_CASES.items()}
+    return {"num_blocks": 6, "page_size": 4, "ops": ops, "spans": spans}
 
 
 CALL = '{"name": "get_weather", "arguments": {"city": "Pa\\"ris", "days": [1, 2]}}'
@@ -207,6 +232,7 @@ FILES = {
     "stop.json": stop_vectors,
     "kv.json": kv_vectors,
     "tools.json": tool_vectors,
+    "images.json": image_vectors,
 }
 
 

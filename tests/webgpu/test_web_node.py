@@ -4,7 +4,8 @@ downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on 
 XGrammar's WASM (structured.test.mjs), the worker halves
 (worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
 stop strings, KV manager and tool-call parser against the Python runtime's vectors
-(vectors.test.mjs). Each node test is one pytest case, so a failure names it."""
+(vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs). Each node test is
+one pytest case, so a failure names it."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ FILES = (
     "tools.test.mjs",
     "structured.test.mjs",
     "vectors.test.mjs",
+    "images.test.mjs",
     "worker.test.mjs",
     "local_files.test.mjs",
 )
@@ -55,6 +57,10 @@ def test_every_node_test_passes(results):
         "a body that ends early resumes when the size is known",
         "bytes from an earlier session are continued, not fetched again",
         "sampler: top_k and top_p",
+        "image preprocessing: tall, bicubic, imagenet",
+        "an image for a text-only model, or a URL that is not data:, is refused naming its part",
+        "kv manager: image spans, two images, then text",
+        "image preprocessing: idefics3 tiles and the global image",
         "sampler: presence and frequency",
         "sampler: logprobs",
         "stop strings: split across deltas",

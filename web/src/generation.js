@@ -1,4 +1,5 @@
-// One choice of a request, token by token: mask what a constraint forbids, sample (penalties,
+// One choice of a request, token by token (its images encoded in the prefill): mask what a
+// constraint forbids, sample (penalties,
 // seed + choice index), detokenize, hold back text that may start a stop string, and end on a
 // stop string, EOS, a complete constraint, max tokens or an interrupt. Every exit, the
 // consumer breaking out included, frees the sequence's pages.
@@ -20,13 +21,14 @@ function tail(detok, stops) {
 }
 
 // Yields {token, text, logprob, top, finish (null until the last), stats}. `constraint`: the
-// choice's TokenConstraint (constraint.js) or null.
-export async function* generateChoice(core, promptIds, params, index, control, constraint = null) {
+// choice's TokenConstraint (constraint.js) or null; `images`: the prompt's image runs
+// (vision.js promptImages).
+export async function* generateChoice(core, promptIds, params, index, control, { constraint = null, images = [] } = {}) {
   const maxNew = params.maxTokens ?? core.window - promptIds.length;
   const sampler = new TokenSampler(params, promptIds, index);
   const detok = new IncrementalDetokenizer(core.codec, promptIds);
   const stops = new StopStringMatcher(params.stop);
-  const steps = core.run(promptIds);
+  const steps = core.run(promptIds, images);
   try {
     let step = (await steps.next()).value;
     const stats = { promptTokens: promptIds.length, cachedTokens: step.cached, prefillMs: step.prefillMs,

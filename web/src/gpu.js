@@ -112,12 +112,17 @@ class Pipeline {
       buffer: { type: "uniform", hasDynamicOffset: true },
     });
     this.layout = device.createBindGroupLayout({ entries });
-    this.pipeline = device.createComputePipeline({
+    this.descriptor = {
       layout: device.createPipelineLayout({ bindGroupLayouts: [this.layout] }),
       compute: { module: device.createShaderModule({ code, label: kernel.name }), entryPoint: kernel.name },
-    });
+    };
+    this.pipeline = null;
     this.podTypes = kernel.arg_types.filter((t) => t !== "handle");
     this.podBytes = (this.podTypes.length + 1) * 4;
+  }
+
+  async compile(device) {
+    this.pipeline = await device.createComputePipelineAsync(this.descriptor);
   }
 
   writePods(view, offset, scalars, packed) {
@@ -137,7 +142,11 @@ export class KernelSet {
     for (const [i, name] of names.entries()) {
       const kernel = plan.kernels[name];
       const code = await (await fetchFn(new URL(kernel.shader, baseUrl))).text();
-      set.pipelines.set(name, new Pipeline(device, kernel, code));
+      const pipeline = new Pipeline(device, kernel, code);
+      // compiled here, off the page's thread, rather than at the first dispatch: Chromium's
+      // SwiftShader took ~25 s there for the tiny image encoder's kernels, ~4 s this way
+      await pipeline.compile(device);
+      set.pipelines.set(name, pipeline);
       onProgress?.(i + 1, names.length);
     }
     return set;

@@ -24,9 +24,15 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 
+// OpenAI's content parts; image_url takes data: URLs (PNG, JPEG, WebP) for a model compiled
+// with its image encoder.
+export type ContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string } | string };
+
 export interface ChatMessage {
   role: "system" | "user" | "assistant" | "tool";
-  content: string | null;
+  content: string | ContentPart[] | null;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
 }

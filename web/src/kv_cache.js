@@ -106,22 +106,27 @@ export class KVCacheManager {
     return [];
   }
 
-  // The kernels' page-table arrays for [[id, numNew], ...] (see page_tables.py).
-  buildArrays(batch) {
+  // The kernels' page-table arrays for [[id, numNew], ...] (see page_tables.py). `spans`:
+  // {id: [[start, end], ...]} positions attended to both ways (an image's tokens): each of
+  // their new tokens is a row of its own that sees the keys up to its span's end (span_steps).
+  buildArrays(batch, spans = {}) {
     const P = this.pageSize;
-    const out = { q_indptr: [0], positions: [], slots: [], page_indptr: [0], page_values: [], last_page_len: [] };
+    const rows = [];
     for (const [id, numNew] of batch) {
       const seq = this.seqs.get(id);
       if (numNew !== seq.tokens.length - seq.computed) throw new Error(`sequence ${id}: ${numNew} new tokens`);
-      const n = seq.tokens.length;
-      for (let pos = n - numNew; pos < n; pos++) {
+      rows.push(...spanRows(seq.pages, seq.tokens.length, numNew, spans[id] ?? [], P));
+    }
+    const out = { q_indptr: [0], positions: [], slots: [], page_indptr: [0], page_values: [], last_page_len: [] };
+    for (const { pages, tokens, first, count } of rows) {
+      for (let pos = first; pos < first + count; pos++) {
         out.positions.push(pos);
-        out.slots.push(seq.pages[Math.floor(pos / P)] * P + (pos % P));
+        out.slots.push(pages[Math.floor(pos / P)] * P + (pos % P));
       }
-      out.q_indptr.push(out.q_indptr.at(-1) + numNew);
-      out.page_values.push(...seq.pages);
+      out.q_indptr.push(out.q_indptr.at(-1) + count);
+      out.page_values.push(...pages);
       out.page_indptr.push(out.page_values.length);
-      out.last_page_len.push(n - (seq.pages.length - 1) * P);
+      out.last_page_len.push(tokens - (pages.length - 1) * P);
     }
     for (const key of Object.keys(out)) out[key] = Int32Array.from(out[key]);
     return out;
@@ -152,4 +157,23 @@ export class KVCacheManager {
     this.seqs.delete(id);
     for (const block of [...seq.pages].reverse()) this.pool.free(block);
   }
+}
+
+// A sequence's new tokens as kernel rows: causal runs, and each token of a span a row of its
+// own over the pages up to the span's end. {pages, tokens (keys seen), first, count}.
+function spanRows(pages, total, numNew, spans, P) {
+  const upTo = (tokens) => pages.slice(0, Math.ceil(tokens / P));
+  const run = (tokens, count) => ({ pages: upTo(tokens), tokens, first: tokens - count, count });
+  const first = total - numNew;
+  const rows = [];
+  let pos = first;
+  for (const [start, stop] of [...spans].sort((a, b) => a[0] - b[0])) {
+    if (stop <= first || start >= total) continue;
+    if (stop > total) throw new Error(`image tokens ${start}..${stop} are cut by a step ending at ${total}`);
+    if (start > pos) rows.push(run(start, start - pos));
+    for (let p = Math.max(start, pos); p < stop; p++) rows.push({ pages: upTo(stop), tokens: stop, first: p, count: 1 });
+    pos = stop;
+  }
+  if (pos < total) rows.push(run(total, total - pos));
+  return rows;
 }

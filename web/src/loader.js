@@ -7,12 +7,16 @@ import { ArtifactFiles } from "./artifact_files.js";
 import { localArtifact } from "./local_files.js";
 import { Runner } from "./runner.js";
 import { TextCodec } from "./tokenizer.js";
+import { VisionEncoder } from "./vision.js";
 
 const mb = (n) => (n / 2 ** 20).toFixed(1);
 
 // Runner status -> WebLLM's InitProgressReport.
 function report(status, started) {
   const timeElapsed = (performance.now() - started) / 1000;
+  if (status.stage === "vision") {
+    return { progress: 0.99, timeElapsed, text: `image encoder ${mb(status.done)} / ${mb(status.total)} MB`, ...status };
+  }
   if (status.stage === "weights") {
     const from = status.cached ? "from the browser cache" : "downloading";
     return { progress: 0.2 + 0.8 * (status.done / (status.total || 1)), timeElapsed,
@@ -43,7 +47,9 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
     TextCodec.load(base, fetchFn),
   ]);
   signal?.throwIfAborted();
+  // the image encoder (vision/), where the artifact has one, on the text model's device
+  const vision = await VisionEncoder.load(runner, base, fetchFn, onStatus);
   await kept?.commit();
   initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
-  return { runner, codec };
+  return { runner, codec, vision };
 }

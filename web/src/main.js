@@ -1,6 +1,8 @@
 // The chat page, a client of the library's API (index.js): loads the artifact served next to
 // it (./artifact/, or ?artifact=URL), or in an app one model of its app config
-// (?app=mlcx-app.json&model=ID, see app.js), streams replies into the chat box and shows tok/s. `window.mlcx` is the hook the end-to-end tests,
+// (?app=mlcx-app.json&model=ID, see app.js), streams replies into the chat box and shows tok/s;
+// for a model with an image encoder, an image picker attaches an image to the next message
+// (an image_url part with a data: URL). `window.mlcx` is the hook the end-to-end tests,
 // `mlcx bench web` and the native app shells use: {ready, chat(text, options),
 // bench(promptIds, decodeTokens), reset(), info, lastReply}; the shells also get events
 // (bridge.js). ?composer=native hides the page's input row when the app draws its own.
@@ -37,12 +39,27 @@ function onProgress(report) {
   $("progress").textContent = report.text;
 }
 
-function bubble(role, text = "") {
+function bubble(role, text = "", imageUrl = null) {
   const div = document.createElement("div");
   div.className = `msg ${role}`;
   div.textContent = text;
+  if (imageUrl) div.prepend(Object.assign(document.createElement("img"), { src: imageUrl, alt: "attached image" }));
   $("chat").append(div);
   return div;
+}
+
+// The picked image as a data: URL (cleared once sent), or null.
+async function takeImage() {
+  const [file] = $("image").files;
+  if (!file) return null;
+  $("image").value = "";
+  $("image-pick").classList.remove("chosen");
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
 }
 
 function speedNote(usage) {
@@ -53,8 +70,10 @@ function speedNote(usage) {
 
 async function chat(text, options) {
   setState("generating");
-  history.push({ role: "user", content: text });
-  bubble("user", text);
+  const imageUrl = await takeImage();
+  const content = imageUrl ? [{ type: "text", text }, { type: "image_url", image_url: { url: imageUrl } }] : text;
+  history.push({ role: "user", content });
+  bubble("user", text, imageUrl);
   const out = bubble("assistant");
   const request = { messages: history, stream: true, stream_options: { include_usage: true },
                     return_token_ids: true, ...options };
@@ -129,6 +148,7 @@ async function start() {
   Object.assign(window.mlcx.info, { model: app?.model.id ?? c.model_name, quantization: c.quantization,
                                     kvBlocks: runner.numBlocks, adapter, note: app?.note ?? null });
   window.mlcx.engine = engine;
+  $("image-pick").hidden = !engine.core.vision;
   setState("ready");
   notify({ type: "ready", ...window.mlcx.info });
 }
@@ -140,6 +160,7 @@ $("composer").addEventListener("submit", (event) => {
   $("prompt").value = "";
   chat(text, requestOptions(currentOptions())).catch(showError);
 });
+$("image").addEventListener("change", () => $("image-pick").classList.toggle("chosen", $("image").files.length > 0));
 $("prompt").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey) $("composer").requestSubmit();
 });

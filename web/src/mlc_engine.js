@@ -9,6 +9,7 @@ import { formatConstraint, onlyOne } from "./constraint_request.js";
 import { ModelCore } from "./engine.js";
 import { ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError } from "./errors.js";
 import { generateChoice } from "./generation.js";
+import { decodeImage, splitImages } from "./image_input.js";
 import { loadModel } from "./loader.js";
 import { samplingParams } from "./params.js";
 import { RequestQueue } from "./request_queue.js";
@@ -31,8 +32,8 @@ export class MLCEngine extends EventTarget {
   // Loads (or replaces) the artifact this engine runs; options as CreateMLCEngine's.
   async reload(artifactUrl, options = {}) {
     await this.unload();
-    const { runner, codec } = await loadModel(artifactUrl, options);
-    this.core = new ModelCore(runner, codec);
+    const { runner, codec, vision } = await loadModel(artifactUrl, options);
+    this.core = new ModelCore(runner, codec, vision);
     this.grammars = new GrammarConstraints(codec.tokenizerJson, runner.config.model?.vocab_size ?? 0, codec.eosIds);
     this.lost = null;
     this.modelId = runner.config.model_name;
@@ -58,8 +59,18 @@ export class MLCEngine extends EventTarget {
     }
     const tools = toolPlan(request);
     const constraint = onlyOne([formatConstraint(request.response_format), tools.constraint]);
-    const promptIds = core.codec.chatPrompt(request.messages, request.tools ?? null);
-    return this.respond(request, promptIds, FORMATS.chat, { tools, constraint });
+    const { messages, images } = splitImages(request.messages);
+    if (!images.length) {
+      const promptIds = core.codec.chatPrompt(request.messages, request.tools ?? null);
+      return this.respond(request, promptIds, FORMATS.chat, { tools, constraint });
+    }
+    const where = images[0].where;
+    if (!core.vision) throw new InvalidRequestError(`${where}: this model takes text only (it was compiled without an image encoder)`, where);
+    const pixels = await Promise.all(images.map(decodeImage));
+    const text = core.vision.promptText(core.codec.chatText(messages, request.tools ?? null), pixels);
+    const promptIds = core.codec.encode(text, false);
+    const runs = core.vision.runs(promptIds, pixels);
+    return this.respond(request, promptIds, FORMATS.chat, { tools, constraint, images: { runs, pixels } });
   }
 
   async completion(request) {
@@ -78,8 +89,9 @@ export class MLCEngine extends EventTarget {
     return this.loaded().runner.config.sampling ?? {};
   }
 
-  // `plan`: {tools (toolPlan's, chat only), constraint ({kind, spec, param} or null)}.
-  async respond(request, promptIds, format, { tools = null, constraint = null }) {
+  // `plan`: {tools (toolPlan's, chat only), constraint ({kind, spec, param} or null), images
+  // ({runs, pixels} of a prompt with images, encoded when its turn comes, or null)}.
+  async respond(request, promptIds, format, { tools = null, constraint = null, images = null }) {
     const core = this.loaded();
     const params = samplingParams(request, this.samplingDefaults, core.runner.config.model?.vocab_size ?? 0);
     checkFits(promptIds.length, params.maxTokens, core.window);
@@ -87,7 +99,7 @@ export class MLCEngine extends EventTarget {
     const meta = { id: `${format === FORMATS.chat ? "chatcmpl" : "cmpl"}-${++requestCount}`,
                    created: Math.floor(Date.now() / 1000), model: this.modelId, format,
                    returnIds: request.return_token_ids === true, promptIds };
-    const generated = this.events(promptIds, params, grammar);
+    const generated = this.events(promptIds, params, { grammar, images });
     const events = tools?.parse ? withToolCalls(generated, tools.constraint !== null) : generated;
     if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
     return this.whole(events, meta);
@@ -116,17 +128,18 @@ export class MLCEngine extends EventTarget {
   }
 
   // Every token of every choice in turn, then {usage}; holds the engine's turn throughout.
-  async *events(promptIds, params, grammar = null) {
+  async *events(promptIds, params, { grammar = null, images = null } = {}) {
     const release = await this.queue.acquire();
     const control = (this.control = { interrupted: false });
     try {
       const core = this.loaded();
+      const runs = images ? await core.vision.promptImages(images.runs, images.pixels) : [];
       let completion = 0;
       let first = null;
       for (let index = 0; index < params.n; index++) {
         const constraint = grammar && (await this.grammars.matcher(grammar));
         try {
-          for await (const e of generateChoice(core, promptIds, params, index, control, constraint)) {
+          for await (const e of generateChoice(core, promptIds, params, index, control, { constraint, images: runs })) {
             first ??= e.stats;
             completion += 1;
             yield { index, token: e.token, text: e.text, finish: e.finish, entry: this.entry(e) };

@@ -39,6 +39,15 @@ export class Runner {
     return { buffer, shape: [data.length], dtype: "int32" };
   }
 
+  // A step array on the GPU: int32, but image_embeds (Float32Array, [tokens, hidden]).
+  upload(values) {
+    if (!(values instanceof Float32Array)) return this.i32(values);
+    const buffer = this.pool.acquire(values.byteLength);
+    this.device.queue.writeBuffer(buffer, 0, values);
+    const hidden = this.config.model.hidden_size;
+    return { buffer, shape: [values.length / hidden, hidden], dtype: "float32" };
+  }
+
   copyPages(copies) {
     if (!copies.length) return;
     const pairs = this.i32(copies.flat());
@@ -48,11 +57,12 @@ export class Runner {
   }
 
   // ids: Int32Array of new tokens; tables: KVCacheManager.buildArrays(...); rows: logit rows
-  // (null: each sequence's last token, through the decode function when one token each).
-  async forward(ids, tables, copies = [], rows = null) {
+  // (null: each sequence's last token, through the decode function when one token each);
+  // image: the step's image rows and embeddings (step.js stepCall).
+  async forward(ids, tables, copies = [], rows = null, image = null) {
     this.copyPages(copies);
-    const { name, arrays } = stepCall(this.plan, ids, tables, rows);
-    const inputs = Object.fromEntries(Object.entries(arrays).map(([k, a]) => [k, this.i32(a)]));
+    const { name, arrays } = stepCall(this.plan, ids, tables, rows, image);
+    const inputs = Object.fromEntries(Object.entries(arrays).map(([k, a]) => [k, this.upload(a)]));
     const transient = Object.values(inputs);
     inputs[KV_PAGES] = this.kvPages;
     inputs[PARAMS] = this.params;

@@ -15,11 +15,15 @@ export const stepFunction = (numTokens, batchSize, explicitRows) =>
 
 // The function that computes a step, and the arrays it takes before the KV pages, by name in
 // the plan's order. ids: new tokens; tables: KVCacheManager.buildArrays(...); rows: logit rows
-// (null: each sequence's last new token).
-export function stepCall(plan, ids, tables, rows = null) {
-  const name = stepFunction(ids.length, tables.last_page_len.length, rows !== null);
+// (null: each sequence's last new token); image: {rows: Int32Array (each token's row of
+// embeds, -1: its own embedding), embeds: Float32Array [image tokens x hidden]}, which makes it
+// prefill_image (image_embeds is the one float32 array).
+export function stepCall(plan, ids, tables, rows = null, image = null) {
+  const name = image ? "prefill_image" : stepFunction(ids.length, tables.last_page_len.length, rows !== null);
   const lastRows = () => Int32Array.from(tables.q_indptr.slice(1), (x) => x - 1);
   const known = { ...tables, input_ids: ids, logit_positions: rows ?? lastRows() };
+  if (image) Object.assign(known, { image_rows: image.rows, image_embeds: image.embeds });
+  if (!plan.functions[name]) throw new Error(`the plan has no ${name}: recompile the model with its image encoder`);
   const arrays = {};
   for (const input of plan.functions[name].inputs) {
     if (input.name === KV_PAGES || input.name === PARAMS) continue;

@@ -47,14 +47,18 @@ export class TextCodec {
 
   // Token ids of a conversation, and the tools it may call, ready for the reply.
   chatPrompt(messages, tools = null) {
+    return this.encode(this.chatText(messages, tools), false);
+  }
+
+  // The conversation as the chat template writes it.
+  chatText(messages, tools = null) {
     const checked = templateMessages(messages);
-    const text = this.template.render({
+    return this.template.render({
       messages: this.knowsTools ? checked : withGenericTools(checked, tools),
       ...(this.knowsTools && tools?.length ? { tools } : {}),
       add_generation_prompt: true,
       bos_token: this.meta.bos_token ?? "",
       eos_token: this.meta.eos_token ?? "",
     });
-    return this.encode(text, false);
   }
 }

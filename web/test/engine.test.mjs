@@ -143,3 +143,15 @@ test("completions refuse token ids outside the vocabulary", async () => {
   const engine = fakeEngine();
   await assert.rejects(engine.completions.create({ prompt: [1, 99] }), /token ids in \[0, 27\)/);
 });
+
+test("an image for a text-only model, or a URL that is not data:, is refused naming its part", async () => {
+  const engine = fakeEngine();
+  const image = (url) => [{ type: "text", text: "what is this" }, { type: "image_url", image_url: { url } }];
+  await assert.rejects(engine.chat.completions.create(ask(image("data:image/png;base64,AAAA"))),
+    { name: "InvalidRequestError", param: "messages.0.content.1", message: /takes text only/ });
+  engine.core.vision = {}; // past the text-only check: the URL is refused before decoding
+  await assert.rejects(engine.chat.completions.create(ask(image("https://example.com/cat.png"))),
+    { name: "InvalidRequestError", param: "messages.0.content.1", message: /only data: URLs/ });
+  await assert.rejects(engine.chat.completions.create(ask(image("data:image/gif;base64,R0lG"))),
+    { name: "InvalidRequestError", message: /image\/gif is not an image type/ });
+});

@@ -58,6 +58,20 @@ test("kv manager: prefix reuse and eviction order", () => {
   }
 });
 
+for (const [name, steps] of Object.entries(load("kv.json").spans)) {
+  test(`kv manager: image spans, ${name}`, () => {
+    const kv = new KVCacheManager(16, 4);
+    kv.addSequence("s", []);
+    let next = 1;
+    for (const [i, step] of steps.entries()) {
+      kv.append("s", Array.from({ length: step.num_new }, () => next++));
+      const got = kv.buildArrays([["s", step.num_new]], { s: step.spans });
+      kv.commit("s");
+      for (const [key, want] of Object.entries(step.arrays)) assert.deepEqual(Array.from(got[key]), want, `step ${i} ${key}`);
+    }
+  });
+}
+
 const withoutIds = (entries) => entries.map(({ id, ...rest }) => rest);
 
 const tools = load("tools.json");

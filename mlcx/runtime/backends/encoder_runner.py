@@ -1,6 +1,10 @@
-"""Runs an artifact's image encoder (`embed_image`) with TVM's Relax VM on the CPU."""
+"""Runs an artifact's image encoder (`embed_image`): TVM's Relax VM for libraries (cpu, cuda,
+metal), the WebGPU plan executor for webgpu (backends.wgpu_encoder). Phone builds run in the
+app, not here."""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 import numpy as np
 import tvm
@@ -12,14 +16,18 @@ from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
 
 EMBED_IMAGE = "embed_image"
-DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda}
+DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 
 
-class EncoderRunner:
+class EncoderRunner(Protocol):
+    def embed(self, pixels: np.ndarray) -> np.ndarray:
+        """pixels [3, S, S] float32 -> image rows [tokens, text hidden] float32."""
+        ...
+
+
+class TVMEncoderRunner:
     def __init__(self, artifact_dir, config: EncoderConfig):
         folder = encoder_dir(artifact_dir)
-        if config.device not in DEVICES:
-            raise ArtifactError(f"the image encoder runs on {config.device}, not here; recompile")
         self.device = DEVICES[config.device](0)
         try:
             module = tvm.runtime.load_module(str(folder / config.library))
@@ -33,6 +41,24 @@ class EncoderRunner:
         self._params = tvm_ffi.convert(arrays)
 
     def embed(self, pixels: np.ndarray) -> np.ndarray:
-        """pixels [3, S, S] float32 -> image rows [tokens, text hidden] float32."""
         tensor = tvm.runtime.tensor(np.ascontiguousarray(pixels, dtype=np.float32), self.device)
         return self.vm[EMBED_IMAGE](tensor, self._params).numpy()
+
+
+def _wgpu(artifact_dir, config: EncoderConfig) -> EncoderRunner:
+    from mlcx.runtime.backends.wgpu_encoder import WgpuEncoderRunner  # imports wgpu when used
+    from mlcx.runtime.backends.wgpu_runner import TARGET_BACKENDS
+
+    return WgpuEncoderRunner(artifact_dir, config, TARGET_BACKENDS[config.device])
+
+
+RUNNERS = {**dict.fromkeys(DEVICES, TVMEncoderRunner), "webgpu": _wgpu, "vulkan": _wgpu}
+
+
+def open_encoder_runner(artifact_dir, config: EncoderConfig) -> EncoderRunner:
+    if config.device not in RUNNERS:
+        raise ArtifactError(
+            f"the image encoder was compiled for {config.device}, which runs it in an app, not "
+            f"here (runs here: {', '.join(RUNNERS)}); recompile for one of those"
+        )
+    return RUNNERS[config.device](artifact_dir, config)

@@ -93,11 +93,13 @@ class WgpuRunner:
         return GpuTensor(self.gpu.upload(array), tuple(array.shape), str(array.dtype))
 
     def _i32(self, array: np.ndarray) -> GpuTensor:
-        data = np.ascontiguousarray(array, dtype=np.int32)
+        """A step array on the GPU: int32, but prefill_image's embedding rows (float32)."""
+        dtype = np.float32 if array.dtype == np.float32 else np.int32
+        data = np.ascontiguousarray(array, dtype=dtype)
         buffer = self.pool.acquire(data.nbytes)
         if data.size:
             self.gpu.device.queue.write_buffer(buffer, 0, data)
-        return GpuTensor(buffer, tuple(data.shape), "int32")
+        return GpuTensor(buffer, tuple(data.shape), str(data.dtype))
 
     def copy_pages(self, copies: list[tuple[int, int]]) -> None:
         if not copies:

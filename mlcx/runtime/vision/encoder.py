@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 
 from mlcx.artifact.encoder import EncoderConfig, read_encoder
-from mlcx.runtime.backends.encoder_runner import EncoderRunner
+from mlcx.runtime.backends.encoder_runner import open_encoder_runner
 from mlcx.runtime.vision.preprocess import frames
 
 
@@ -25,7 +25,7 @@ class EncodedImage:
 class ImageEncoder:
     def __init__(self, artifact_dir, config: EncoderConfig, capacity: int = 16):
         self.config = config
-        self.runner = EncoderRunner(artifact_dir, config)
+        self.runner = open_encoder_runner(artifact_dir, config)
         self.capacity = capacity
         self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self.encoded = 0  # images run through the encoder (cache misses)

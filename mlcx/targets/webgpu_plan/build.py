@@ -59,6 +59,14 @@ def _features(dtype: str, device: tvm.IRModule, sources) -> tuple[str, ...]:
     return ("shader-f16",) * f16 + ("subgroups",) * subgroups
 
 
+def _pages_dtype(mod: tvm.IRModule) -> str:
+    """The KV pages' dtype; "" for a module without them (an image encoder)."""
+    try:
+        return kv_pages_dtype(mod)
+    except ValueError:
+        return ""
+
+
 def build_plan(mod: tvm.IRModule, target: tvm.target.Target, subgroups: bool = True) -> PlanBundle:
     """`target` is a webgpu target with an LLVM host."""
     dtype = activation_dtype(mod)
@@ -73,7 +81,7 @@ def build_plan(mod: tvm.IRModule, target: tvm.target.Target, subgroups: bool = T
     }
     called = {s.func for f in functions.values() for s in f.steps if s.op == "call"}
     # f16 KV pages under f32 math keep f16 too: the plan then needs shader-f16
-    keep_f16 = "float16" in (dtype, kv_pages_dtype(mod))
+    keep_f16 = "float16" in (dtype, _pages_dtype(mod))
     host, device = _lower_tir(graph, called, target, keep_f16=keep_f16)
     sources = kernel_sources(device)
     counts = {name: s.num_buffers for name, s in sources.items()}
