@@ -21,6 +21,8 @@ from mlcx.kernels.cpu import vec
 
 SLICES = 4  # row-block slices per head
 ROWS = 8  # query rows sharing each key and value load
+# vector registers of running sums (of 32 with AVX-512; on AVX2 a few spill, cheaper than reloads)
+ACCUMULATORS = 24
 NEG_INF = -3.0e38
 
 
@@ -41,9 +43,19 @@ class DenseShape:
         return next(w for w in (16, 8, 4, 2, 1) if self.tokens % w == 0)
 
     @property
+    def key_vectors(self) -> int:
+        """Score vectors per row in flight: two share each query load where the keys allow."""
+        return 2 if self.tokens % (2 * self.lanes) == 0 else 1
+
+    @property
     def value_lanes(self) -> int:
-        """Features per value accumulator: ROWS of them stay in registers."""
-        return next(w for w in (16, 8, 4, 2, 1) if self.head_dim % w == 0 and ROWS * w <= 128)
+        return next(w for w in (16, 8, 4, 2, 1) if self.head_dim % w == 0)
+
+    @property
+    def value_vectors(self) -> int:
+        """Value vectors per row in flight: ROWS of each stay in registers (at most 24 of 32)."""
+        count = self.head_dim // self.value_lanes
+        return next(g for g in range(min(count, ACCUMULATORS // ROWS), 0, -1) if count % g == 0)
 
     @property
     def name(self) -> str:
@@ -51,21 +63,26 @@ class DenseShape:
 
 
 def _scores(sh: DenseShape, bufs, head, row0, scores) -> None:
-    n, lanes = sh.tokens, sh.lanes
-    acc = T.alloc_buffer((ROWS, lanes), "float32")
+    n, lanes, kv = sh.tokens, sh.lanes, sh.key_vectors
+    acc = T.alloc_buffer((ROWS * kv, lanes), "float32")
     scale = vec.splat(vec.f32(sh.scale), lanes)
-    with T.serial(0, n // lanes) as j:
-        for r in range(ROWS):
-            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+    with T.serial(0, n // (lanes * kv)) as j:
+        for a in range(ROWS * kv):
+            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [a, vec.ramp(0, lanes)])
         with T.serial(0, sh.head_dim) as c:
-            keys = T.bind(bufs["kt"][head, c, vec.ramp(j * lanes, lanes)])
+            keys = [
+                T.bind(bufs["kt"][head, c, vec.ramp((j * kv + v) * lanes, lanes)])
+                for v in range(kv)
+            ]
             for r in range(ROWS):
-                query = bufs["q"][head, T.min(row0 + r, n - 1), c]
-                update = acc[r, vec.ramp(0, lanes)] + vec.splat(query, lanes) * keys
-                T.buffer_store(acc, update, [r, vec.ramp(0, lanes)])
+                query = T.bind(vec.splat(bufs["q"][head, T.min(row0 + r, n - 1), c], lanes))
+                for v in range(kv):
+                    update = acc[r * kv + v, vec.ramp(0, lanes)] + query * keys[v]
+                    T.buffer_store(acc, update, [r * kv + v, vec.ramp(0, lanes)])
         for r in range(ROWS):
-            score = acc[r, vec.ramp(0, lanes)] * scale
-            T.buffer_store(scores, score, [r, vec.ramp(j * lanes, lanes)])
+            for v in range(kv):
+                score = acc[r * kv + v, vec.ramp(0, lanes)] * scale
+                T.buffer_store(scores, score, [r, vec.ramp((j * kv + v) * lanes, lanes)])
 
 
 def _softmax(sh: DenseShape, scores, r):
@@ -88,20 +105,28 @@ def _softmax(sh: DenseShape, scores, r):
 
 
 def _values(sh: DenseShape, bufs, head, row0, totals, scores) -> None:
-    lanes = sh.value_lanes
-    acc = T.alloc_buffer((ROWS, lanes), "float32")
-    with T.serial(0, sh.head_dim // lanes) as part:
-        for r in range(ROWS):
-            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+    lanes, g = sh.value_lanes, sh.value_vectors
+    acc = T.alloc_buffer((ROWS * g, lanes), "float32")
+    with T.serial(0, sh.head_dim // (lanes * g)) as part:
+        for a in range(ROWS * g):
+            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [a, vec.ramp(0, lanes)])
         with T.serial(0, sh.tokens) as s:
-            value = T.bind(bufs["v"][head, s, vec.ramp(part * lanes, lanes)])
+            values = [
+                T.bind(bufs["v"][head, s, vec.ramp((part * g + v) * lanes, lanes)])
+                for v in range(g)
+            ]
             for r in range(ROWS):
-                update = acc[r, vec.ramp(0, lanes)] + vec.splat(scores[r, s], lanes) * value
-                T.buffer_store(acc, update, [r, vec.ramp(0, lanes)])
+                weight = T.bind(vec.splat(scores[r, s], lanes))
+                for v in range(g):
+                    update = acc[r * g + v, vec.ramp(0, lanes)] + weight * values[v]
+                    T.buffer_store(acc, update, [r * g + v, vec.ramp(0, lanes)])
         for r in range(ROWS):
             with T.If(row0 + r < sh.tokens), T.Then():
-                out = acc[r, vec.ramp(0, lanes)] * vec.splat(vec.f32(1.0) / totals[r], lanes)
-                T.buffer_store(bufs["out"], out, [head, row0 + r, vec.ramp(part * lanes, lanes)])
+                inv = vec.splat(vec.f32(1.0) / totals[r], lanes)
+                for v in range(g):
+                    out = acc[r * g + v, vec.ramp(0, lanes)] * inv
+                    index = [head, row0 + r, vec.ramp((part * g + v) * lanes, lanes)]
+                    T.buffer_store(bufs["out"], out, index)
 
 
 def _block(sh: DenseShape, bufs, head, block, scores) -> None:

@@ -1,7 +1,8 @@
 """CPU schedule of the kernels TVM legalizes without one (an image encoder's LayerNorms,
-GELUs, bias adds, transposes): each root block's outer spatial loop split across the cores,
-its innermost loop left to LLVM's vectorizer. Unscheduled, each runs on one core. A pass over
-the fused PrimFuncs after legalization; hand-written kernels (tirx.is_scheduled) are left alone.
+GELUs, bias adds, transposes): elementwise steps inlined into their consumers, then each root
+block's outer spatial loop split across the cores, its innermost loop left to LLVM's
+vectorizer. Unscheduled, each runs on one core. A pass over the fused PrimFuncs after
+legalization; hand-written kernels (tirx.is_scheduled) are left alone.
 """
 
 from __future__ import annotations
@@ -21,7 +22,14 @@ def _schedule(func: tirx.PrimFunc) -> tirx.PrimFunc | None:
     except Exception:  # not block-structured (hand-written TIR)
         return None
     changed = False
-    for block in blocks:
+    # elementwise steps into their consumers: a GELU is one loop, not ten buffers of its size
+    for block in blocks[:-1]:
+        try:
+            sch.compute_inline(block)
+            changed = True
+        except Exception:  # a reduction, or read by more than its consumer: kept
+            continue
+    for block in sch.get_child_blocks(sch.get_sblock("root")):
         loops = sch.get_loops(block)
         if not loops:
             continue
