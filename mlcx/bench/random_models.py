@@ -77,9 +77,15 @@ def byte_alphabet() -> list[str]:
     return [chr(b) if b in printable else chr(next(shifted)) for b in range(256)]
 
 
-def _tokenizer(writer: gguf.GGUFWriter, vocab: int) -> None:
+def write_byte_tokenizer(
+    writer: gguf.GGUFWriter, vocab: int, named: tuple[str, ...] = (), add_bos: bool = False
+) -> None:
+    """Byte tokens, one merge ("ĠĠ": a byte-level BPE vocabulary needs merges to load), then
+    `named` control tokens, then reserved ones up to `vocab`; BOS and EOS are the first two
+    after the merge (named ones where given)."""
     base = byte_alphabet()
-    tokens = base + ["ĠĠ"] + [f"<|reserved_{i}|>" for i in range(vocab - len(base) - 1)]
+    words = [*base, "ĠĠ", *named]
+    tokens = words + [f"<|reserved_{i}|>" for i in range(vocab - len(words))]
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("default")
     writer.add_token_list(tokens)
@@ -87,7 +93,7 @@ def _tokenizer(writer: gguf.GGUFWriter, vocab: int) -> None:
     writer.add_token_merges(["Ġ Ġ"])
     writer.add_bos_token_id(len(base) + 1)
     writer.add_eos_token_id(len(base) + 2)
-    writer.add_add_bos_token(False)
+    writer.add_add_bos_token(add_bos)
 
 
 def _tensors(shape: LlamaShape):
@@ -160,7 +166,7 @@ def random_q4_0(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
 def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     writer = llama_writer(shape, out, shape.arch)
-    _tokenizer(writer, shape.vocab)
+    write_byte_tokenizer(writer, shape.vocab)
     for name, dims in _tensors(shape):
         if len(dims) == 1:
             writer.add_tensor(name, np.ones(dims, np.float32))

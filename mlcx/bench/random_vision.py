@@ -14,7 +14,7 @@ import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 
-from mlcx.bench.random_models import LlamaShape, byte_alphabet, llama_writer, random_q4_0
+from mlcx.bench.random_models import LlamaShape, llama_writer, random_q4_0, write_byte_tokenizer
 from mlcx.cache import cache_dir
 
 IMAGE_TOKENS = ("<start_of_image>", "<end_of_image>", "<image_soft_token>")
@@ -46,23 +46,6 @@ RANDOM_VISION: dict[str, VisionPair] = {
 }
 
 
-def _tokenizer(writer: gguf.GGUFWriter, vocab: int) -> None:
-    """Byte tokens, Gemma 3's image tokens as control tokens, reserved tokens to `vocab`."""
-    base = byte_alphabet()
-    specials = ["<bos>", "<eos>", *IMAGE_TOKENS]
-    # one merge: a byte-level BPE vocabulary needs merges to load
-    words = [*base, "ĠĠ", *specials]
-    tokens = words + [f"<reserved_{i}>" for i in range(vocab - len(words))]
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tokens)
-    writer.add_token_types([1] * (len(base) + 1) + [3] * (vocab - len(base) - 1))
-    writer.add_token_merges(["Ġ Ġ"])
-    writer.add_bos_token_id(len(base) + 1)
-    writer.add_eos_token_id(len(base) + 2)
-    writer.add_add_bos_token(True)
-
-
 def _text_tensors(shape: LlamaShape):
     h, d = shape.hidden, shape.head_dim
     yield "token_embd.weight", (shape.vocab, h)
@@ -86,14 +69,15 @@ def write_text(shape: LlamaShape, out: Path, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     writer = llama_writer(shape, out, shape.arch)
     writer.add_sliding_window(512)
-    _tokenizer(writer, shape.vocab)
+    # Gemma 3's image tokens, which the mmproj path looks up by name
+    write_byte_tokenizer(writer, shape.vocab, ("<bos>", "<eos>", *IMAGE_TOKENS), add_bos=True)
     for name, dims in _text_tensors(shape):
         if len(dims) == 1:
             writer.add_tensor(name, np.ones(dims, np.float32))
         else:
             rows = random_q4_0(rng, dims[0], dims[1])
             writer.add_tensor(name, rows, raw_dtype=GT.Q4_0)
-    return _finish(writer, out)
+    return finish(writer, out)
 
 
 def _vision_tensors(v: SiglipShape, text_hidden: int):
@@ -120,9 +104,8 @@ def _vision_tensors(v: SiglipShape, text_hidden: int):
     yield "mm.input_projection.weight", (h, text_hidden)
 
 
-def write_mmproj(v: SiglipShape, text_hidden: int, out: Path, seed: int = 1) -> Path:
-    """Matrices and the patch kernel f16 (llama.cpp's converter), vectors f32."""
-    rng = np.random.default_rng(seed)
+def mmproj_writer(v: SiglipShape, text_hidden: int, out: Path, eps: float = 1e-6):
+    """A GGUF writer for `out` with llama.cpp's mmproj metadata of a Gemma 3 encoder."""
     writer = gguf.GGUFWriter(str(out), "clip")
     writer.add_string("clip.projector_type", "gemma3")
     writer.add_bool("clip.has_vision_encoder", True)
@@ -138,9 +121,16 @@ def write_mmproj(v: SiglipShape, text_hidden: int, out: Path, seed: int = 1) -> 
         "projection_dim": text_hidden,
     }.items():
         writer.add_uint32(f"clip.vision.{key}", value)
-    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", eps)
     writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
     writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    return writer
+
+
+def write_mmproj(v: SiglipShape, text_hidden: int, out: Path, seed: int = 1) -> Path:
+    """Matrices and the patch kernel f16 (llama.cpp's converter), vectors f32."""
+    rng = np.random.default_rng(seed)
+    writer = mmproj_writer(v, text_hidden, out)
     for name, dims in _vision_tensors(v, text_hidden):
         if len(dims) == 1:
             value = np.ones(dims, np.float32) if "norm" in name or "ln" in name else None
@@ -149,10 +139,10 @@ def write_mmproj(v: SiglipShape, text_hidden: int, out: Path, seed: int = 1) -> 
             data = rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
             # llama.cpp adds the position table to f32 rows: it stays f32, as its converter keeps it
             writer.add_tensor(name, data if "position" in name else data.astype(np.float16))
-    return _finish(writer, out)
+    return finish(writer, out)
 
 
-def _finish(writer: gguf.GGUFWriter, out: Path) -> Path:
+def finish(writer: gguf.GGUFWriter, out: Path) -> Path:
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -27,6 +27,7 @@ from mlcx.kernels.cpu.rope_append import norm_fusable, rope_append_cpu
 from mlcx.kernels.gpu.kv_append import KV_DTYPE_ATTR
 from mlcx.kernels.gpu.rope_append import rope_append_gpu
 from mlcx.kernels.rope import ROPE_ATTR, RopeParams
+from mlcx.passes.linear_match import rewrite_dataflow
 
 
 def _gpu(h_q: int, geo: PageGeometry, rope: RopeParams, norm_eps: float | None):
@@ -197,17 +198,6 @@ def fuse_rope_append() -> tvm.transform.Pass:
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         builder = relax.BlockBuilder(mod)
         kernels = _Kernels(builder)
-        for gvar, func in list(mod.functions.items()):
-            if not isinstance(func, relax.Function):
-                continue
-            body = func.body
-            blocks = [
-                _rewrite_block(b, mod, kernels) if isinstance(b, relax.DataflowBlock) else b
-                for b in body.blocks
-            ]
-            seq = relax.SeqExpr(blocks, body.body)
-            new = relax.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs)
-            builder.update_func(gvar, new)
-        return relax.transform.DeadCodeElimination()(builder.get())
+        return rewrite_dataflow(mod, builder, lambda block: _rewrite_block(block, mod, kernels))
 
     return _pass

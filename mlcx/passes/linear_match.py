@@ -166,17 +166,24 @@ def rewrite_block(block: relax.DataflowBlock, planner: Planner) -> relax.Dataflo
     return relax.DataflowBlock(bindings)
 
 
-def rewrite_module(mod: tvm.IRModule, builder: relax.BlockBuilder, planner: Planner):
-    """Every Relax function's dataflow blocks rewritten by `planner`, dead code removed."""
+def rewrite_dataflow(
+    mod: tvm.IRModule,
+    builder: relax.BlockBuilder,
+    rewrite: Callable[[relax.DataflowBlock], relax.DataflowBlock],
+) -> tvm.IRModule:
+    """Every Relax function's dataflow blocks through `rewrite` (into `builder`'s module), dead
+    code removed: the shell of each Relax rewrite pass of mlcx."""
     for gvar, func in list(mod.functions.items()):
         if not isinstance(func, relax.Function):
             continue
         body = func.body
-        blocks = [
-            rewrite_block(b, planner) if isinstance(b, relax.DataflowBlock) else b
-            for b in body.blocks
-        ]
+        blocks = [rewrite(b) if isinstance(b, relax.DataflowBlock) else b for b in body.blocks]
         seq = relax.SeqExpr(blocks, body.body)
         new = relax.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs)
         builder.update_func(gvar, new)
     return relax.transform.DeadCodeElimination()(builder.get())
+
+
+def rewrite_module(mod: tvm.IRModule, builder: relax.BlockBuilder, planner: Planner):
+    """Every Relax function's dataflow blocks rewritten by `planner`, dead code removed."""
+    return rewrite_dataflow(mod, builder, lambda block: rewrite_block(block, planner))

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from gguf import GGUFWriter
 
+from mlcx.bench.random_vision import SiglipShape, finish, mmproj_writer
 from tests.support.tiny_gguf import write_tiny_gguf
 
 F32 = {}  # every tensor f32: the comparisons are at 1e-4
@@ -54,23 +54,17 @@ def _name(hf: str) -> str:
 
 def write_mmproj(model, out: Path, pool: int) -> Path:
     cfg = model.config.vision_config
-    writer = GGUFWriter(str(out), "clip")
-    writer.add_string("clip.projector_type", "gemma3")
-    writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_bool("clip.use_gelu", True)
-    for key, value in {
-        "image_size": cfg.image_size,
-        "patch_size": cfg.patch_size,
-        "embedding_length": cfg.hidden_size,
-        "feed_forward_length": cfg.intermediate_size,
-        "block_count": cfg.num_hidden_layers,
-        "attention.head_count": cfg.num_attention_heads,
-        "projector.scale_factor": pool,
-    }.items():
-        writer.add_uint32(f"clip.vision.{key}", value)
-    writer.add_float32("clip.vision.attention.layer_norm_epsilon", cfg.layer_norm_eps)
-    writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
-    writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    shape = SiglipShape(
+        cfg.image_size,
+        cfg.patch_size,
+        cfg.hidden_size,
+        cfg.intermediate_size,
+        cfg.num_hidden_layers,
+        cfg.num_attention_heads,
+        pool,
+    )
+    text_hidden = model.config.text_config.hidden_size
+    writer = mmproj_writer(shape, text_hidden, out, cfg.layer_norm_eps)
     for name, tensor in model.model.vision_tower.state_dict().items():
         writer.add_tensor(_name(name), tensor.numpy().astype(np.float32))
     projector = model.model.multi_modal_projector
@@ -78,11 +72,7 @@ def write_mmproj(model, out: Path, pool: int) -> Path:
     writer.add_tensor("mm.soft_emb_norm.weight", (norm + 1).astype(np.float32))
     weight = projector.mm_input_projection_weight.detach().numpy()
     writer.add_tensor("mm.input_projection.weight", weight.astype(np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out
+    return finish(writer, out)
 
 
 def write_gguf_pair(model, folder: Path, root: Path, pool: int) -> tuple[Path, Path]:

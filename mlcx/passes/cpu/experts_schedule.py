@@ -9,6 +9,7 @@ import tvm
 from tvm import s_tir, tirx
 
 from mlcx.kernels.moe import EXPERTS_ATTR
+from mlcx.passes.prim_funcs import map_prim_funcs
 
 
 def _schedule(func: tirx.PrimFunc) -> tirx.PrimFunc | None:
@@ -37,16 +38,4 @@ def _schedule(func: tirx.PrimFunc) -> tirx.PrimFunc | None:
 
 
 def schedule_experts_cpu() -> tvm.transform.Pass:
-    @tvm.transform.module_pass(opt_level=0, name="mlcx.ScheduleExpertsCPU")
-    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        updates = {}
-        for gvar, func in mod.functions_items():
-            if isinstance(func, tirx.PrimFunc):
-                scheduled = _schedule(func)
-                if scheduled is not None:
-                    updates[gvar] = scheduled
-        for gvar, func in updates.items():
-            mod[gvar] = func
-        return mod
-
-    return _pass
+    return map_prim_funcs("mlcx.ScheduleExpertsCPU", _schedule)

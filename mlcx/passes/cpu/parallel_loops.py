@@ -10,6 +10,8 @@ from __future__ import annotations
 import tvm
 from tvm import s_tir, tirx
 
+from mlcx.passes.prim_funcs import map_prim_funcs
+
 MIN_ITERATIONS = 16  # an outer loop shorter than this stays serial: too little to share
 
 
@@ -45,16 +47,4 @@ def _schedule(func: tirx.PrimFunc) -> tirx.PrimFunc | None:
 
 
 def parallel_loops_cpu() -> tvm.transform.Pass:
-    @tvm.transform.module_pass(opt_level=0, name="mlcx.ParallelLoopsCPU")
-    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        updates = {}
-        for gvar, func in mod.functions_items():
-            if isinstance(func, tirx.PrimFunc):
-                scheduled = _schedule(func)
-                if scheduled is not None:
-                    updates[gvar] = scheduled
-        for gvar, func in updates.items():
-            mod[gvar] = func
-        return mod
-
-    return _pass
+    return map_prim_funcs("mlcx.ParallelLoopsCPU", _schedule)

@@ -19,7 +19,7 @@ from mlcx.kernels.gpu.expert_sort import ExpertSortSpec, build_expert_sort, sort
 from mlcx.kernels.gpu.experts import GpuExpertsSpec, build_gpu_experts
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader, supports
 from mlcx.passes.experts_match import ExpertsCall, experts_call
-from mlcx.passes.linear_match import Block
+from mlcx.passes.linear_match import Block, rewrite_dataflow
 
 
 class _Kernels:
@@ -104,17 +104,6 @@ def fuse_experts_gpu(cfg: GpuConfig) -> tvm.transform.Pass:
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         builder = relax.BlockBuilder(mod)
         kernels = _Kernels(builder, cfg)
-        for gvar, func in list(mod.functions.items()):
-            if not isinstance(func, relax.Function):
-                continue
-            body = func.body
-            blocks = [
-                _rewrite_block(b, mod, kernels) if isinstance(b, relax.DataflowBlock) else b
-                for b in body.blocks
-            ]
-            seq = relax.SeqExpr(blocks, body.body)
-            new = relax.Function(func.params, seq, func.ret_ty, func.is_pure, func.attrs)
-            builder.update_func(gvar, new)
-        return relax.transform.DeadCodeElimination()(builder.get())
+        return rewrite_dataflow(mod, builder, lambda block: _rewrite_block(block, mod, kernels))
 
     return _pass

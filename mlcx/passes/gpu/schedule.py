@@ -14,6 +14,8 @@ import tvm
 from tvm import s_tir, tirx
 from tvm.target import Target
 
+from mlcx.passes.prim_funcs import map_prim_funcs
+
 RULE_ATTR = "mlcx.schedule_rule"
 
 
@@ -34,20 +36,13 @@ def _schedule(func: tirx.PrimFunc, target: Target, rules: Sequence) -> tirx.Prim
 
 
 def apply_rules(rules: Sequence) -> tvm.transform.Pass:
-    @tvm.transform.module_pass(opt_level=0, name="mlcx.ApplyRules")
-    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        updates = {}
-        for gvar, func in mod.functions_items():
-            if isinstance(func, tirx.PrimFunc) and not _is_scheduled(func):
-                target = func.attrs.get("target") if func.attrs else None
-                scheduled = _schedule(func, target or Target.current(), rules)
-                if scheduled is not None:
-                    updates[gvar] = scheduled
-        for gvar, func in updates.items():
-            mod[gvar] = func
-        return mod
+    def schedule(func: tirx.PrimFunc) -> tirx.PrimFunc | None:
+        if _is_scheduled(func):
+            return None
+        target = func.attrs.get("target") if func.attrs else None
+        return _schedule(func, target or Target.current(), rules)
 
-    return _pass
+    return map_prim_funcs("mlcx.ApplyRules", schedule)
 
 
 def schedule_rules_of(mod: tvm.IRModule) -> dict[str, str]:
