@@ -20,7 +20,9 @@ from tvm.script.ir_builder import tirx as T
 from mlcx.kernels.cpu import vec
 
 SLICES = 4  # row-block slices per head
-ROWS = 8  # query rows sharing each key and value load
+ROWS = 8  # query rows sharing each key and value load from registers
+GROUPS = 4  # row groups of a block sharing each key tile from L1 and value tile from L2
+VALUE_TILE = 256  # keys whose value rows a block's groups read in turn (73 KB at d = 72)
 # vector registers of running sums (of 32 with AVX-512; on AVX2 a few spill, cheaper than reloads)
 ACCUMULATORS = 24
 NEG_INF = -3.0e38
@@ -58,15 +60,20 @@ class DenseShape:
         return next(g for g in range(min(count, ACCUMULATORS // ROWS), 0, -1) if count % g == 0)
 
     @property
+    def value_tile(self) -> int:
+        return next(t for t in range(min(VALUE_TILE, self.tokens), 0, -1) if self.tokens % t == 0)
+
+    @property
     def name(self) -> str:
         return f"dense_attention_cpu_{self.heads}x{self.tokens}x{self.head_dim}"
 
 
 def _scores(sh: DenseShape, bufs, head, row0, scores) -> None:
+    """scores[g * ROWS + r, key] for the block's rows, each tile of keys read by its groups."""
     n, lanes, kv = sh.tokens, sh.lanes, sh.key_vectors
     acc = T.alloc_buffer((ROWS * kv, lanes), "float32")
     scale = vec.splat(vec.f32(sh.scale), lanes)
-    with T.serial(0, n // (lanes * kv)) as j:
+    with T.serial(0, n // (lanes * kv)) as j, T.serial(0, GROUPS) as group:
         for a in range(ROWS * kv):
             T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [a, vec.ramp(0, lanes)])
         with T.serial(0, sh.head_dim) as c:
@@ -75,14 +82,16 @@ def _scores(sh: DenseShape, bufs, head, row0, scores) -> None:
                 for v in range(kv)
             ]
             for r in range(ROWS):
-                query = T.bind(vec.splat(bufs["q"][head, T.min(row0 + r, n - 1), c], lanes))
+                row = T.min(row0 + group * ROWS + r, n - 1)
+                query = T.bind(vec.splat(bufs["q"][head, row, c], lanes))
                 for v in range(kv):
                     update = acc[r * kv + v, vec.ramp(0, lanes)] + query * keys[v]
                     T.buffer_store(acc, update, [r * kv + v, vec.ramp(0, lanes)])
         for r in range(ROWS):
             for v in range(kv):
                 score = acc[r * kv + v, vec.ramp(0, lanes)] * scale
-                T.buffer_store(scores, score, [r, vec.ramp((j * kv + v) * lanes, lanes)])
+                index = [group * ROWS + r, vec.ramp((j * kv + v) * lanes, lanes)]
+                T.buffer_store(scores, score, index)
 
 
 def _softmax(sh: DenseShape, scores, r):
@@ -104,54 +113,66 @@ def _softmax(sh: DenseShape, scores, r):
     return T.bind(vec.hsum(total[vec.ramp(0, lanes)], lanes))
 
 
-def _values(sh: DenseShape, bufs, head, row0, totals, scores) -> None:
-    lanes, g = sh.value_lanes, sh.value_vectors
+def _value_sums(sh: DenseShape, bufs, head, tile, sums, scores) -> None:
+    """sums[row, :] += weights of the keys of `tile` times their value rows, for every row of
+    the block: ROWS rows and `value_vectors` vectors of features at a time in registers."""
+    lanes, g, keys = sh.value_lanes, sh.value_vectors, sh.value_tile
     acc = T.alloc_buffer((ROWS * g, lanes), "float32")
-    with T.serial(0, sh.head_dim // (lanes * g)) as part:
-        for a in range(ROWS * g):
-            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [a, vec.ramp(0, lanes)])
-        with T.serial(0, sh.tokens) as s:
+    with T.serial(0, GROUPS) as group, T.serial(0, sh.head_dim // (lanes * g)) as part:
+        for r in range(ROWS):
+            for v in range(g):
+                running = sums[group * ROWS + r, vec.ramp((part * g + v) * lanes, lanes)]
+                T.buffer_store(acc, running, [r * g + v, vec.ramp(0, lanes)])
+        with T.serial(tile * keys, (tile + 1) * keys) as s:
             values = [
                 T.bind(bufs["v"][head, s, vec.ramp((part * g + v) * lanes, lanes)])
                 for v in range(g)
             ]
             for r in range(ROWS):
-                weight = T.bind(vec.splat(scores[r, s], lanes))
+                weight = T.bind(vec.splat(scores[group * ROWS + r, s], lanes))
                 for v in range(g):
                     update = acc[r * g + v, vec.ramp(0, lanes)] + weight * values[v]
                     T.buffer_store(acc, update, [r * g + v, vec.ramp(0, lanes)])
         for r in range(ROWS):
-            with T.If(row0 + r < sh.tokens), T.Then():
-                inv = vec.splat(vec.f32(1.0) / totals[r], lanes)
-                for v in range(g):
-                    out = acc[r * g + v, vec.ramp(0, lanes)] * inv
-                    index = [head, row0 + r, vec.ramp((part * g + v) * lanes, lanes)]
-                    T.buffer_store(bufs["out"], out, index)
+            for v in range(g):
+                index = [group * ROWS + r, vec.ramp((part * g + v) * lanes, lanes)]
+                T.buffer_store(sums, acc[r * g + v, vec.ramp(0, lanes)], index)
 
 
 def _block(sh: DenseShape, bufs, head, block, scores) -> None:
-    row0 = block * ROWS
+    rows, lanes = ROWS * GROUPS, sh.value_lanes
+    row0 = block * rows
     _scores(sh, bufs, head, row0, scores)
-    totals = T.alloc_buffer((ROWS,), "float32")
-    for r in range(ROWS):
+    totals = T.alloc_buffer((rows,), "float32")
+    with T.serial(0, rows) as r:
         T.buffer_store(totals, _softmax(sh, scores, r), [r])
-    _values(sh, bufs, head, row0, totals, scores)
+    sums = T.alloc_buffer((rows, sh.head_dim), "float32")
+    with T.serial(0, rows) as r, T.serial(0, sh.head_dim // lanes) as f:
+        T.buffer_store(sums, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(f * lanes, lanes)])
+    with T.serial(0, sh.tokens // sh.value_tile) as tile:
+        _value_sums(sh, bufs, head, tile, sums, scores)
+    with T.serial(0, rows) as r, T.If(row0 + r < sh.tokens), T.Then():
+        inv = T.bind(vec.splat(vec.f32(1.0) / totals[r], lanes))
+        with T.serial(0, sh.head_dim // lanes) as f:
+            out = sums[r, vec.ramp(f * lanes, lanes)] * inv
+            T.buffer_store(bufs["out"], out, [head, row0 + r, vec.ramp(f * lanes, lanes)])
 
 
 def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
     """out [h, n, d] = softmax(q kt * scale) v for q, v [h, n, d] and kt [h, d, n], float32."""
     h, n, d = sh.heads, sh.tokens, sh.head_dim
-    blocks = (n + ROWS - 1) // ROWS
+    blocks = (n + ROWS * GROUPS - 1) // (ROWS * GROUPS)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(sh.name)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         shapes = {"q": (h, n, d), "kt": (h, d, n), "v": (h, n, d), "out": (h, n, d)}
         bufs = {k: T.match_buffer(T.arg(k, T.handle()), s, "float32") for k, s in shapes.items()}
-        workspace = T.alloc_buffer((h * SLICES * ROWS * n,), "float32")
+        workspace = T.alloc_buffer((h * SLICES * ROWS * GROUPS * n,), "float32")
         with T.parallel(0, h * SLICES) as item:
             head, part = item // SLICES, item % SLICES
+            rows = ROWS * GROUPS
             scores = T.decl_buffer(
-                (ROWS, n), "float32", data=workspace.data, elem_offset=item * ROWS * n
+                (rows, n), "float32", data=workspace.data, elem_offset=item * rows * n
             )
             with T.serial(0, (blocks - part + SLICES - 1) // SLICES) as i:
                 _block(sh, bufs, head, part + i * SLICES, scores)
