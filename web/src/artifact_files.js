@@ -37,11 +37,20 @@ export class ArtifactFiles {
 
   async get(url, init) {
     if (!this.cache || !CACHED.test(new URL(url).pathname)) return this.fetchFn(url, init);
+    if (this.known[url] === null) return this.absent(url); // a file the artifact does not have
     const cached = this.known[url] && (await this.fromCache(url, this.known[url]));
     const bytes = cached ?? (await this.fromNetwork(url, init));
+    if (bytes === null) return this.absent(url);
     this.read[url] = this.read[url] ?? (await sha256Hex(bytes));
     if (!cached) await this.store(url, bytes, this.read[url]);
     return new Response(bytes);
+  }
+
+  // A 404 kept in the manifest as null: optional files (an image encoder's vision/encoder.json)
+  // are probed, and a reload must learn of their absence without the network.
+  absent(url) {
+    this.read[url] = null;
+    return new Response(null, { status: 404, statusText: "Not Found" });
   }
 
   async fromCache(url, sha256) {
@@ -58,6 +67,7 @@ export class ArtifactFiles {
 
   async fromNetwork(url, init) {
     const response = await this.fetchFn(url, init);
+    if (response.status === 404) return null;
     if (!response.ok) throw new Error(`cannot fetch ${url}: HTTP ${response.status}`);
     return new Uint8Array(await response.arrayBuffer());
   }

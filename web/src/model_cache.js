@@ -19,7 +19,8 @@ async function keys(artifactUrl, shardsUrl) {
   const shards = index ? (await index.json()).shards : [];
   const folder = shardsUrl ? new URL(shardsUrl, base) : new URL("params/", base);
   return {
-    files: Object.entries(manifest).map(([url, sha256]) => fileKey(url, sha256)),
+    // null: a file the artifact does not have (artifact_files.js absent)
+    files: Object.entries(manifest).filter(([, sha256]) => sha256 !== null).map(([url, sha256]) => fileKey(url, sha256)),
     shards: shards.map((shard) => shardKey(new URL(shard.file, folder).href, shard)),
     indexFound: Boolean(index),
   };
