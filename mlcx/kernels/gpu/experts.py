@@ -29,7 +29,14 @@ from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
 from mlcx.kernels.gpu.expert_sort import ExpertSortSpec, RoutedRows, tile_count
-from mlcx.kernels.gpu.linear import GroupDots, ceildiv, k_splits, launch, tree_sum, zero
+from mlcx.kernels.gpu.linear import (
+    GroupDots,
+    ceildiv,
+    gemv_workgroup,
+    k_splits,
+    launch,
+    zero,
+)
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader
 from mlcx.quantization.formats import WeightFormat
 
@@ -130,39 +137,25 @@ def _store(spec, bufs, pair, row, value) -> None:
 
 def _gemv(spec, cfg: GpuConfig, reader, bufs, pairs) -> None:
     n, groups = spec.out_features, spec.in_features // reader.group
-    splits = k_splits(groups, cfg.groups)
     rows_per_wg = cfg.lanes * cfg.gemv_rows
     with ExitStack() as stack:
         bx, pair, tx = launch(
             stack,
             blockIdx_x=ceildiv(n, rows_per_wg),
             blockIdx_y=pairs,
-            threadIdx_x=cfg.lanes * splits,
+            threadIdx_x=cfg.lanes * k_splits(groups, cfg.groups),
         )
-        lane, split = tx % cfg.lanes, tx // cfg.lanes
         expert = T.bind(bufs["ids"][pair])
-        first_row = bx * rows_per_wg + lane * cfg.gemv_rows
-        rows = [
-            T.bind(spec.weight_row(expert, T.min(first_row + r, n - 1)))
-            for r in range(cfg.gemv_rows)
-        ]
-        acc = T.alloc_buffer((cfg.gemv_rows,), "float32", scope="local")
-        partial = T.alloc_buffer((splits * rows_per_wg,), "float32", scope="shared")
-        zero(acc, cfg.gemv_rows)
-        group = GroupDots(spec, reader, cfg, bufs, rows, [_input_row(spec, pair)], lane)
-        per_split = groups // splits
-        with T.serial(0, per_split) as g:
-            group.run(split * per_split + g, acc)
-        for r in range(cfg.gemv_rows):
-            T.buffer_store(partial, acc[r], [split * rows_per_wg + lane * cfg.gemv_rows + r])
-        T.evaluate(T.tvm_storage_sync("shared"))
-        threads = cfg.lanes * splits
-        with T.serial(0, ceildiv(rows_per_wg, threads)) as i:
-            local = i * threads + tx
-            row = bx * rows_per_wg + local
-            with T.If(tirx.all(local < rows_per_wg, row < n)), T.Then():
-                total = tree_sum([partial[s * rows_per_wg + local] for s in range(splits)])
-                _store(spec, bufs, pair, row, total)
+        gemv_workgroup(
+            spec,
+            cfg,
+            reader,
+            bufs,
+            (bx, tx),
+            [_input_row(spec, pair)],
+            lambda row, total: _store(spec, bufs, pair, row, total),
+            lambda row: spec.weight_row(expert, row),
+        )
 
 
 def _grouped(spec, cfg: GpuConfig, reader, bufs, pairs) -> None:

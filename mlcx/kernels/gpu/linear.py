@@ -186,23 +186,38 @@ def _gemv(spec, cfg: GpuConfig, reader, bufs, tokens) -> None:
 
 
 def _gemv_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
-    n, k = spec.out_features, spec.in_features
-    groups = k // reader.group
-    splits = k_splits(groups, cfg.groups)
+    n, groups = spec.out_features, spec.in_features // reader.group
     rows_per_wg = cfg.lanes * cfg.gemv_rows
     bx, by, tx = launch(
         stack,
         blockIdx_x=ceildiv(n, rows_per_wg),
         blockIdx_y=tokens,
-        threadIdx_x=cfg.lanes * splits,
+        threadIdx_x=cfg.lanes * k_splits(groups, cfg.groups),
     )
+
+    def store(row, total) -> None:
+        _store(spec, bufs, by, row, total)
+
+    gemv_workgroup(spec, cfg, reader, bufs, (bx, tx), [by], store)
+
+
+def gemv_workgroup(spec, cfg: GpuConfig, reader, bufs, ids, inputs, store, weight_row=None):
+    """One workgroup of the split-K GEMV (launched with lanes * k_splits threads): each thread
+    dots `gemv_rows` weight rows (weight_row(output row); the row itself by default) with the
+    input rows `inputs` over its share of the groups, the shares meet in shared memory and
+    store(row, total) writes each output row once. `ids`: (blockIdx.x, threadIdx.x)."""
+    bx, tx = ids
+    n, groups = spec.out_features, spec.in_features // reader.group
+    splits = k_splits(groups, cfg.groups)
+    rows_per_wg = cfg.lanes * cfg.gemv_rows
     lane, split = tx % cfg.lanes, tx // cfg.lanes
     first_row = bx * rows_per_wg + lane * cfg.gemv_rows
-    rows = [T.bind(T.min(first_row + r, n - 1)) for r in range(cfg.gemv_rows)]
+    pick = weight_row or (lambda row: row)
+    rows = [T.bind(pick(T.min(first_row + r, n - 1))) for r in range(cfg.gemv_rows)]
     acc = T.alloc_buffer((cfg.gemv_rows,), "float32", scope="local")
     partial = T.alloc_buffer((splits * rows_per_wg,), "float32", scope="shared")
     zero(acc, cfg.gemv_rows)
-    group = GroupDots(spec, reader, cfg, bufs, rows, [by], lane)
+    group = GroupDots(spec, reader, cfg, bufs, rows, inputs, lane)
     per_split = groups // splits
     with T.serial(0, per_split) as g:
         group.run(split * per_split + g, acc)
@@ -215,7 +230,7 @@ def _gemv_body(spec, cfg: GpuConfig, reader, bufs, tokens, stack) -> None:
         row = bx * rows_per_wg + local
         with T.If(tirx.all(local < rows_per_wg, row < n)), T.Then():
             total = tree_sum([partial[s * rows_per_wg + local] for s in range(splits)])
-            _store(spec, bufs, by, row, total)
+            store(row, total)
 
 
 def build_gpu_linear(spec: GpuLinearSpec, cfg: GpuConfig) -> tirx.PrimFunc:
