@@ -25,6 +25,16 @@ from tvm import te, tirx
 from mlcx.kernels.linear import ACCUMULATE
 from mlcx.quantization.formats import WeightFormat
 
+
+def check_expert_flags(spec) -> None:
+    """The flags an expert kernel spec (CPU or GPU) shares: a SwiGLU input is a down
+    projection's (per slot), a fused gate/up output has two equal halves."""
+    if spec.swiglu and not spec.per_slot:
+        raise ValueError("a SwiGLU input belongs to a per-slot (down) expert linear")
+    if spec.fused and spec.out_features % 2:
+        raise ValueError(f"a fused gate/up output is even, not {spec.out_features}")
+
+
 # Block annotation of the gathered expert GEMVs, naming their weight format
 # (mlcx.passes.gpu.experts_rule schedules them; mlcx.passes.cpu.fuse_experts swaps them).
 EXPERTS_ATTR = "mlcx.experts"

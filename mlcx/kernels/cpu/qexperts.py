@@ -27,6 +27,7 @@ from mlcx.kernels.cpu.tiled_block import BandInputs, band_block
 from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
 from mlcx.kernels.cpu.tiled_reader import ROWS
 from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.kernels.moe import check_expert_flags
 from mlcx.quantization.formats import WeightFormat
 
 INT16_ROWS_MAX = 16  # up to this many input rows a call stays int16 (decode steps)
@@ -55,10 +56,9 @@ class ExpertSpec:
     swiglu: bool = False
 
     def __post_init__(self) -> None:
-        if self.swiglu and not self.per_slot:
-            raise ValueError("a SwiGLU input belongs to a per-slot (down) expert linear")
+        check_expert_flags(self)
         width = self.out_features // 2 if self.fused else self.out_features
-        if self.in_features % CHUNK or width % ROWS or (self.fused and self.out_features % 2):
+        if self.in_features % CHUNK or width % ROWS:
             raise ValueError(
                 f"expert linears need inputs divisible by {CHUNK} and outputs by {ROWS} "
                 f"(per half when fused), not {self.in_features} -> {self.out_features}"

@@ -38,6 +38,7 @@ from mlcx.kernels.gpu.linear import (
     zero,
 )
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader
+from mlcx.kernels.moe import check_expert_flags
 from mlcx.quantization.formats import WeightFormat
 
 
@@ -59,10 +60,7 @@ class GpuExpertsSpec:
     swiglu: bool = False
 
     def __post_init__(self) -> None:
-        if self.swiglu and not self.per_slot:
-            raise ValueError("a SwiGLU input belongs to a per-slot (down) expert linear")
-        if self.fused and self.out_features % 2:
-            raise ValueError(f"a fused gate/up output is even, not {self.out_features}")
+        check_expert_flags(self)
 
     @property
     def name(self) -> str:
