@@ -15,6 +15,9 @@ DECODE = "decode"
 COPY_PAGES = "copy_pages"
 # prefill whose image-token rows take given embeddings (models with an image encoder only)
 PREFILL_IMAGE = "prefill_image"
+# the image encoder's function (vision/ of the artifact): pixels [3, S, S] -> image rows
+EMBED_IMAGE = "embed_image"
+PIXELS = "pixels"
 ENTRY_FUNCTIONS = (PREFILL, DECODE, COPY_PAGES)
 
 TOKENS = "input_ids"

@@ -12,6 +12,8 @@ from typing import Any
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op, spec
 
+from mlcx.kernels.step_params import EMBED_IMAGE, PIXELS
+
 VisionConfig = Any  # a family's config with the SigLIP geometry
 
 
@@ -96,9 +98,6 @@ class VisionTower(nn.Module):
         return self.post_layernorm(self.encoder(self.embeddings(pixels)))
 
 
-EMBED_IMAGE = "embed_image"  # the artifact function an image encoder exports
-
-
 def encode_image(tower: nn.Module, head: nn.Module, pixels: nn.Tensor, dtype: str) -> nn.Tensor:
     """head(tower(pixels)): pixels are float32 whatever the encoder's dtype; rows come back
     float32."""
@@ -112,7 +111,7 @@ def image_export_spec(channels: int, size: int) -> dict:
     """The export spec of an encoder's `embed_image(pixels [channels, size, size])`."""
     return {
         EMBED_IMAGE: {
-            "pixels": spec.Tensor((channels, size, size), "float32"),
+            PIXELS: spec.Tensor((channels, size, size), "float32"),
             "$": {"param_mode": "packed", "effect_mode": "none"},
         }
     }

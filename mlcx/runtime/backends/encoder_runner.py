@@ -14,8 +14,8 @@ from tvm import relax
 from mlcx.artifact.encoder import EncoderConfig, encoder_dir
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
+from mlcx.kernels.step_params import EMBED_IMAGE
 
-EMBED_IMAGE = "embed_image"
 DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 
 

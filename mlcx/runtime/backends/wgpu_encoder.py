@@ -8,14 +8,11 @@ import numpy as np
 from mlcx.artifact.encoder import EncoderConfig, encoder_dir
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
-from mlcx.kernels.step_params import PARAMS
+from mlcx.kernels.step_params import EMBED_IMAGE, PARAMS, PIXELS
 from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
 from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
 from mlcx.runtime.backends.wgpu_kernels import KernelSet
 from mlcx.targets.webgpu_plan.schema import Plan
-
-EMBED_IMAGE = "embed_image"
-PIXELS = "pixels"
 
 
 def load_encoder_plan(path) -> Plan:
