@@ -16,8 +16,7 @@ from gguf import GGMLQuantizationType as GT
 
 from mlcx.bench.random_models import LlamaShape, llama_writer, random_q4_0, write_byte_tokenizer
 from mlcx.cache import cache_dir
-
-IMAGE_TOKENS = ("<start_of_image>", "<end_of_image>", "<image_soft_token>")
+from mlcx.frontends.gemma3_vision.mmproj import BOI, EOI, IMAGE
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def write_text(shape: LlamaShape, out: Path, seed: int = 0) -> Path:
     writer = llama_writer(shape, out, shape.arch)
     writer.add_sliding_window(512)
     # Gemma 3's image tokens, which the mmproj path looks up by name
-    write_byte_tokenizer(writer, shape.vocab, ("<bos>", "<eos>", *IMAGE_TOKENS), add_bos=True)
+    write_byte_tokenizer(writer, shape.vocab, ("<bos>", "<eos>", BOI, EOI, IMAGE), add_bos=True)
     for name, dims in _text_tensors(shape):
         if len(dims) == 1:
             writer.add_tensor(name, np.ones(dims, np.float32))
