@@ -1,4 +1,4 @@
-"""Where mlcx keeps downloaded models and just-in-time compiled artifacts (mlcx/jit.py)."""
+"""Where mlcx keeps downloaded models and just-in-time compiled artifacts (mlcx/compile/jit.py)."""
 
 from __future__ import annotations
 

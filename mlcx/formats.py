@@ -4,7 +4,7 @@ database's manifest.
 
 Bump it when a reader could misread what an older mlcx wrote (a weight layout, a step
 function's inputs, a field's meaning). Compiled kernels need no bump: the JIT cache is keyed by
-a hash of the code that compiles them (mlcx/jit.py).
+a hash of the code that compiles them (mlcx/compile/jit.py).
 2: CPU weights stored row-tiled; the chat template only in mlcx-tokenizer.json.
 """
 

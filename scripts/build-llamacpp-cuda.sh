@@ -1,1 +1,1 @@
-../mlcx/bench/peer_builds/build-llamacpp-cuda.sh
+../mlcx/bench/peers/peer_builds/build-llamacpp-cuda.sh

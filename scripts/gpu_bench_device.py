@@ -166,7 +166,7 @@ def greedy(env, payload: Path, artifact: str) -> None:
 VARIANT = """
 import sys
 from pathlib import Path
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.targets.base import BuildOptions
 options = BuildOptions(**{k: v == "True" if v in ("True", "False") else v
                           for k, v in (a.split("=") for a in sys.argv[2:])})
@@ -209,7 +209,7 @@ def variants(env) -> None:
 
 LAUNCHES = """
 import tvm
-from mlcx.compile import CompileRequest, export_model
+from mlcx.compile.model import CompileRequest, export_model
 from mlcx.passes.gpu.launch_count import step_launches
 from mlcx.passes.pipeline_gpu import gpu_config, gpu_pipeline
 from mlcx.targets.device_code import activation_dtype

@@ -119,7 +119,7 @@ def _expected(out: Path) -> None:
 
 
 def _llama_bench(cache: Path) -> Path | None:
-    from mlcx.bench.llamacpp_cuda import BUILD
+    from mlcx.bench.peers.llamacpp_cuda import BUILD
 
     binary = BUILD.bin_dir() / "llama-bench"
     if not binary.is_file():

@@ -1,1 +1,1 @@
-../mlcx/bench/peer_builds/llamacpp-source.sh
+../mlcx/bench/peers/peer_builds/llamacpp-source.sh

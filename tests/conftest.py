@@ -45,7 +45,7 @@ def moe_model(models_root):
 def moe_compiled(tmp_path_factory, moe_model):
     """Factory: moe_compiled(arch, quantization, target="cpu") -> the artifact of moe_model(arch)
     (cached; f32 pages on cpu, as the `compiled` fixture)."""
-    from mlcx.compile import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest, compile_model
     from tests.support.reference_pages import reference_pages
 
     cache: dict = {}
@@ -67,7 +67,7 @@ def moe_compiled(tmp_path_factory, moe_model):
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory, tiny_model):
     """Factory: compiled(spec, quantization, target="cpu", **kw) -> artifact dir (cached)."""
-    from mlcx.compile import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest, compile_model
 
     cache: dict = {}
     root = tmp_path_factory.mktemp("artifacts")

@@ -1,4 +1,4 @@
-"""The JIT cache key (mlcx/jit.py): equal for equal compiles, different whenever the source
+"""The JIT cache key (mlcx/compile/jit.py): equal for equal compiles, different whenever the source
 model, an option that changes the output, the tuning database or mlcx's compiling code does."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import os
 import shutil
 from dataclasses import replace
 
-from mlcx import jit
-from mlcx.compile import CompileRequest
+from mlcx.compile import jit
+from mlcx.compile.model import CompileRequest
 from mlcx.targets.base import BuildOptions
 from tests.support.tiny_models import TinySpec
 

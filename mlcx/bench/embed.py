@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from mlcx.runtime.embedder import Embedder, EmbedLimits
+from mlcx.runtime.api.embedder import Embedder, EmbedLimits
 
 
 @dataclass(frozen=True)

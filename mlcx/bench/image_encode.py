@@ -1,7 +1,7 @@
 """`mlcx bench image`: time to encode one image with an artifact's image encoder: the
 model's preprocessing (numpy + Pillow) and `embed_image`, medians over fresh images (the
 encoder's cache by content hash is bypassed); against llama.cpp's mtmd on the same GGUF and
-mmproj files when asked (mlcx.bench.mtmd_peer)."""
+mmproj files when asked (mlcx.bench.peers.mtmd_peer)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 
 from mlcx.artifact.encoder import read_encoder
-from mlcx.bench.mtmd_peer import MtmdFiles, mtmd_encode
+from mlcx.bench.peers.mtmd_peer import MtmdFiles, mtmd_encode
 from mlcx.errors import ArtifactError
 from mlcx.runtime.backends.encoder_runner import open_encoder_runner
 from mlcx.runtime.vision.preprocess import pixels

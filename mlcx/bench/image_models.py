@@ -1,5 +1,5 @@
 """What `mlcx bench image MODEL` times: an artifact with an image encoder, or a named random
-vision model (mlcx.bench.random_vision) compiled for this CPU into the JIT cache; and the
+vision model (mlcx.bench.workloads.random_vision) compiled for this CPU into the JIT cache; and the
 GGUF + mmproj files llama.cpp's mtmd loads for the same model."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mlcx.artifact.encoder import read_encoder
-from mlcx.bench.mtmd_peer import MtmdFiles
-from mlcx.bench.random_vision import RANDOM_VISION, ensure_random_vision
+from mlcx.bench.peers.mtmd_peer import MtmdFiles
+from mlcx.bench.workloads.random_vision import RANDOM_VISION, ensure_random_vision
 from mlcx.errors import ArtifactError
 
 
@@ -23,8 +23,8 @@ def resolve_image_model(
     model: str, gguf: Path | None, mmproj: Path | None, need_files: bool
 ) -> ImageModel:
     if model in RANDOM_VISION:
-        from mlcx.compile import CompileRequest
-        from mlcx.jit import compile_cached
+        from mlcx.compile.jit import compile_cached
+        from mlcx.compile.model import CompileRequest
 
         text, proj = ensure_random_vision(model)
         artifact = compile_cached(CompileRequest(model=str(text), mmproj=proj))

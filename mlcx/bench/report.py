@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from mlcx.bench.kernel_profile import StepProfile
-from mlcx.bench.workload import Speed, Workload
+from mlcx.bench.measure.kernel_profile import StepProfile
+from mlcx.bench.workloads.workload import Speed, Workload
 
 
 @dataclass(frozen=True)

@@ -13,19 +13,19 @@ import numpy as np
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.kv_budget import kv_budget
-from mlcx.bench.bandwidth import measure_read_bandwidth
-from mlcx.bench.mlcx_engine import (
+from mlcx.bench.measure.bandwidth import measure_read_bandwidth
+from mlcx.bench.measure.mlcx_engine import (
     MlcxEngine,
     expert_notes,
     peak_memory_bytes,
     weight_bytes_per_token,
 )
-from mlcx.bench.peer_setup import PeerSetup
-from mlcx.bench.peers import PEERS
-from mlcx.bench.profile import check_profilable, profile_steps
+from mlcx.bench.measure.profile import check_profilable, profile_steps
+from mlcx.bench.peers.peer_setup import PeerSetup
+from mlcx.bench.peers.peers import PEERS
 from mlcx.bench.report import BenchReport
-from mlcx.bench.resolve import CompileChoice, Resolved, artifact_target, resolve
-from mlcx.bench.workload import DEFAULT_SIZES, Speed, Workload
+from mlcx.bench.workloads.resolve import CompileChoice, Resolved, artifact_target, resolve
+from mlcx.bench.workloads.workload import DEFAULT_SIZES, Speed, Workload
 from mlcx.runtime.backends.registry import RUNNERS
 from mlcx.targets.registry import TARGETS
 

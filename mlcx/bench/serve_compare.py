@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 
-from mlcx.bench.serve_load import LoadReport, LoadSpec, run_load, warm_up
+from mlcx.bench.measure.serve_load import LoadReport, LoadSpec, run_load, warm_up
 
 
 def run_levels(

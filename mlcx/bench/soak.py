@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from mlcx.bench.serve_load import first_model
+from mlcx.bench.measure.serve_load import first_model
 
 _WORDS = [
     "the",

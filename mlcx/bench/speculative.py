@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 
 from mlcx.artifact.config import Artifact
-from mlcx.bench.echo_workload import echo_messages
+from mlcx.bench.workloads.echo_workload import echo_messages
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.speculative.config import DEFAULT_NUM_SPECULATIVE, SpeculativeConfig
 
@@ -167,8 +167,8 @@ class SpecBenchRequest:
 def run_spec_request(req: SpecBenchRequest, say=print) -> SpecBenchReport:
     import os
 
-    from mlcx.bench.resolve import CompileChoice
-    from mlcx.bench.truncated_gguf import ensure_truncated_gguf
+    from mlcx.bench.workloads.resolve import CompileChoice
+    from mlcx.bench.workloads.truncated_gguf import ensure_truncated_gguf
 
     threads = req.threads or os.cpu_count() or 1
     os.environ.setdefault("TVM_NUM_THREADS", str(threads))
@@ -198,7 +198,7 @@ def run_spec_request(req: SpecBenchRequest, say=print) -> SpecBenchReport:
 def _resolved(model: str, choice, say):
     """`mlcx bench`'s compile of MODEL, reused when the bench cache has it already (the
     compile time is `mlcx bench`'s to report, not this one's)."""
-    from mlcx.bench.resolve import Resolved, _source, cached_artifact, resolve
+    from mlcx.bench.workloads.resolve import Resolved, _source, cached_artifact, resolve
 
     cached = cached_artifact(model, choice)
     if cached is not None:

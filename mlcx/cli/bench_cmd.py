@@ -15,9 +15,9 @@ from typing import Annotated
 import typer
 from typer.core import TyperGroup
 
-from mlcx.bench.peers import PEERS
+from mlcx.bench.peers.peers import PEERS
 from mlcx.bench.run import BenchRequest, run_bench
-from mlcx.bench.workload import DEFAULT_SIZES
+from mlcx.bench.workloads.workload import DEFAULT_SIZES
 from mlcx.cli import (
     bench_embed_cmd,
     bench_image_cmd,

@@ -20,7 +20,7 @@ def bench_embed_command(
 ) -> None:
     """Embed fixed texts in batches and print texts/s (and tokens/s)."""
     from mlcx.bench.embed import EmbedBenchSpec, run_embed_bench
-    from mlcx.jit import resolve_artifact
+    from mlcx.compile.jit import resolve_artifact
 
     spec = EmbedBenchSpec(texts, tokens, batch, reps)
     report = run_embed_bench(resolve_artifact(model, quiet=as_json).path, spec)

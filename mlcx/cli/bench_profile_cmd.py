@@ -36,8 +36,8 @@ def bench_profile_command(
 ) -> None:
     """Run MODEL's engine in process at each -c and print where a step's time goes (schedule,
     page tables, forward, sample, detokenize), greedy with EOS ignored."""
-    from mlcx.bench.kv_capacity import kv_capacity
-    from mlcx.bench.step_profile import profile_steps
+    from mlcx.bench.measure.kv_capacity import kv_capacity
+    from mlcx.bench.measure.step_profile import profile_steps
     from mlcx.runtime.core.engine import Engine
 
     levels = concurrency or [1]

@@ -13,10 +13,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mlcx.bench.measure.serve_load import LoadReport, LoadSpec, prefix_ttft
+from mlcx.bench.peers.serving_peers import SERVING_PEERS, serving_peer
+from mlcx.bench.peers.serving_setup import ServingSetup
 from mlcx.bench.serve_compare import LevelRatio, ratios, run_levels, run_on_peer
-from mlcx.bench.serve_load import LoadReport, LoadSpec, prefix_ttft
-from mlcx.bench.serving_peers import SERVING_PEERS, serving_peer
-from mlcx.bench.serving_setup import ServingSetup
 
 
 def bench_serve_command(

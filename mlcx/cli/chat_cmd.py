@@ -10,8 +10,8 @@ import typer
 
 from mlcx.cli.engine_options import EngineOptions, with_engine_options
 from mlcx.errors import ContextWindowError, ImageError
-from mlcx.runtime.chat_session import ChatSession
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.chat_session import ChatSession
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.vision.decode import read_image_file
 
 HELP = (

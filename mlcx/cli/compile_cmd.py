@@ -12,7 +12,7 @@ from mlcx.artifact.config import Artifact
 from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.artifact.kv_budget import kv_budget
 from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, TargetName, describe
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.registry import describe_supported
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.quantization.schemes import QUANTIZATIONS

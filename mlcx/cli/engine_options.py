@@ -14,7 +14,7 @@ import typer
 
 from mlcx.artifact.config import Artifact
 from mlcx.cli.options import KVDtype, SpeculativeName
-from mlcx.jit import resolve_artifact
+from mlcx.compile.jit import resolve_artifact
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.speculative.config import DEFAULT_NUM_SPECULATIVE, SpeculativeConfig
 

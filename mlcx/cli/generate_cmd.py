@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from mlcx.cli.engine_options import EngineOptions, with_engine_options
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.structured.files import output_constraint
 from mlcx.runtime.vision.decode import read_image_file
 

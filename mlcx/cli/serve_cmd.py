@@ -8,9 +8,9 @@ import typer
 
 from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.cli.engine_options import EngineOptions, with_engine_options
+from mlcx.runtime.api.embedder import Embedder
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
-from mlcx.runtime.embedder import Embedder
 
 
 def served_model(artifact, engine_config: EngineConfig) -> Engine | Embedder:

@@ -9,10 +9,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mlcx.cli.options import LINEAR_KERNELS_HELP, QuantizationName, TargetName
-from mlcx.compile import CompileRequest
+from mlcx.compile.model import CompileRequest
+from mlcx.compile.tune import TuneConfig, model_of, tune_model
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.targets.base import BuildOptions
-from mlcx.tune import TuneConfig, model_of, tune_model
 
 
 def tune_command(

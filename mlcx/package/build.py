@@ -20,7 +20,7 @@ from pathlib import Path
 
 from mlcx.artifact.config import CONFIG_FILE, Artifact
 from mlcx.artifact.weight_shards import INDEX
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.tokenizer_assets import MLCX_TOKENIZER_JSON, TOKENIZER_JSON
 from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig, AppModel, AppWeights
 from mlcx.package.app_shells import APP_SHELLS, resolve_apps

@@ -4,6 +4,6 @@ artifact's step on a device, behind the `Runner` protocol), `text/` (tokenizer, 
 template, prompt encoding, detokenizing, stop strings), `structured/` (constraints on the
 output and their token masks), `sample/` (sampling parameters and the sampler), `speculative/`
 (draft proposers and verification), `core/` (the engine: scheduler, sequences, outputs). At the
-top, the APIs built on the engine: `llm.py` (Python), `async_engine.py` (servers),
-`chat_session.py` (a kept conversation). tests/test_layering.py holds that order.
+top, `api/`: the APIs built on the engine (Python, servers, chat sessions, embedders).
+tests/test_layering.py holds that order.
 """

@@ -2,7 +2,7 @@
 `mlcx.runtime`.
 
 The runtime knows nothing of HTTP; this package turns requests into `SamplingParams` and
-prompts, feeds them to the one async path (`mlcx.runtime.async_engine`) and turns deltas into
+prompts, feeds them to the one async path (`mlcx.runtime.api.async_engine`) and turns deltas into
 OpenAI responses and Server-Sent Events. Entry points: `create_app` (an ASGI app for tests and
 embedding) and `serve` (uvicorn with graceful shutdown, used by `mlcx serve`).
 """

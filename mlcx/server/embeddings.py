@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.async_embedder import AsyncEmbedder, Embeddings
+from mlcx.runtime.api.async_embedder import AsyncEmbedder, Embeddings
 from mlcx.server.errors import bad_request
 from mlcx.server.schemas import _Body
 

@@ -18,7 +18,7 @@ from mlcx.runtime.text.tokenizer import Tokenizer
 
 
 class EngineStream(Protocol):
-    """The deltas of one API request (see `mlcx.runtime.async_engine.RequestStream`)."""
+    """The deltas of one API request (see `mlcx.runtime.api.async_engine.RequestStream`)."""
 
     request_ids: list[str]
     prompt_ids: list[list[int]]

@@ -12,7 +12,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
 from mlcx.errors import ContextWindowError, InvalidFieldError, QueueFullError
-from mlcx.runtime.async_engine import EngineFailedError
+from mlcx.runtime.api.async_engine import EngineFailedError
 from mlcx.runtime.core.outputs import Completion, Delta
 from mlcx.server.config import ServerConfig
 from mlcx.server.disconnect import run_until_disconnect

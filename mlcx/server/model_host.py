@@ -8,11 +8,11 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from mlcx.runtime.async_embedder import AsyncEmbedder
-from mlcx.runtime.async_engine import AsyncEngine
+from mlcx.runtime.api.async_embedder import AsyncEmbedder
+from mlcx.runtime.api.async_engine import AsyncEngine
+from mlcx.runtime.api.embedder import Embedder
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.stats import EngineStats
-from mlcx.runtime.embedder import Embedder
 from mlcx.server.engine_client import EngineClient
 from mlcx.server.errors import SERVER_ERROR, APIError
 

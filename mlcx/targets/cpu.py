@@ -29,7 +29,7 @@ class CpuTarget:
 
     def build(self, mod, target, options):
         if options.linear_kernels is None:  # a bug, not a user's mistake
-            raise ValueError("build options come from mlcx.compile.resolve_options")
+            raise ValueError("build options come from mlcx.compile.model.resolve_options")
         pipeline = cpu_pipeline(target, options.linear_kernels, options.tuning_db)
         return tvm.compile(mod, target=target, relax_pipeline=pipeline)
 

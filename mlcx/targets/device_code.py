@@ -29,7 +29,7 @@ def default_quantization(from_gguf: bool) -> str:
     return "gguf-f16" if from_gguf else "q4f16"
 
 
-# IRModule attribute naming the model's activation dtype (set at export, mlcx.compile): the KV
+# IRModule attribute naming the model's activation dtype (set at export, mlcx.compile.model): the KV
 # pages may hold another (--kv-dtype), so their dtype does not say it.
 ACTIVATION_DTYPE = "mlcx.activation_dtype"
 
@@ -39,7 +39,7 @@ def activation_dtype(mod: tvm.IRModule) -> str:
     if dtype is None:
         raise ValueError(
             f"the module has no {ACTIVATION_DTYPE} attribute; export it with "
-            "mlcx.compile.export_model"
+            "mlcx.compile.model.export_model"
         )
     return str(dtype)
 

@@ -128,8 +128,8 @@ def main(artifact: str) -> None:
     (drivers, libraries) is sent to stderr."""
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
+    from mlcx.runtime.api.llm import LLM
     from mlcx.runtime.core.config import EngineConfig
-    from mlcx.runtime.llm import LLM
 
     config = EngineConfig(
         kv_blocks=KV_BLOCKS, max_batch=1, enable_prefix_caching=False, device="vulkan"

@@ -90,7 +90,7 @@ def test_bench_rejects_an_unknown_peer(artifact):
 def test_random_model_gguf_has_the_requested_shape(tmp_path):
     from gguf import GGMLQuantizationType as GT
 
-    from mlcx.bench.random_models import LlamaShape, write_random_gguf
+    from mlcx.bench.workloads.random_models import LlamaShape, write_random_gguf
     from mlcx.frontends.source import load_source
 
     shape = LlamaShape(hidden=128, intermediate=256, layers=2, heads=4, kv_heads=2, vocab=300)
@@ -102,7 +102,7 @@ def test_random_model_gguf_has_the_requested_shape(tmp_path):
 
 
 def _random_moe(tmp_path):
-    from mlcx.bench.random_models import LlamaShape, write_random_gguf
+    from mlcx.bench.workloads.random_models import LlamaShape, write_random_gguf
 
     shape = LlamaShape(
         64, 32, 2, 4, 4, 300, tie=False, arch="olmoe", experts=4, experts_used=2, qk_norm=True
@@ -129,7 +129,7 @@ def test_random_q4_0_blocks_are_small_random_weights():
     from gguf import GGMLQuantizationType as GT
     from gguf.quants import dequantize
 
-    from mlcx.bench.random_models import RANDOM_MODELS, random_q4_0
+    from mlcx.bench.workloads.random_models import RANDOM_MODELS, random_q4_0
 
     weights = dequantize(random_q4_0(np.random.default_rng(0), 64, 256), GT.Q4_0)
     assert weights.shape == (64, 256) and 0.015 < weights.std() < 0.025

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from mlcx.bench import llamacpp_vulkan
-from mlcx.bench.llama_bench import parse_llama_bench
-from mlcx.bench.llamacpp_build import VERSION
-from mlcx.bench.llamacpp_vulkan import LlamaCppVulkanEngine, ensure_llama_bench
-from mlcx.bench.peer_setup import PeerSetup
-from mlcx.bench.peers import PEERS
-from mlcx.bench.workload import Workload
+from mlcx.bench.peers import llamacpp_vulkan
+from mlcx.bench.peers.llama_bench import parse_llama_bench
+from mlcx.bench.peers.llamacpp_build import VERSION
+from mlcx.bench.peers.llamacpp_vulkan import LlamaCppVulkanEngine, ensure_llama_bench
+from mlcx.bench.peers.peer_setup import PeerSetup
+from mlcx.bench.peers.peers import PEERS
+from mlcx.bench.workloads.workload import Workload
 from mlcx.errors import MlcxError, ToolchainError
 
 RECORDED = Path(__file__).parents[1] / "fixtures" / "llama_bench_vulkan_p64_n16.json"

@@ -9,7 +9,7 @@ import gguf
 import numpy as np
 import pytest
 
-from mlcx.bench.truncated_gguf import write_truncated_gguf
+from mlcx.bench.workloads.truncated_gguf import write_truncated_gguf
 from mlcx.runtime.speculative.config import DEFAULT_NUM_SPECULATIVE
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_gguf import write_tiny_gguf

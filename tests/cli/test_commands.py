@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mlcx.runtime.chat_session import ChatSession
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.chat_session import ChatSession
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from tests.support.cli import run_mlcx
 from tests.support.tiny_models import TinySpec

@@ -8,7 +8,7 @@ import re
 import jsonschema
 import pytest
 
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
 from tests.support.cli import one_line_error, run_mlcx

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mlcx.bench.llamacpp_flags import cmake_args, cpu_flags
+from mlcx.bench.peers.llamacpp_flags import cmake_args, cpu_flags
 
 AVX512 = {"avx512f", "avx512cd", "avx512vl", "avx512dq", "avx512bw"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mlcx.jit import resolve_artifact
+from mlcx.compile.jit import resolve_artifact
 from tests.support.tiny_models import TinySpec
 
 

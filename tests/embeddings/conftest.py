@@ -31,7 +31,7 @@ MAKERS = {
 @pytest.fixture(scope="session")
 def embedding_model(tmp_path_factory):
     """Factory: embedding_model(name) -> (HF folder, compiled artifact dir), built once."""
-    from mlcx.compile import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest, compile_model
 
     root = tmp_path_factory.mktemp("embedders")
     built: dict[str, tuple[Path, Path]] = {}
@@ -49,7 +49,7 @@ def embedding_model(tmp_path_factory):
 @pytest.fixture(scope="session")
 def embedder(embedding_model):
     """Factory: embedder(name) -> a loaded Embedder, shared by the session."""
-    from mlcx.runtime.embedder import Embedder
+    from mlcx.runtime.api.embedder import Embedder
 
     loaded = {}
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from tests.support.cli import one_line_error, run_mlcx
 
 
@@ -41,7 +41,7 @@ def test_compile_refuses_targets_it_cannot_build_for(embedding_model, tmp_path):
 def test_cuda_compiles(embedding_model, tmp_path):
     """Codegen only (no GPU here runs it); metal builds through the same GPU pipeline."""
     from mlcx.artifact.embedding_config import EmbeddingArtifact
-    from mlcx.compile_embed import compile_embedding
+    from mlcx.compile.embedding import compile_embedding
 
     folder, _ = embedding_model("qwen3")
     out = compile_embedding(folder, tmp_path / "cuda", "cuda")
@@ -49,8 +49,8 @@ def test_cuda_compiles(embedding_model, tmp_path):
 
 
 def test_q8_weights_keep_the_vectors(embedding_model, embedder, tmp_path):
-    from mlcx.compile_embed import compile_embedding
-    from mlcx.runtime.embedder import Embedder
+    from mlcx.compile.embedding import compile_embedding
+    from mlcx.runtime.api.embedder import Embedder
 
     folder, _ = embedding_model("bert")
     texts = ["hello world", "The capital of France is Paris."]
@@ -61,7 +61,7 @@ def test_q8_weights_keep_the_vectors(embedding_model, embedder, tmp_path):
 
 
 def test_compile_refuses_half_precision(embedding_model, tmp_path):
-    from mlcx.compile_embed import compile_embedding
+    from mlcx.compile.embedding import compile_embedding
     from mlcx.errors import UnsupportedModelError
 
     folder, _ = embedding_model("bert")
@@ -88,7 +88,7 @@ def test_a_chat_model_has_no_embed(compiled):
 
 
 def test_batches_follow_the_limits(embedder):
-    from mlcx.runtime.embedder import Embedder, EmbedLimits
+    from mlcx.runtime.api.embedder import Embedder, EmbedLimits
 
     model = embedder("bert")
     limited = Embedder(model.artifact, EmbedLimits(max_batch=3, max_batch_tokens=12))

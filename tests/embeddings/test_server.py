@@ -15,8 +15,8 @@ import pytest
 
 from mlcx.artifact.embedding_config import EmbeddingArtifact
 from mlcx.cli.serve_cmd import served_model
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.server.app import create_app
 from tests.support.live_server import live_server
 

@@ -49,7 +49,7 @@ def test_embeddings_match_transformers(embedding_model, embedder, name, pooling,
 
 
 def test_small_batches_give_the_same_vectors(embedder):
-    from mlcx.runtime.embedder import Embedder, EmbedLimits
+    from mlcx.runtime.api.embedder import Embedder, EmbedLimits
 
     model = embedder("qwen3")
     one_by_one = Embedder(model.artifact, EmbedLimits(max_batch=1))

@@ -7,7 +7,7 @@ import shutil
 import numpy as np
 import torch
 
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.source import load_source
 from tests.support.harness import Harness, hf_logits
 from tests.support.reference_pages import reference_pages

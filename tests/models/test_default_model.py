@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
 from tests.support.cli import run_mlcx

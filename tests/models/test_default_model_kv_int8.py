@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from tests.support.harness import Harness
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from mlcx.bench.echo_workload import echo_messages
-from mlcx.bench.truncated_gguf import write_truncated_gguf
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.bench.workloads.echo_workload import echo_messages
+from mlcx.bench.workloads.truncated_gguf import write_truncated_gguf
+from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.speculative.config import SpeculativeConfig
 from tests.support.default_model import default_gguf

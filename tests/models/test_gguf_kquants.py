@@ -20,7 +20,7 @@ from gguf import GGUFReader
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.source import load_source
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import format_from_name

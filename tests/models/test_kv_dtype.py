@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.compile import CompileRequest
+from mlcx.compile.model import CompileRequest
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_models import TinySpec, load_reference
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.source import load_source
 from mlcx.kernels.rope_scaling import rope_table
 from tests.support.gguf_vs_hf import TOL, assert_same_config_and_weights, compile_both

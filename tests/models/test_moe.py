@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends import registry
 from mlcx.frontends.decoder_config import DecoderConfig
@@ -133,7 +133,7 @@ def test_expert_config_is_validated():
 
 def test_per_expert_tensors_of_old_conversions_are_refused(tmp_path):
     """Mixtral files from before llama.cpp stacked the experts hold blk.N.ffn_gate.E.weight."""
-    from mlcx.bench.random_models import LlamaShape, llama_writer
+    from mlcx.bench.workloads.random_models import LlamaShape, llama_writer
 
     writer = llama_writer(LlamaShape(64, 64, 1, 4, 2, 32), tmp_path / "old.gguf")
     writer.add_expert_count(4)
@@ -169,7 +169,7 @@ def test_the_decode_bound_counts_the_routed_experts_share(case):
     against the dense equivalent (every expert), from the HF config's shapes."""
     import json
 
-    from mlcx.bench.mlcx_engine import expert_notes, weight_bytes_per_token
+    from mlcx.bench.measure.mlcx_engine import expert_notes, weight_bytes_per_token
 
     _, folder, _, hf_art, _, _ = case
     hf = json.loads((folder / "config.json").read_text())

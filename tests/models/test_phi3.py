@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends import registry
 from mlcx.frontends.source import load_source

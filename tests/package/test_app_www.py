@@ -92,7 +92,7 @@ def _serve_dist(dist: Path, requested: list[str]):
 
 def _cpu_greedy(compiled, prompt: str):
     """The CPU artifact's greedy reply (same q4f32 weights) to the chat prompt."""
-    from mlcx.runtime.llm import LLM
+    from mlcx.runtime.api.llm import LLM
     from mlcx.runtime.sample.params import SamplingParams
 
     llm = LLM(str(compiled(TinySpec(), "q4f32")))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import tvm
 
-from mlcx.compile import CompileRequest, export_model
+from mlcx.compile.model import CompileRequest, export_model
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.passes.pipeline_cpu import graph_passes
 from tests.support.tiny_models import TinySpec

@@ -10,7 +10,7 @@ import pytest
 import tvm
 from tvm import relax
 
-from mlcx.compile import CompileRequest, export_model
+from mlcx.compile.model import CompileRequest, export_model
 from mlcx.kernels.gpu.config import gpu_config
 from mlcx.passes.pipeline_cpu import cpu_pipeline
 from mlcx.passes.pipeline_gpu import gpu_pipeline

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from mlcx.artifact.config import CONFIG_FILE, Artifact
-from mlcx.compile import CompileRequest, export_model
+from mlcx.compile.model import CompileRequest, export_model
+from mlcx.compile.tune import TuneConfig, fused_module, model_of, tune_model
 from mlcx.errors import MlcxError
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.passes.tuning.apply import apply_records
 from mlcx.passes.tuning.records import MANIFEST, RECORDS, open_db
 from mlcx.passes.tuning.tasks import extract_tasks
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.targets.base import BuildOptions
-from mlcx.tune import TuneConfig, fused_module, model_of, tune_model
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_models import TinySpec
 

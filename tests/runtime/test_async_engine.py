@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from mlcx.errors import ContextWindowError, InvalidFieldError, MaxTokensTooLargeError, PromptError
-from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
+from mlcx.runtime.api.async_engine import AsyncEngine, EngineFailedError
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.engine import Engine
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
 from tests.support.event_loop import on_event_loop

@@ -11,9 +11,9 @@ import random
 import pytest
 
 from mlcx.errors import QueueFullError
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
 GREEDY = SamplingParams.greedy(max_tokens=24, ignore_eos=True)

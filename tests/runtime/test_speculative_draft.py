@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from mlcx.errors import ArtifactError
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.speculative.config import SpeculativeConfig
 from tests.support.cli import one_line_error, run_mlcx

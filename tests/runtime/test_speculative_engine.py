@@ -10,8 +10,8 @@ import random
 
 import pytest
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.speculative.config import SpeculativeConfig
 from mlcx.runtime.speculative.proposer import Draft

@@ -13,10 +13,10 @@ import lark
 import pytest
 
 from mlcx.errors import InvalidFieldError
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Completion
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 import typer
 from typer.testing import CliRunner
 
-from mlcx.bench.serve_load import (
+from mlcx.bench.measure.serve_load import (
     LoadSpec,
     distinct_system_prompts,
     prefix_ttft,

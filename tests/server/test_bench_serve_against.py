@@ -14,10 +14,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mlcx.bench import llama_server, serving_peers
-from mlcx.bench.llama_server import LlamaServer, ensure_llama_server, server_argv, wait_healthy
-from mlcx.bench.serve_load import LoadSpec, run_load
-from mlcx.bench.serving_setup import ServingSetup
+from mlcx.bench.peers import llama_server, serving_peers
+from mlcx.bench.measure.serve_load import LoadSpec, run_load
+from mlcx.bench.peers.llama_server import (
+    LlamaServer,
+    ensure_llama_server,
+    server_argv,
+    wait_healthy,
+)
+from mlcx.bench.peers.serving_setup import ServingSetup
 from mlcx.errors import MlcxError, ToolchainError
 from tests.server.test_bench_serve import _bench_app
 from tests.support.default_model import default_gguf

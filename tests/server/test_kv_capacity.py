@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from mlcx.bench.kv_capacity import kv_capacity
+from mlcx.bench.measure.kv_capacity import kv_capacity
 from mlcx.kernels.kv_layout import KVLayout
 
 

@@ -8,12 +8,12 @@ import json
 import typer
 from typer.testing import CliRunner
 
-from mlcx.bench.step_profile import profile_steps
+from mlcx.bench.measure.step_profile import profile_steps
 from mlcx.cli import bench_profile_cmd
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.hooks import NO_HOOKS, PHASES
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
 

@@ -11,7 +11,7 @@ from gguf import GGMLQuantizationType as GT
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.convert import convert_weight, plan_formats
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.source import load_source

@@ -12,7 +12,7 @@ import numpy as np
 from gguf import GGMLQuantizationType as GT
 from gguf.quants import quantize
 
-from mlcx.bench.random_models import LlamaShape, llama_writer
+from mlcx.bench.workloads.random_models import LlamaShape, llama_writer
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.ggml_blocks import KIND_OF, encode_blocks
 from tests.support.tiny_gguf_rope import write_rope_scaling

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mlcx.bench.random_vision import SiglipShape, finish, mmproj_writer
+from mlcx.bench.workloads.random_vision import SiglipShape, finish, mmproj_writer
 from tests.support.tiny_gguf import write_tiny_gguf
 
 F32 = {}  # every tensor f32: the comparisons are at 1e-4

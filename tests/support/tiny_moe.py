@@ -20,7 +20,7 @@ import numpy as np
 from gguf import GGMLQuantizationType as GT
 from gguf.quants import dequantize, quantize
 
-from mlcx.bench.random_models import LlamaShape, llama_writer
+from mlcx.bench.workloads.random_models import LlamaShape, llama_writer
 from tests.support.tiny_gguf import _gguf_name, _llama_cpp_permute, _tokenizer
 from tests.support.tiny_models import TinySpec, load_reference
 

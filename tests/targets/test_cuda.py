@@ -9,7 +9,7 @@ import pytest
 import tvm
 import tvm_ffi
 
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.cuda import DEFAULT_ARCH, LIBRARY, SOURCE, CudaTarget, resolve_arch

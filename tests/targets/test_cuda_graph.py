@@ -10,7 +10,7 @@ import logging
 import numpy as np
 import pytest
 
-from mlcx.compile import CompileRequest, export_model
+from mlcx.compile.model import CompileRequest, export_model
 from mlcx.kernels.decode_buckets import DECODE_BUCKETS, bucket_for, page_capacity
 from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS, capture_builtins
 from mlcx.passes.gpu.launch_count import step_launches

@@ -130,7 +130,7 @@ def _rules_used(model: str, target: str, quantization: str | None = None) -> dic
     """kernel -> the rule that scheduled it, after the target's GPU graph passes."""
     import tvm
 
-    from mlcx.compile import CompileRequest, export_model
+    from mlcx.compile.model import CompileRequest, export_model
     from mlcx.passes.gpu.schedule import schedule_rules_of
     from mlcx.passes.pipeline_gpu import gpu_config, gpu_graph_passes
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from mlcx.bench.image_encode import PeerRun, bench_image
-from mlcx.bench.llama_server import BUILD
-from mlcx.bench.mtmd_peer import BINARY, MtmdFiles
-from mlcx.bench.random_models import LlamaShape
-from mlcx.bench.random_vision import SiglipShape, write_mmproj, write_text
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.bench.peers.llama_server import BUILD
+from mlcx.bench.peers.mtmd_peer import BINARY, MtmdFiles
+from mlcx.bench.workloads.random_models import LlamaShape
+from mlcx.bench.workloads.random_vision import SiglipShape, write_mmproj, write_text
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.errors import ToolchainError
 
 TEXT = LlamaShape(64, 128, 1, 4, 2, 600, 10000.0, key_length=16, arch="gemma3")

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from tests.support.cli import run_mlcx
 
 

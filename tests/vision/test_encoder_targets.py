@@ -9,8 +9,8 @@ import pytest
 import tvm
 
 from mlcx.artifact.encoder import read_encoder
-from mlcx.compile import resolve_options
-from mlcx.compile_encoder import ENCODER_DTYPE, compile_encoder, encoder_dtype
+from mlcx.compile.encoder import ENCODER_DTYPE, compile_encoder, encoder_dtype
+from mlcx.compile.model import resolve_options
 from mlcx.errors import ToolchainError
 from mlcx.frontends.encoders import ENCODERS
 from mlcx.frontends.source import load_source

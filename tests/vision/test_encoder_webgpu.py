@@ -11,11 +11,11 @@ import pytest
 
 from mlcx.artifact.encoder import read_encoder
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.compile import resolve_options
-from mlcx.compile_encoder import compile_encoder
+from mlcx.compile.encoder import compile_encoder
+from mlcx.compile.model import resolve_options
 from mlcx.frontends.source import load_source
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.vision.encoder import ImageEncoder
 from mlcx.targets.base import BuildOptions

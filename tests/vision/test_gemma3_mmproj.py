@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from mlcx.compile import CompileRequest, compile_model, export_model
+from mlcx.compile.model import CompileRequest, compile_model, export_model
 from mlcx.errors import UnsupportedModelError
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from tests.support.tiny_gemma3_vision import IMAGE_SIZE, TOKENS_PER_IMAGE
 from tests.support.tiny_mmproj import write_gguf_pair

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.scheduler_output import Scheduled, SchedulerOutput
 from mlcx.runtime.core.sequence import Sequence
 from mlcx.runtime.kv import KVCacheManager
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
 TOL = 1e-4

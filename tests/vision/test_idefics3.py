@@ -12,9 +12,9 @@ import pytest
 import torch
 from PIL import Image
 
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.vision.decode import read_image_file
 from mlcx.runtime.vision.preprocess import frames

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.images import PromptImage, cache_ids, chunk_tokens
 from mlcx.runtime.kv.page_tables import SequenceStep, build_page_table_arrays, span_steps
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from tests.vision.conftest import random_image
 

@@ -13,8 +13,8 @@ import zlib
 import openai
 import pytest
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.server.config import ServerConfig
 from tests.server.conftest import serving

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
 pytestmark = pytest.mark.browser

@@ -39,7 +39,7 @@ def webgpu_artifact(compiled):
 @pytest.fixture(scope="session")
 def gguf_artifact(tmp_path_factory, tiny_model):
     """compile the tiny model's GGUF (Q8_0/Q4_x blocks, f16 scales) for `target`."""
-    from mlcx.compile import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest, compile_model
     from tests.support.tiny_gguf import write_tiny_gguf
 
     root = tmp_path_factory.mktemp("gguf")

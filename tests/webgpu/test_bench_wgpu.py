@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.bench.llamacpp_vulkan import BUILD
-from mlcx.bench.mlcx_engine import GreedySequence, kv_blocks
-from mlcx.bench.profile import profile_steps
-from mlcx.bench.workload import Workload
+from mlcx.bench.measure.mlcx_engine import GreedySequence, kv_blocks
+from mlcx.bench.measure.profile import profile_steps
+from mlcx.bench.peers.llamacpp_vulkan import BUILD
+from mlcx.bench.workloads.workload import Workload
 from mlcx.runtime.backends.wgpu_runner import WgpuRunner, load_plan
 from tests.support.cli import run_mlcx
 from tests.support.tiny_models import TinySpec

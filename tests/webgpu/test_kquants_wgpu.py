@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.stacked import StackedFormat
 from tests.support.harness import assert_prompt_and_greedy_steps_match

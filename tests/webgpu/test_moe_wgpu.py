@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as GT
 
-from mlcx.compile import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.targets.webgpu_plan.schema import PLAN_FILE
 from tests.support.gguf_vs_hf import TOL, assert_matches_transformers
 from tests.support.harness import Harness, hf_logits

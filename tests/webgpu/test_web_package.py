@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.web.package_entry import BARE_IMPORTS as BARE
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
 pytestmark = pytest.mark.browser

@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
 from tests.support.tiny_models import TinySpec

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from tests.support.harness import Harness
 from tests.support.tiny_models import TinySpec

@@ -1,4 +1,4 @@
-"""MetaSchedule autotuning for CPU kernels: `mlcx tune` (mlcx.tune) writes a database,
+"""MetaSchedule autotuning for CPU kernels: `mlcx tune` (mlcx.compile.tune) writes a database,
 `mlcx compile --tuning-db DB` applies it.
 
 Tasks are the kernels the CPU pipeline leaves unscheduled after operator fusion (FuseOps /

@@ -72,7 +72,7 @@ class Engine:
     ):
         self.artifact = artifact if isinstance(artifact, Artifact) else Artifact(artifact)
         self.config = config
-        self.hooks = hooks  # may be swapped between steps (mlcx/bench/step_profile.py)
+        self.hooks = hooks  # may be swapped between steps (mlcx/bench/measure/step_profile.py)
         art = self.artifact.config
         self.context_window = art.context_window
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)

@@ -1,6 +1,6 @@
 """Observing the phases of `Engine.step` without touching its code: the engine enters
-`hooks.phase(NAME)` around each phase. The default hooks do nothing; mlcx/bench/step_profile.py
-times each phase with its own."""
+`hooks.phase(NAME)` around each phase. The default hooks do nothing;
+mlcx/bench/measure/step_profile.py times each phase with its own."""
 
 from __future__ import annotations
 

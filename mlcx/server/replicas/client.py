@@ -18,7 +18,7 @@ from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableE
 
 from mlcx.artifact.config import Artifact
 from mlcx.errors import ImageError
-from mlcx.runtime.async_engine import EngineFailedError
+from mlcx.runtime.api.async_engine import EngineFailedError
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.stats import EngineStats
 from mlcx.runtime.sample.params import SamplingParams

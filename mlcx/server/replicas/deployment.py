@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from mlcx.errors import MlcxError
-from mlcx.runtime.async_engine import AsyncEngine, EngineFailedError
+from mlcx.runtime.api.async_engine import AsyncEngine, EngineFailedError
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Delta

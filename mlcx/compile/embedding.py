@@ -1,7 +1,7 @@
 """`mlcx compile` of an embedding model (a BERT encoder, a Qwen3-Embedding decoder):
 folder -> library exporting `embed` + converted weights + tokenizer + EmbeddingArtifactConfig.
 
-mlcx.compile.compile_model hands embedding folders here; there is no KV cache, so none of the
+mlcx.compile.model.compile_model hands embedding folders here; there is no KV cache, so none of the
 generative compile's page, context or KV-dtype knobs apply.
 """
 
@@ -68,7 +68,7 @@ def compile_embedding(
     quant = _checked_quantization(quantization)
     report("export", 0, 1)
     source = load_embedding_source(folder)
-    kernels = None  # the linear kernels are a CPU choice (mlcx.compile.resolve_options)
+    kernels = None  # the linear kernels are a CPU choice (mlcx.compile.model.resolve_options)
     if target.kernel_kind == "cpu":
         kernels = resolve_linear_kernels(options.linear_kernels, options.tuning_db)
     options = replace(options, linear_kernels=kernels)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 
-from mlcx.bench.mlcx_engine import GreedySequence
+from mlcx.bench.measure.mlcx_engine import GreedySequence
 
 
 @dataclass(frozen=True)

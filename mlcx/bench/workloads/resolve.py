@@ -1,6 +1,7 @@
 """What `mlcx bench MODEL` runs: MODEL itself when it is an artifact directory, else MODEL
-compiled (timed, in a child process) for the requested target into the JIT cache (mlcx/jit.py,
-the one `mlcx generate` uses), with the GGUF file a peer can load when MODEL names one."""
+compiled (timed, in a child process) for the requested target into the JIT cache
+(mlcx/compile/jit.py, the one `mlcx generate` uses), with the GGUF file a peer can load when
+MODEL names one."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mlcx.artifact.config import CONFIG_FILE, Artifact
-from mlcx.bench.random_models import RANDOM_MODELS, ensure_random_gguf
+from mlcx.bench.workloads.random_models import RANDOM_MODELS, ensure_random_gguf
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def _source(model: str, say) -> tuple[str, Path | None]:
 
 
 def _timed_compile(compile_req) -> float:
-    from mlcx.compile import compile_model
+    from mlcx.compile.model import compile_model
 
     start = time.perf_counter()
     compile_model(compile_req)
@@ -63,8 +64,8 @@ def _timed_compile(compile_req) -> float:
 
 def _request(source: str, choice: CompileChoice):
     """The compile request of `choice` (its output: the JIT cache's folder for it)."""
-    from mlcx.compile import CompileRequest
-    from mlcx.jit import artifact_dir
+    from mlcx.compile.jit import artifact_dir
+    from mlcx.compile.model import CompileRequest
     from mlcx.kernels.cpu.kernel_config import LinearKernels
     from mlcx.targets.base import BuildOptions
 

@@ -26,7 +26,7 @@ command -v cmake >/dev/null && command -v g++ >/dev/null || {
 source "$(dirname "$0")/llamacpp-source.sh"
 
 BUILD="$WORK/build-cpu-$VERSION"
-# GGML_CPU_FLAGS: mlcx passes this CPU's extensions without AMX (mlcx/bench/llamacpp_flags.py)
+# GGML_CPU_FLAGS: mlcx passes this CPU's extensions without AMX (mlcx/bench/peers/llamacpp_flags.py)
 # shellcheck disable=SC2086
 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF ${GGML_CPU_FLAGS:--DGGML_NATIVE=ON} \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >&2

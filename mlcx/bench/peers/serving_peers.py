@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mlcx.bench.serving_setup import ServingSetup
+from mlcx.bench.peers.serving_setup import ServingSetup
 
 
 def _llama_server(setup: ServingSetup):
-    from mlcx.bench.llama_server import LlamaServer
+    from mlcx.bench.peers.llama_server import LlamaServer
 
     return LlamaServer(setup)
 

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mlcx.bench.llamacpp_flags import cmake_args, cpu_flags
+from mlcx.bench.peers.llamacpp_flags import cmake_args, cpu_flags
 from mlcx.cache import cache_dir
 from mlcx.errors import ToolchainError
 

@@ -17,7 +17,7 @@ import tvm.s_tir.meta_schedule as ms
 from tvm.relax.backend.cpu_generic import pipeline as cpu_generic
 
 from mlcx.artifact.config import Artifact
-from mlcx.compile import CompileRequest, export_model
+from mlcx.compile.model import CompileRequest, export_model
 from mlcx.errors import ArtifactError
 from mlcx.frontends.presets import PRESETS
 from mlcx.kernels.cpu.kernel_config import LinearKernels

@@ -15,7 +15,7 @@ from tvm.relax.frontend import nn
 from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
 from mlcx.artifact.sampling import recorded_defaults
 from mlcx.artifact.weight_shards import ShardWriter
-from mlcx.compile_encoder import compile_encoder, encoder_dtype
+from mlcx.compile.encoder import compile_encoder, encoder_dtype
 from mlcx.errors import ModelSourceError
 from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.encoders import for_mmproj
@@ -100,7 +100,7 @@ class ExportedModel:
 def resolve_options(options: BuildOptions, target: Target) -> BuildOptions:
     """The options a target builds with. The linear kernels are a CPU choice, resolved here
     alone (a tuning database may decide them), so that a bad combination fails before
-    anything is built and the JIT cache key (mlcx/jit.py) names what is built."""
+    anything is built and the JIT cache key (mlcx/compile/jit.py) names what is built."""
     if target.name != "cpu":
         return replace(options, linear_kernels=None)
     kernels = resolve_linear_kernels(options.linear_kernels, options.tuning_db)
@@ -143,7 +143,7 @@ def export_model(req: CompileRequest) -> ExportedModel:
 
 
 def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path:
-    from mlcx.compile_embed import compile_embedding
+    from mlcx.compile.embedding import compile_embedding
     from mlcx.frontends.embedding_source import is_embedding_model
 
     if is_embedding_model(Path(req.model)):

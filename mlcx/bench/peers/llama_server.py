@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 
-from mlcx.bench.llamacpp_build import LlamaCppBuild
-from mlcx.bench.serving_setup import ServingSetup
+from mlcx.bench.peers.llamacpp_build import LlamaCppBuild
+from mlcx.bench.peers.serving_setup import ServingSetup
 from mlcx.errors import MlcxError
 
 BUILD = LlamaCppBuild("cpu", "llama.cpp for this CPU", "15-25 min on 2 cores")
@@ -36,7 +36,7 @@ def server_argv(binary: Path, setup: ServingSetup, port: int) -> list[str]:
     argv = [str(binary), "-m", str(setup.gguf), "-t", threads, "-tb", threads]
     argv += ["-np", str(setup.max_batch), "-c", str(setup.ctx_per_seq * setup.max_batch)]
     # repacked weights stay on: the build leaves out the AMX kernels that die on some VMs
-    # (mlcx.bench.llamacpp_flags)
+    # (mlcx.bench.peers.llamacpp_flags)
     return argv + ["--host", "127.0.0.1", "--port", str(port)]
 
 

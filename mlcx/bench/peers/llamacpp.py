@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mlcx.bench.llamacpp_flags import cmake_args, cpu_flags
-from mlcx.bench.peer_setup import PeerSetup
-from mlcx.bench.workload import RunTiming, Workload
+from mlcx.bench.peers.llamacpp_flags import cmake_args, cpu_flags
+from mlcx.bench.peers.peer_setup import PeerSetup
+from mlcx.bench.workloads.workload import RunTiming, Workload
 from mlcx.cache import cache_dir
 from mlcx.errors import MlcxError
 
@@ -57,7 +57,7 @@ def ensure_llama_cpp(say=print):
     if wheel is None:
         say(f"building {REQUIREMENT} from source into {wheel_dir()} (about 16 min on 2 cores)")
         wheel_dir().mkdir(parents=True, exist_ok=True)
-        # built for this CPU's extensions without AMX (mlcx.bench.llamacpp_flags); pip's own
+        # built for this CPU's extensions without AMX (mlcx.bench.peers.llamacpp_flags); pip's own
         # cache would hand back a wheel built with other flags
         env = {**os.environ, "CMAKE_ARGS": " ".join(cmake_args(cpu_flags()))}
         _pip("wheel", "--no-deps", "--no-cache-dir", REQUIREMENT, "-w", str(wheel_dir()), env=env)

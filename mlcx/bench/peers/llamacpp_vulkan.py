@@ -1,5 +1,5 @@
 """The GPU peer on Vulkan: llama.cpp's Vulkan backend, timed by its own `llama-bench`
-(mlcx.bench.llama_bench).
+(mlcx.bench.peers.llama_bench).
 
 The binaries come from scripts/build-llamacpp-vulkan.sh (the llama.cpp that llama-cpp-python's
 sdist vendors; Debian packages through apt; 20-40 min on 2 cores), cached under
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlcx.bench.llama_bench import LlamaBenchBackend, LlamaBenchEngine
-from mlcx.bench.llamacpp_build import LlamaCppBuild
-from mlcx.bench.peer_setup import PeerSetup
+from mlcx.bench.peers.llama_bench import LlamaBenchBackend, LlamaBenchEngine
+from mlcx.bench.peers.llamacpp_build import LlamaCppBuild
+from mlcx.bench.peers.peer_setup import PeerSetup
 
 BUILD = LlamaCppBuild("vulkan", "llama.cpp's Vulkan backend", "20-40 min on 2 cores")
 # ggml-vulkan skips CPU-type devices (lavapipe) unless devices are listed

@@ -17,8 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlcx.bench.peer_setup import PeerSetup
-from mlcx.bench.workload import RunTiming, Workload
+from mlcx.bench.peers.peer_setup import PeerSetup
+from mlcx.bench.workloads.workload import RunTiming, Workload
 from mlcx.errors import MlcxError, ToolchainError
 
 CACHE_TYPES = {"float16": "f16", "bfloat16": "bf16", "int8": "q8_0"}  # llama-bench's -ctk/-ctv
@@ -26,7 +26,7 @@ CACHE_TYPES = {"float16": "f16", "bfloat16": "bf16", "int8": "q8_0"}  # llama-be
 
 @dataclass(frozen=True)
 class LlamaBenchBackend:
-    name: str  # the peer's name in mlcx.bench.peers
+    name: str  # the peer's name in mlcx.bench.peers.peers
     label: str  # how `llama-bench --list-devices` names the backend's devices: Vulkan0, CUDA0
     devices_var: str  # the variable that picks devices; the user's value wins over "0"
 

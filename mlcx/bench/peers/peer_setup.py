@@ -1,4 +1,4 @@
-"""What a peer engine of `mlcx bench --against` is asked to run (mlcx/bench/peers.py)."""
+"""What a peer engine of `mlcx bench --against` is asked to run (mlcx/bench/peers/peers.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlcx.bench.workload import Workload
+from mlcx.bench.workloads.workload import Workload
 
 
 @dataclass(frozen=True)

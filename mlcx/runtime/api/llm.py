@@ -6,7 +6,7 @@
     vectors = LLM("dist/bge-small").embed(["a query", "a passage"])  # an embedding artifact
 
 These helpers drive `Engine.step()` themselves; a server shares one engine through
-mlcx.runtime.async_engine instead.
+mlcx.runtime.api.async_engine instead.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from PIL import Image
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
+from mlcx.runtime.api.embedder import Embedder, EmbedInput
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Completion, Delta
-from mlcx.runtime.embedder import Embedder, EmbedInput
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.vision.prompt import chat_with_images
 

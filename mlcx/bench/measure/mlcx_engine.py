@@ -16,7 +16,7 @@ import numpy as np
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.bench.workload import RunTiming, Workload
+from mlcx.bench.workloads.workload import RunTiming, Workload
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.kv import KVCacheManager

@@ -25,13 +25,13 @@ from pathlib import Path
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.embedding_config import EMBED_TASK, EmbeddingArtifact, artifact_task
 from mlcx.cache import cache_dir
-from mlcx.compile import CompileRequest, compile_model, resolve_options
+from mlcx.compile.model import CompileRequest, compile_model, resolve_options
 from mlcx.formats import FORMAT_VERSION
 from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import resolve_path
 from mlcx.targets.registry import get_target
 
-MLCX = Path(__file__).resolve().parent
+MLCX = Path(__file__).resolve().parents[1]
 # What decides the compiled output, besides the request: read whole on each first key.
 COMPILING_SOURCES = (
     "kernels",
@@ -40,8 +40,7 @@ COMPILING_SOURCES = (
     "frontends",
     "targets",
     "artifact",
-    "compile.py",
-    "compile_embed.py",
+    "compile",
     "formats.py",
 )
 SMALL_FILE = 1 << 20  # files up to this size are keyed by content, larger ones by size+mtime

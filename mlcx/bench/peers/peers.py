@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from mlcx.bench.peer_setup import PeerSetup
-from mlcx.bench.workload import RunTiming, Workload
+from mlcx.bench.peers.peer_setup import PeerSetup
+from mlcx.bench.workloads.workload import RunTiming, Workload
 
 
 class PeerEngine(Protocol):
@@ -27,19 +27,19 @@ class PeerEngine(Protocol):
 
 
 def _llama_cpp(setup: PeerSetup) -> PeerEngine:
-    from mlcx.bench.llamacpp import LlamaCppEngine
+    from mlcx.bench.peers.llamacpp import LlamaCppEngine
 
     return LlamaCppEngine(setup)
 
 
 def _llama_cpp_cuda(setup: PeerSetup) -> PeerEngine:
-    from mlcx.bench.llamacpp_cuda import LlamaCppCudaEngine
+    from mlcx.bench.peers.llamacpp_cuda import LlamaCppCudaEngine
 
     return LlamaCppCudaEngine(setup)
 
 
 def _llama_cpp_vulkan(setup: PeerSetup) -> PeerEngine:
-    from mlcx.bench.llamacpp_vulkan import LlamaCppVulkanEngine
+    from mlcx.bench.peers.llamacpp_vulkan import LlamaCppVulkanEngine
 
     return LlamaCppVulkanEngine(setup)
 

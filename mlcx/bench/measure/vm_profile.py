@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from functools import partial
 
 from mlcx.artifact.config import Artifact
-from mlcx.bench.kernel_profile import profile_two_steps
-from mlcx.bench.mlcx_engine import kv_blocks
-from mlcx.bench.workload import Workload
+from mlcx.bench.measure.kernel_profile import profile_two_steps
+from mlcx.bench.measure.mlcx_engine import kv_blocks
+from mlcx.bench.workloads.workload import Workload
 
 BUILTINS = ("vm.builtin.", "relax.", "runtime.")  # the VM's bookkeeping calls, not kernels
 

@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlcx.bench.llama_server import BUILD
+from mlcx.bench.peers.llama_server import BUILD
 from mlcx.errors import ToolchainError
 
 BINARY = "llama-mtmd-cli"

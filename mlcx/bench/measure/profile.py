@@ -1,8 +1,8 @@
 """`mlcx bench --profile`: time per kernel of one prefill and one decode step, by runtime: a
-WebGPU plan's here, TVM's Relax VM's in mlcx.bench.vm_profile.
+WebGPU plan's here, TVM's Relax VM's in mlcx.bench.measure.vm_profile.
 
 For one step, the runner's `KernelSet.submit` is shadowed by a recorder that times every
-dispatch it is handed (mlcx.bench.gpu_timing) instead of sending them in one pass; the
+dispatch it is handed (mlcx.bench.measure.gpu_timing) instead of sending them in one pass; the
 executor is untouched, so the dispatches are exactly those a normal step launches.
 """
 
@@ -14,11 +14,11 @@ from functools import partial
 from pathlib import Path
 
 from mlcx.artifact.config import Artifact
-from mlcx.bench.gpu_timing import TIMERS, TIMESTAMPS, Timer, choose_timer
-from mlcx.bench.kernel_profile import StepProfile, profile_two_steps
-from mlcx.bench.mlcx_engine import kv_blocks
-from mlcx.bench.vm_profile import profile_vm
-from mlcx.bench.workload import Workload
+from mlcx.bench.measure.gpu_timing import TIMERS, TIMESTAMPS, Timer, choose_timer
+from mlcx.bench.measure.kernel_profile import StepProfile, profile_two_steps
+from mlcx.bench.measure.mlcx_engine import kv_blocks
+from mlcx.bench.measure.vm_profile import profile_vm
+from mlcx.bench.workloads.workload import Workload
 from mlcx.targets.registry import TARGETS
 
 

@@ -14,7 +14,12 @@ import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 
-from mlcx.bench.random_models import LlamaShape, llama_writer, random_q4_0, write_byte_tokenizer
+from mlcx.bench.workloads.random_models import (
+    LlamaShape,
+    llama_writer,
+    random_q4_0,
+    write_byte_tokenizer,
+)
 from mlcx.cache import cache_dir
 from mlcx.frontends.gemma3_vision.mmproj import BOI, EOI, IMAGE
 

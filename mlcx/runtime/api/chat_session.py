@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from PIL import Image
 
-from mlcx.runtime.llm import LLM
+from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from mlcx.artifact.embedding_config import EmbeddingArtifact
+from mlcx.runtime.api.embedder import Embedder, EmbedInput
 from mlcx.runtime.core.stats import EngineStats
-from mlcx.runtime.embedder import Embedder, EmbedInput
 
 
 @dataclass(frozen=True)
