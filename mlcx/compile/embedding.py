@@ -31,9 +31,10 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 DEFAULT_QUANTIZATION = "q0f32"
-# Targets an embedding model compiles for: those TVM's Relax VM runs (the WebGPU plan and the
-# mobile apps run the decoder's step functions only). cuda and metal are codegen-tested only.
-EMBED_TARGETS = ("cpu", "cuda", "metal")
+# Targets an embedding model compiles for: those TVM's Relax VM runs, and the WebGPU plan (run
+# by wgpu-native and in the browser; vulkan is the same plan). The mobile apps run the decoder's
+# step functions only. cuda and metal are codegen-tested only.
+EMBED_TARGETS = ("cpu", "cuda", "metal", "webgpu", "vulkan")
 
 
 def _checked_target(name: str):
