@@ -11,17 +11,24 @@ export class Runner {
   // numBlocks: KV pages, or a function (plan, config) -> pages; shardsUrl: where the weight
   // shards are when not next to the plan (an app's bundle); fetchFn: how files are read
   // (local_files.js serves a user-picked folder).
-  static async load(baseUrl, numBlocks, onStatus, shardsUrl = undefined, fetchFn = fetch) {
-    const config = await (await fetchFn(new URL("mlcx-config.json", baseUrl))).json();
+  // config: mlcx-config.json when the caller has read it already. A load that fails (or is
+  // aborted) destroys the device it opened.
+  static async load(baseUrl, numBlocks, onStatus, shardsUrl = undefined, fetchFn = fetch, config = null) {
+    config ??= await (await fetchFn(new URL("mlcx-config.json", baseUrl))).json();
     const plan = await (await fetchFn(new URL(config.library, baseUrl))).json();
     if (typeof numBlocks === "function") numBlocks = numBlocks(plan, config);
     const { device, name } = await openDevice(plan.features);
-    onStatus?.({ stage: "kernels", adapter: name });
-    const kernels = await KernelSet.load(device, plan, baseUrl, (i, n) =>
-      onStatus?.({ stage: "kernels", done: i, total: n }), fetchFn);
-    const { tensors, cached } = await loadWeights(device, baseUrl, (done, total, hit) =>
-      onStatus?.({ stage: "weights", done, total, cached: hit }), shardsUrl, fetchFn);
-    return new Runner({ config, plan, device, kernels, params: tensors, numBlocks, adapter: name, cached });
+    try {
+      onStatus?.({ stage: "kernels", adapter: name });
+      const kernels = await KernelSet.load(device, plan, baseUrl, (i, n) =>
+        onStatus?.({ stage: "kernels", done: i, total: n }), fetchFn);
+      const { tensors, cached } = await loadWeights(device, baseUrl, (done, total, hit) =>
+        onStatus?.({ stage: "weights", done, total, cached: hit }), shardsUrl, fetchFn);
+      return new Runner({ config, plan, device, kernels, params: tensors, numBlocks, adapter: name, cached });
+    } catch (err) {
+      device.destroy();
+      throw err;
+    }
   }
 
   constructor({ config, plan, device, kernels, params, numBlocks, adapter, cached }) {
