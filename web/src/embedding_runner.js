@@ -21,24 +21,26 @@ export class EmbeddingRunner {
   static async load(baseUrl, config, onStatus, shardsUrl = undefined, fetchFn = fetch) {
     const plan = await (await fetchFn(new URL(config.library, baseUrl))).json();
     checkPlan(plan);
-    const { device, name } = await openDevice(plan.features);
-    try {
-      onStatus?.({ stage: "kernels", adapter: name });
-      const kernels = await KernelSet.load(device, plan, baseUrl, (i, n) =>
-        onStatus?.({ stage: "kernels", done: i, total: n }), fetchFn);
-      const { tensors, cached } = await loadWeights(device, baseUrl, (done, total, hit) =>
-        onStatus?.({ stage: "weights", done, total, cached: hit }), shardsUrl, fetchFn);
-      return new EmbeddingRunner({ config, plan, device, kernels, params: tensors, adapter: name, cached });
-    } catch (err) {
-      device.destroy();
-      throw err;
-    }
+    const { device, name } = await openDevice(plan.features); // the realm's shared one
+    onStatus?.({ stage: "kernels", adapter: name });
+    const kernels = await KernelSet.load(device, plan, baseUrl, (i, n) =>
+      onStatus?.({ stage: "kernels", done: i, total: n }), fetchFn);
+    const { tensors, cached } = await loadWeights(device, baseUrl, (done, total, hit) =>
+      onStatus?.({ stage: "weights", done, total, cached: hit }), shardsUrl, fetchFn);
+    return new EmbeddingRunner({ config, plan, device, kernels, params: tensors, adapter: name, cached });
   }
 
   constructor({ config, plan, device, kernels, params, adapter, cached }) {
-    Object.assign(this, { config, plan, device, params, adapter, weightsCached: cached });
+    Object.assign(this, { config, plan, device, kernels, params, adapter, weightsCached: cached });
     this.pool = new BufferPool(device);
     this.executor = new PlanExecutor(plan, kernels, this.pool);
+  }
+
+  // Frees this model's buffers; the shared device stays.
+  dispose() {
+    for (const t of this.params) t.buffer.destroy();
+    this.pool.destroy();
+    this.kernels.destroy();
   }
 
   upload(array, shape) {

@@ -116,6 +116,6 @@ export class EmbeddingSlot {
     this.runner = null;
     this.disposed = true;
     release();
-    runner.device.destroy();
+    runner.dispose();
   }
 }

@@ -65,7 +65,7 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
     RUNNERS[task]({ base, kvBlocks, onStatus, shards, fetchFn, config }),
     TextCodec.load(base, fetchFn),
   ]);
-  if (settled[1].status === "rejected") settled[0].value?.device.destroy();
+  if (settled[1].status === "rejected") settled[0].value?.dispose();
   const [runner, codec] = settled.map((r) => {
     if (r.status === "rejected") throw r.reason;
     return r.value;
@@ -78,7 +78,7 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
     initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
     return { runner, codec, vision, task };
   } catch (err) {
-    runner.device.destroy();
+    runner.dispose();
     throw err;
   }
 }

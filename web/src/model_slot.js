@@ -208,8 +208,8 @@ export class ModelSlot {
     this.raw = null;
   }
 
-  // Frees the GPU memory. A running generation is interrupted first, and the queue waits for
-  // it to end.
+  // Frees the model's GPU memory (its device is shared, gpu.js). A running generation is
+  // interrupted first, and the queue waits for it to end.
   async dispose() {
     if (!this.core) return;
     this.interruptGenerate();
@@ -219,7 +219,8 @@ export class ModelSlot {
     this.core = null;
     this.disposed = true;
     release();
-    core.runner.device.destroy();
+    core.vision?.dispose();
+    core.runner.dispose();
   }
 
   // KV pages in use (0 when no generation holds any) and free: what a caller checks after abort.

@@ -88,7 +88,7 @@ export class MLCEngine extends EventTarget {
                                      initProgressCallback: (r) => this.initProgressCallback?.(r) });
     const wanted = KINDS[record?.model_type ?? (loaded.task === "embed" ? ModelType.embedding : ModelType.LLM)];
     if (wanted !== loaded.task) {
-      loaded.runner.device.destroy();
+      loaded.runner.dispose();
       throw new IncorrectPipelineLoadedError(modelId, loaded.task, `reload (the record says model_type ${record.model_type})`);
     }
     const slot = loaded.task === "embed" ? new EmbeddingSlot(modelId, loaded)

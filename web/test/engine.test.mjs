@@ -131,11 +131,11 @@ test("a prompt past the context window is refused by name", async () => {
   await assert.rejects(engine.chat.completions.create(ask("x", { top_p: 2 })), /top_p must be/);
 });
 
-test("unload frees the device; requests then fail until reload", async () => {
+test("unload frees the model's GPU memory; requests then fail until reload", async () => {
   const engine = await fakeEngine();
   const { runner } = engine.core;
   await engine.unload();
-  assert.ok(runner.destroyed);
+  assert.ok(runner.disposed);
   await assert.rejects(engine.chat.completions.create(ask("hi")), { name: "EngineNotLoadedError" });
 });
 

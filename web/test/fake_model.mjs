@@ -14,8 +14,12 @@ class FakeRunner {
     let lose;
     const lost = new Promise((resolve) => (lose = resolve));
     // lose(info): as a driver reset would
-    this.device = { destroy: () => (this.destroyed = true), lost, lose };
+    this.device = { lost, lose };
     this.steps = 0;
+  }
+
+  dispose() {
+    this.disposed = true;
   }
 
   async forward(ids, tables) {
