@@ -8,6 +8,8 @@ hosted); `mlcx web` answers that file with the module this writes instead.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,7 @@ FIRST = "/artifact/"  # the first artifact also stays here (the demo page loads 
 FOLDER = "/artifacts/"  # every artifact under /artifacts/<model_id>/
 # WebLLM's ModelType enum: what a record's model_type says
 MODEL_TYPES = {"generate": 0, EMBED_TASK: 1}
+TOKENIZER_FILES = ("tokenizer.json", "mlcx-tokenizer.json")
 
 
 @dataclass(frozen=True)
@@ -36,14 +39,27 @@ class ServedModel:
         return f"{FOLDER}{self.model_id}/"
 
     def record(self) -> dict:
-        """WebLLM's ModelRecord; `model_lib` names the plan (there is no wasm library)."""
+        """WebLLM's ModelRecord; `model_lib` names the plan (there is no wasm library), and
+        `integrity` holds the SRI hashes of the files a load reads besides the weights (whose
+        index keeps their sha256)."""
+        files = {name: self.path / name for name in TOKENIZER_FILES}
         return {
             "model": self.url,
             "model_id": self.model_id,
             "model_lib": self.url + self.library,
             "model_type": MODEL_TYPES[self.task],
             "required_features": list(self.features),
+            "integrity": {
+                "config": _sri(self.path / "mlcx-config.json"),
+                "model_lib": _sri(self.path / self.library),
+                "tokenizer": {name: _sri(path) for name, path in files.items() if path.is_file()},
+            },
         }
+
+
+def _sri(path: Path) -> str:
+    """Subresource Integrity's form of the file's sha256."""
+    return "sha256-" + base64.b64encode(hashlib.sha256(path.read_bytes()).digest()).decode()
 
 
 def _opened(path: Path):
@@ -63,7 +79,7 @@ def served_model(path: Path, taken: set[str]) -> ServedModel:
             f"{path} was compiled for {art.config.target!r}; the browser runs artifacts "
             "of --target webgpu"
         )
-    base = path.resolve().name or "model"
+    base = path.absolute().name or "model"  # a symlink's own name: its id
     model_id = base
     for n in range(2, len(taken) + 2):
         if model_id not in taken:
