@@ -1,8 +1,8 @@
 """WebLLM's own examples on mlcx-web, in headless Chromium (WebGPU on SwiftShader): each one
 written from WebLLM's documented calls (tests/webgpu/js/webllm_examples/, one file an example,
 its header saying what differs: the import line, the model id, a lower max_tokens) runs to its
-final output against a real `mlcx web` serving the tiny test model (as "tiny-llm", and again as
-"tiny-llm-2") and a tiny BERT embedding model ("tiny-bert"). Model ids resolve through mlcx
+final output against a real `mlcx web` serving the tiny test model (with a 1024-token window, as
+"tiny-llm", and again as "tiny-llm-2") and a tiny BERT embedding model ("tiny-bert"). Model ids resolve through mlcx
 web's prebuiltAppConfig or an appConfig the example passes. Every example runs in one page,
 one after another, each within a deadline (harness.js), so nothing waits unbounded; the
 checks here hold their outputs to the Python backend and to the examples' own claims."""
@@ -20,6 +20,7 @@ import pytest
 
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
+from tests.support.tiny_models import TinySpec
 
 pytestmark = pytest.mark.browser
 EXAMPLES = Path(__file__).parent / "js" / "webllm_examples"
@@ -31,6 +32,8 @@ RUN = [  # in-page engines first (one device, the kernels compiled once), then t
 ]  # fmt: skip
 DEADLINE_S = 420  # per example; the whole page's wait is bounded by their sum
 CONTENT_TYPES = {".js": "text/javascript", ".html": "text/html"}
+# a window for the function-calling example's tool prompt (603 tokens in the tiny vocabulary)
+SPEC = TinySpec(context=1024)
 SCHEMA1 = (EXAMPLES / "json_schema.js").read_text().split("SCHEMA1 = `", 1)[1].split("`", 1)[0]
 
 
@@ -38,14 +41,14 @@ SCHEMA1 = (EXAMPLES / "json_schema.js").read_text().split("SCHEMA1 = `", 1)[1].s
 def served(browser_ready, webgpu_artifact, tmp_path_factory):
     """`mlcx web tiny-llm tiny-llm-2 tiny-bert` (links named as the model ids the examples use)."""
     from mlcx.compile.embedding import compile_embedding
-    from tests.conftest import start_mlcx_web
+    from tests.webgpu.conftest import start_mlcx_web
     from tests.support.tiny_embedders import make_tiny_bert, write_sentence_transformers
 
     root = tmp_path_factory.mktemp("webllm-examples")
     bert = make_tiny_bert(root / "bert-hf", seed=4)
     write_sentence_transformers(bert, "mean", normalize=True)
     artifacts = {
-        "tiny-llm": webgpu_artifact("q0f32"),
+        "tiny-llm": webgpu_artifact("q0f32", spec=SPEC),
         "tiny-bert": compile_embedding(bert, root / "bert-webgpu", "webgpu"),
     }
     links = []
