@@ -20,6 +20,7 @@ import { RawSequence } from "./raw_sequence.js";
 import { RequestQueue } from "./request_queue.js";
 import { RuntimeStats } from "./runtime_stats.js";
 import { toolPlan, withToolCalls } from "./tool_events.js";
+import { wholeToolCalls } from "./whole_tool_calls.js";
 import { FORMATS, chunkOf, collect, usageChunk, usageOf } from "./responses.js";
 
 let requestCount = 0;
@@ -100,7 +101,7 @@ export class ModelSlot {
                    created: Math.floor(Date.now() / 1000), model: this.modelId, format,
                    returnIds: request.return_token_ids === true, promptIds };
     const generated = this.events(promptIds, params, { grammar, images });
-    const events = tools?.parse ? withToolCalls(generated, tools.constraint !== null) : generated;
+    const events = tools?.parse ? wholeToolCalls(withToolCalls(generated, tools.constraint !== null)) : generated;
     if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
     return this.whole(events, meta);
   }

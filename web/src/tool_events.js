@@ -3,8 +3,7 @@
 // <tool_call> for calls; "required" and a named function constrain the output to calls
 // (constraint.js): one {"name", "arguments"} object, or with "required" and parallel calls (the
 // default) a JSON array of them. Each choice's text goes through a ToolReply (tool_calls.js):
-// deltas carry content, its last the complete tool_calls; a reply of calls ends with
-// finish_reason "tool_calls".
+// deltas carry content or tool_calls, a reply of calls ends with finish_reason "tool_calls".
 
 import { jsonConstraint } from "./constraint_request.js";
 import { InvalidRequestError } from "./errors.js";
@@ -73,9 +72,7 @@ export function toolPlan({ tools, tool_choice: choice, parallel_tool_calls: para
 }
 
 // Events with `deltas` ({content} / {tool_calls}) and, on a choice's last, its `calls`; a
-// constrained reply is calls from its first character. A choice's calls go out whole in its
-// last delta, where WebLLM apps read them (WebLLM's function-calling example); one delta per
-// complete call is also valid OpenAI streaming, so an OpenAI accumulator gets them right.
+// constrained reply is calls from its first character.
 export async function* withToolCalls(events, constrained = false) {
   const replies = [];
   for await (const e of events) {
@@ -84,15 +81,9 @@ export async function* withToolCalls(events, constrained = false) {
       continue;
     }
     const reply = (replies[e.index] ??= new ToolReply(constrained));
-    const content = [...reply.feed(e.text), ...(e.finish ? reply.finish() : [])].filter((d) => !d.tool_calls);
+    const deltas = [...reply.feed(e.text), ...(e.finish ? reply.finish() : [])];
     const called = e.finish && reply.called;
-    if (!called) {
-      yield { ...e, deltas: content };
-      continue;
-    }
-    const calls = reply.scanner.calls;
-    const whole = { tool_calls: calls.map((call, index) => ({ index, ...structuredClone(call) })) };
-    yield { ...e, deltas: [...content, whole], calls, finish: finishOf(e.finish) };
+    yield { ...e, deltas, ...(called ? { calls: reply.scanner.calls, finish: finishOf(e.finish) } : {}) };
   }
 }
 
