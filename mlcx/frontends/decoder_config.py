@@ -11,6 +11,15 @@ from typing import Any
 
 from mlcx.kernels.rope_scaling import scaled_context
 
+# The RMSNorms of a decoder layer, by layout (the norm parameters' names, in order):
+# "pre": before attention and before the MLP (Llama); "sandwich": before and after each (Gemma:
+# the output norms apply before the residual add); "post": after each, before the add (OLMo 2)
+NORM_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "pre": ("attn_norm", "mlp_norm"),
+    "sandwich": ("attn_norm", "attn_post_norm", "mlp_norm", "mlp_post_norm"),
+    "post": ("attn_post_norm", "mlp_post_norm"),
+}
+
 
 @dataclass(frozen=True)
 class DecoderConfig:
@@ -30,6 +39,7 @@ class DecoderConfig:
     # becomes 0, so configs of one model compare equal whichever file gave them)
     rotary_dim: int = 0
     tie_word_embeddings: bool = False
+    norm_layout: str = "pre"  # NORM_LAYOUTS
     qkv_bias: bool = False
     o_bias: bool = False  # a bias on the attention's output projection (Llama attention_bias)
     qk_norm: bool = False  # RMSNorm over each q and k head before RoPE (Qwen3)
@@ -124,6 +134,11 @@ class DecoderConfig:
     def is_moe(self) -> bool:
         return self.num_experts > 0
 
+    @property
+    def layer_norms(self) -> tuple[str, ...]:
+        """The names of each layer's RMSNorms (NORM_LAYOUTS)."""
+        return NORM_LAYOUTS[self.norm_layout]
+
     def _check_layer_options(self) -> None:
         # JSON gives a list back; the config stays hashable and comparable as a tuple
         object.__setattr__(self, "full_attention_layers", tuple(self.full_attention_layers))
@@ -131,6 +146,11 @@ class DecoderConfig:
             raise ValueError(
                 f"model config: sliding_window must be a non-negative integer (0: none), "
                 f"got {self.sliding_window!r}"
+            )
+        if self.norm_layout not in NORM_LAYOUTS:
+            raise ValueError(
+                f"model config: norm_layout {self.norm_layout!r} is not one of "
+                f"{', '.join(NORM_LAYOUTS)}"
             )
         if self.hidden_act not in ("silu", "gelu_tanh"):
             raise ValueError(

@@ -1,4 +1,5 @@
-"""Transformer blocks shared by the decoder architectures (pre-norm, RoPE attention, gated MLP)."""
+"""The blocks of the shared decoder layer (mlcx.frontends.nn.layer): RoPE attention over paged KV,
+the gated MLP."""
 
 from __future__ import annotations
 
@@ -106,34 +107,3 @@ class GatedMLP(nn.Module):
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         gate, up = op.split(self.gate_up(x), 2, axis=-1)
         return self.down(self.act(gate) * up)
-
-
-class DecoderLayer(nn.Module):
-    """Pre-norm attention, then a pre-norm feed-forward block; both residual. The block is
-    `ffn` = (its name, which prefixes its parameters; its class): a GatedMLP by default, a
-    mixture of experts for those families (mlcx.frontends.nn.moe.moe_layer)."""
-
-    def __init__(
-        self,
-        cfg: DecoderConfig,
-        formats: Formats,
-        index: int,
-        kv: PagedKVOps,
-        ffn: tuple[str, type] = ("mlp", GatedMLP),
-    ):
-        prefix = f"layers.{index}."
-        dtype = kv.layout.dtype
-        self.input_norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
-        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv, index)
-        self.post_attn_norm = nn.RMSNorm(
-            cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
-        )
-        self.ffn_name, block = ffn
-        setattr(self, self.ffn_name, block(cfg, formats, f"{prefix}{self.ffn_name}.", dtype))
-
-    def forward(
-        self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
-    ) -> tuple[nn.Tensor, nn.Tensor]:
-        attn, pages = self.attn(self.input_norm(x), pages, step, decode)
-        x = x + attn
-        return x + getattr(self, self.ffn_name)(self.post_attn_norm(x)), pages

@@ -19,7 +19,8 @@ from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op, spec
 
 from mlcx.frontends.decoder_config import DecoderConfig
-from mlcx.frontends.nn.blocks import DecoderLayer, Formats
+from mlcx.frontends.nn.blocks import Formats
+from mlcx.frontends.nn.layer import DecoderLayer
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.image_rows import replace_rows_te

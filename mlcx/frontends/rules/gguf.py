@@ -1,4 +1,4 @@
-"""The DecoderConfig of a llama-family GGUF (llama, qwen2, qwen3) from llama.cpp's metadata.
+"""The llama.cpp metadata every decoder's GGUF shares, and generic rules over GGUF files.
 
 llama.cpp writes every hyper-parameter under the architecture's own prefix
 (`llama.context_length`, `qwen2.rope.freq_base`, ...); `GGUFCheckpoint.arch_meta` adds it.
@@ -6,9 +6,14 @@ llama.cpp writes every hyper-parameter under the architecture's own prefix
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint, need_arch_meta
 from mlcx.frontends.gguf.rope import gguf_rope_scaling
+
+GGUFRule = Callable[[GGUFCheckpoint, DecoderConfig], Mapping[str, Any]]
 
 
 def _head_dims(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> tuple[int, int]:
@@ -26,9 +31,9 @@ def _head_dims(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> tuple[int, int]
     return head_dim, rotary
 
 
-def decoder_config_from_gguf(
-    ckpt: GGUFCheckpoint, qkv_bias: bool, default_rms_eps: float, qk_norm: bool = False
-) -> DecoderConfig:
+def base_config(ckpt: GGUFCheckpoint, default_rms_eps: float) -> DecoderConfig:
+    """What every decoder's GGUF says; `default_rms_eps` is llama.cpp's for the architecture
+    where the file leaves it out."""
     hidden = int(need_arch_meta(ckpt, "embedding_length"))
     heads = int(need_arch_meta(ckpt, "attention.head_count"))
     head_dim, rotary = _head_dims(ckpt, hidden, heads)
@@ -47,6 +52,18 @@ def decoder_config_from_gguf(
         rope_scaling=gguf_rope_scaling(ckpt, rotary),
         rotary_dim=rotary,
         tie_word_embeddings="output.weight" not in ckpt.names(),
-        qkv_bias=qkv_bias,
-        qk_norm=qk_norm,
     )
+
+
+def biases_from_tensors(ckpt: GGUFCheckpoint, cfg: DecoderConfig) -> Mapping[str, Any]:
+    """q/k/v and o biases where llama.cpp's converter wrote them (`blk.N.attn_q.bias`, ...)."""
+    names = set(ckpt.names())
+    return {"qkv_bias": "blk.0.attn_q.bias" in names, "o_bias": "blk.0.attn_output.bias" in names}
+
+
+def softcaps(ckpt: GGUFCheckpoint, cfg: DecoderConfig) -> Mapping[str, Any]:
+    """Final-logit and attention-score soft-capping where the file sets them."""
+    return {
+        "final_logit_softcap": float(ckpt.arch_meta("final_logit_softcapping") or 0.0),
+        "attn_logit_softcap": float(ckpt.arch_meta("attn_logit_softcapping") or 0.0),
+    }
