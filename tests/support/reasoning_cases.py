@@ -20,9 +20,9 @@ CASES = {
     "harmony: analysis then final": (
         "harmony",
         ASSISTANT,
-        "<|channel|>analysis<|message|>Need the weather.<|end|>"
-        "<|start|>assistant<|channel|>final<|message|>It is sunny.",
-        [Reasoning("Need the weather."), Content("It is sunny.")],
+        "<|channel|>analysis<|message|>Need the\nweather.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>It is\nsunny.",
+        [Reasoning("Need the\nweather."), Content("It is\nsunny.")],
     ),
     "harmony: final ends with <|return|>, nothing after counts": (
         "harmony",

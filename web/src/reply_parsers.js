@@ -161,14 +161,11 @@ export class HarmonyParser {
   inHeader() {
     this.header += this.held;
     this.held = "";
-    if (this.promptBeganHeader) {
-      const output = this.header.slice(this.outputFrom);
-      if (!plausible(output)) {
-        [this.state, this.held] = ["plain", output];
-        return [];
-      }
-    }
     const at = this.header.indexOf(MESSAGE);
+    if (this.promptBeganHeader && !plausible(this.header.slice(this.outputFrom, at >= 0 ? at : undefined))) {
+      [this.state, this.held] = ["plain", this.header.slice(this.outputFrom)];
+      return [];
+    }
     if (at < 0) return [];
     const head = this.header.slice(0, at);
     this.held = this.header.slice(at + MESSAGE.length);

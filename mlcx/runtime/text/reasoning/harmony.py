@@ -100,12 +100,12 @@ class HarmonyParser:
     def _read_header(self) -> list[ReplyEvent]:
         self._header += self._held
         self._held = ""
-        if self._prompt_began_header:
-            output = self._header[self._output_from :]
-            if not _plausible(output):
-                self._state, self._held = "plain", output
-                return []
         at = self._header.find(MESSAGE)
+        if self._prompt_began_header:
+            output = self._header[self._output_from : at if at >= 0 else None]
+            if not _plausible(output):
+                self._state, self._held = "plain", self._header[self._output_from :]
+                return []
         if at < 0:
             return []
         header, self._held = self._header[:at], self._header[at + len(MESSAGE) :]
