@@ -22,6 +22,7 @@ from mlcx.runtime.text.stop import StopStringMatcher
 from mlcx.runtime.text.tool_prompt import with_generic_tools
 from mlcx.server.tool_calls import ToolReply
 from tests.support.web_image_vectors import image_vectors
+from tests.support.web_reasoning_vectors import reasoning_vectors
 
 VECTORS = Path(__file__).resolve().parents[2] / "web" / "test" / "vectors"
 VOCAB = 300  # over one 256-token draw block, so both levels of the draw are exercised
@@ -233,6 +234,7 @@ FILES = {
     "kv.json": kv_vectors,
     "tools.json": tool_vectors,
     "images.json": image_vectors,
+    "reasoning.json": reasoning_vectors,
 }
 
 

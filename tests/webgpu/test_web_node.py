@@ -4,7 +4,8 @@ downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on 
 XGrammar's WASM (structured.test.mjs), the worker halves
 (worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
 stop strings, KV manager and tool-call parser against the Python runtime's vectors
-(vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs). Each node test is
+(vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs), reply formats
+(reasoning, harmony calls) against the Python parsers' (reasoning.test.mjs). Each node test is
 one pytest case, so a failure names it."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ FILES = (
     "images.test.mjs",
     "worker.test.mjs",
     "local_files.test.mjs",
+    "reasoning.test.mjs",
 )
 
 

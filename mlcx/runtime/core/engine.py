@@ -46,6 +46,7 @@ from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarge
 from mlcx.runtime.speculative.speculator import Speculator
 from mlcx.runtime.structured.matcher import ConstraintCompiler
 from mlcx.runtime.text.prompt_encoder import PromptEncoder
+from mlcx.runtime.text.reasoning import model_format
 from mlcx.runtime.text.tokenizer import Tokenizer
 from mlcx.runtime.vision.encoder import ImageEncoder
 
@@ -83,7 +84,9 @@ class Engine:
         budget = step_budget(config, art.prefill_chunk)
         self.images = ImageInputs(ImageEncoder.for_artifact(self.artifact.path), budget)
         self.scheduler = Scheduler(self.kv, config.max_batch, budget, art.model.kv_window)
-        self.outputs = OutputProcessor(self.tokenizer)
+        # the format the model writes its replies in; its markers may be special tokens
+        self.reasoning = model_format(self.tokenizer)
+        self.outputs = OutputProcessor(self.tokenizer, self.reasoning.keeps_special_tokens)
         self.constraints = ConstraintCompiler(self.tokenizer)
         self.speculator = self._speculator()
         self.inbox = Inbox(config.max_waiting)
