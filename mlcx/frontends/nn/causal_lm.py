@@ -99,6 +99,8 @@ class CausalLM(nn.Module):
         x = self.norm(x)
         logits = self.embed.as_head(x) if self.lm_head is None else self.lm_head(x)
         logits = logits if logits.dtype == "float32" else logits.astype("float32")
+        if self.cfg.logits_divisor != 1.0:
+            logits = logits / self.cfg.logits_divisor
         cap = self.cfg.final_logit_softcap
         return op.tanh(logits / cap) * cap if cap else logits
 
