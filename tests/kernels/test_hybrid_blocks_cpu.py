@@ -33,6 +33,7 @@ def _compile(block):
 
 
 def _run_steps(vm, weights, states, inputs):
+    """inputs: token ids per sequence."""
     """Every step's outputs per sequence, concatenated in row order."""
     done = {name: 0 for name in SLOTS}
     got = {name: [] for name in SLOTS}
@@ -55,7 +56,7 @@ def _run_steps(vm, weights, states, inputs):
 
 def _inputs(rng):
     total = {n: sum(step[n] for step in STEPS) for n in SLOTS}
-    return {n: rng.standard_normal((total[n], hb.HIDDEN)).astype(np.float32) for n in SLOTS}
+    return {n: rng.integers(0, hb.VOCAB, total[n]).astype(np.int32) for n in SLOTS}
 
 
 def _nan_states(block) -> list:
@@ -88,6 +89,7 @@ def test_block_steps_match_transformers(kind):
     inputs = _inputs(rng)
     got = _run_steps(vm, packed, _nan_states(block), inputs)
     with torch.no_grad():
-        for name, x in inputs.items():
-            want = layer(torch.from_numpy(x)[None])[0].numpy()
+        for name, ids in inputs.items():
+            x = torch.from_numpy(weights["embed.weight"][ids])
+            want = layer(x[None])[0].numpy()
             np.testing.assert_allclose(got[name], want, atol=1e-4, rtol=1e-4)

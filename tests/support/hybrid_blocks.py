@@ -2,8 +2,10 @@
 StateOps (tests only: the families live in mlcx.frontends), with transformers' layers as the
 reference: Qwen3.5's Gated DeltaNet and LFM2's short convolution, tiny and random.
 
-Each block exports `prefill` and `decode` taking (x, the step arrays, its state tensors) and
-returning (out, the state tensors), the state updated in place.
+Each block exports `prefill` and `decode` taking (input_ids, the step arrays, its state tensors)
+and returning (out, the state tensors), the state updated in place; the ids pick rows of an
+embedding (`embed`), as a model's first layer would (the GPU passes find the step's token count
+by that parameter's name).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from mlcx.kernels.hybrid.ops import StateOps, StateStep
 from mlcx.kernels.hybrid.shapes import ConvShape, DeltaShape
 
 HIDDEN, K_HEADS, V_HEADS, K_DIM, V_DIM, TAPS, EPS = 32, 2, 4, 16, 16, 4, 1e-6
+VOCAB = 64
 LFM_TAPS = 3
 STEP = ("positions", "q_indptr", "state_slots")
 
@@ -41,6 +44,7 @@ class DeltaBlock(nn.Module):
 
     def __init__(self, ops: StateOps, dtype: str = "float32"):
         self.ops, self.dtype = ops, dtype
+        self.embed = nn.Embedding(VOCAB, HIDDEN, dtype=dtype)
         self.delta = DeltaShape(K_HEADS, V_HEADS, K_DIM, V_DIM, dtype)
         self.conv_shape = ConvShape(self.delta.width, TAPS, dtype, activation="silu")
         width = self.delta.width
@@ -54,7 +58,8 @@ class DeltaBlock(nn.Module):
         self.norm_weight = nn.Parameter((V_DIM,), dtype)
         self.out_proj = nn.Linear(V_HEADS * V_DIM, HIDDEN, bias=False, dtype=dtype)
 
-    def _forward(self, x, step: StateStep, conv, recurrent, decode: bool):
+    def _forward(self, ids, step: StateStep, conv, recurrent, decode: bool):
+        x = self.embed(ids)
         tokens = x.shape[0]
         qkv, conv = self.ops.conv(
             self.in_proj_qkv(x), conv, step, self.conv_weight, None, self.conv_shape, decode
@@ -67,11 +72,13 @@ class DeltaBlock(nn.Module):
         o = op.rms_norm(o, self.norm_weight, axes=[-1], epsilon=EPS) * op.silu(z)
         return self.out_proj(op.reshape(o, (tokens, V_HEADS * V_DIM))), conv, recurrent
 
-    def prefill(self, x, positions, q_indptr, state_slots, conv, recurrent):
-        return self._forward(x, StateStep(positions, q_indptr, state_slots), conv, recurrent, False)
+    def prefill(self, input_ids, positions, q_indptr, state_slots, conv, recurrent):
+        step = StateStep(positions, q_indptr, state_slots)
+        return self._forward(input_ids, step, conv, recurrent, False)
 
-    def decode(self, x, positions, q_indptr, state_slots, conv, recurrent):
-        return self._forward(x, StateStep(positions, q_indptr, state_slots), conv, recurrent, True)
+    def decode(self, input_ids, positions, q_indptr, state_slots, conv, recurrent):
+        step = StateStep(positions, q_indptr, state_slots)
+        return self._forward(input_ids, step, conv, recurrent, True)
 
     def states(self):
         (conv, conv_dtype), (rec, rec_dtype) = self.conv_shape.state(), self.delta.state()
@@ -83,24 +90,25 @@ class ShortConvBlock(nn.Module):
 
     def __init__(self, ops: StateOps, dtype: str = "float32"):
         self.ops, self.dtype = ops, dtype
+        self.embed = nn.Embedding(VOCAB, HIDDEN, dtype=dtype)
         self.shape = ConvShape(HIDDEN, LFM_TAPS, dtype, bias=True)
         self.in_proj = nn.Linear(HIDDEN, 3 * HIDDEN, bias=True, dtype=dtype)
         self.conv_weight = nn.Parameter((HIDDEN, LFM_TAPS), dtype)
         self.conv_bias = nn.Parameter((HIDDEN,), dtype)
         self.out_proj = nn.Linear(HIDDEN, HIDDEN, bias=True, dtype=dtype)
 
-    def _forward(self, x, step: StateStep, conv, decode: bool):
-        b, c, h = op.split(self.in_proj(x), 3, axis=-1)
+    def _forward(self, ids, step: StateStep, conv, decode: bool):
+        b, c, h = op.split(self.in_proj(self.embed(ids)), 3, axis=-1)
         y, conv = self.ops.conv(
             b * h, conv, step, self.conv_weight, self.conv_bias, self.shape, decode
         )
         return self.out_proj(c * y), conv
 
-    def prefill(self, x, positions, q_indptr, state_slots, conv):
-        return self._forward(x, StateStep(positions, q_indptr, state_slots), conv, False)
+    def prefill(self, input_ids, positions, q_indptr, state_slots, conv):
+        return self._forward(input_ids, StateStep(positions, q_indptr, state_slots), conv, False)
 
-    def decode(self, x, positions, q_indptr, state_slots, conv):
-        return self._forward(x, StateStep(positions, q_indptr, state_slots), conv, True)
+    def decode(self, input_ids, positions, q_indptr, state_slots, conv):
+        return self._forward(input_ids, StateStep(positions, q_indptr, state_slots), conv, True)
 
     def states(self):
         shape, dtype = self.shape.state()
@@ -114,7 +122,7 @@ def export_spec(block) -> dict:
         "state_slots": spec.Tensor(("batch",), "int32"),
     }
     states = {n: spec.Tensor(("num_state_slots", *s), d) for n, s, d in block.states()}
-    x = {"x": spec.Tensor(("tokens", HIDDEN), block.dtype)}
+    x = {"input_ids": spec.Tensor(("tokens",), "int32")}
     one = {"param_mode": "packed", "effect_mode": "none"}
     return {f: {**x, **steps, **states, "$": one} for f in ("prefill", "decode")}
 
@@ -125,6 +133,7 @@ def delta_weights(rng: np.random.Generator, layer) -> dict[str, np.ndarray]:
     import torch
 
     names = {
+        "embed.weight": None,
         "in_proj_qkv.weight": "in_proj_qkv.weight",
         "in_proj_z.weight": "in_proj_z.weight",
         "in_proj_b.weight": "in_proj_b.weight",
@@ -142,6 +151,7 @@ def conv_weights(rng: np.random.Generator, layer) -> dict[str, np.ndarray]:
     import torch
 
     names = {
+        "embed.weight": None,
         "in_proj.weight": "in_proj.weight",
         "in_proj.bias": "in_proj.bias",
         "conv_weight": "conv.weight",
@@ -152,11 +162,14 @@ def conv_weights(rng: np.random.Generator, layer) -> dict[str, np.ndarray]:
     return _randomize(rng, layer, names, torch)
 
 
-def _randomize(rng, layer, names: dict[str, str], torch) -> dict[str, np.ndarray]:
+def _randomize(rng, layer, names: dict[str, str | None], torch) -> dict[str, np.ndarray]:
+    """Ours: theirs (None: the embedding, ours only)."""
     params = dict(layer.named_parameters())
-    out = {}
+    out = {"embed.weight": rng.standard_normal((VOCAB, HIDDEN)).astype(np.float32)}
     with torch.no_grad():
         for ours, theirs in names.items():
+            if theirs is None:
+                continue
             p = params[theirs]
             value = rng.standard_normal(tuple(p.shape)).astype(np.float32) * 0.3
             p.copy_(torch.from_numpy(value))

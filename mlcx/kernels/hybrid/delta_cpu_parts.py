@@ -111,27 +111,27 @@ def product(m, columns: int, tile: Blocking, init: Callable, phases, store: Call
         T.serial(0, (m + rows - 1) // rows) as block,
         T.serial(0, columns // tile.columns) as group,
     ):
-        acc = T.alloc_buffer((rows * vectors, width), "float32")
+        # a buffer per row: each stays under TVM's 1 KiB stack limit (larger ones become heap
+        # workspace, which LLVM cannot keep in registers)
+        accs = [T.alloc_buffer((vectors, width), "float32") for _ in range(rows)]
         ts = [T.bind(block * rows + r) for r in range(rows)]
         cs = [T.bind(group * tile.columns + v * width) for v in range(vectors)]
         here = vec.ramp(0, width)
-        for r in range(rows):
+        for r, acc in enumerate(accs):
             for v in range(vectors):
-                T.buffer_store(acc, init(ts[r], cs[v]), [r * vectors + v, here])
+                T.buffer_store(acc, init(ts[r], cs[v]), [v, here])
         for phase in phases:
             if phase.rescale is not None:
-                for r in range(rows):
+                for r, acc in enumerate(accs):
                     factor = T.bind(vec.splat(phase.rescale(ts[r]), width))
                     for v in range(vectors):
-                        value = acc[r * vectors + v, here] * factor
-                        T.buffer_store(acc, value, [r * vectors + v, here])
+                        T.buffer_store(acc, acc[v, here] * factor, [v, here])
             with T.serial(0, phase.extent) as i:
                 bs = [T.bind(phase.b(i, cs[v])) for v in range(vectors)]
-                for r in range(rows):
+                for r, acc in enumerate(accs):
                     a = T.bind(vec.splat(phase.a(ts[r], i), width))
                     for v in range(vectors):
-                        value = acc[r * vectors + v, here] + a * bs[v]
-                        T.buffer_store(acc, value, [r * vectors + v, here])
-        for r in range(rows):
+                        T.buffer_store(acc, acc[v, here] + a * bs[v], [v, here])
+        for r, acc in enumerate(accs):
             for v in range(vectors):
-                store(ts[r], cs[v], acc[r * vectors + v, here])
+                store(ts[r], cs[v], acc[v, here])
