@@ -72,8 +72,12 @@ def test_conv_matches_transformers(shape, step):
 
 
 @pytest.mark.parametrize("shape", DELTAS, ids=["grouped", "tiled"])
-def test_chunked_prefill_matches_transformers(delta_kernels, shape):
+@pytest.mark.parametrize("strength", [1.0, 20.0], ids=["decays", "strong-decays"])
+def test_chunked_prefill_matches_transformers(delta_kernels, shape, strength):
+    """Strong decays take chunk products far below float32's normal range (which the kernel
+    flushes, params.FLUSH)."""
     inputs = delta_inputs(np.random.default_rng(1), shape, PREFILL)
+    inputs["g"] = inputs["g"] * strength
     o, state = run_delta(delta_kernels[shape, False], shape, PREFILL, inputs)
     want_o, want_state = delta_reference(shape, PREFILL, inputs)
     np.testing.assert_allclose(o, want_o, atol=1e-4, rtol=1e-4)

@@ -17,6 +17,7 @@ from tvm.script.ir_builder import tirx as T
 from mlcx.kernels.cpu import vec
 from mlcx.kernels.hybrid.conv_cpu import vector_width
 from mlcx.kernels.hybrid.delta_cpu_parts import DeltaBuffers, normalized_row, q_scale
+from mlcx.kernels.hybrid.params import decay
 from mlcx.kernels.hybrid.shapes import DeltaShape
 
 KERNEL_NAME = "delta_decode_cpu"
@@ -46,8 +47,8 @@ def delta_decode_cpu(sh: DeltaShape, lanes: int = 8, registers: int = 16) -> tir
             for c in range(1, dk // kw):
                 dot = dot + rows[0, vec.ramp(c * kw, kw)] * rows[1, vec.ramp(c * kw, kw)]
             qk = T.bind(vec.hsum(T.bind(dot), kw))
-            decay = T.bind(T.exp(bufs.g[token, head]))
-            scalars = (token, head, base, qk, decay, bufs.beta[token, head])
+            factor = T.bind(decay(bufs.g[token, head]))
+            scalars = (token, head, base, qk, factor, bufs.beta[token, head])
             with T.serial(0, dv // (vectors * width)) as group:
                 _columns(bufs, rows, scalars, group * vectors * width, (vectors, width))
     return ib.get()
@@ -56,7 +57,7 @@ def delta_decode_cpu(sh: DeltaShape, lanes: int = 8, registers: int = 16) -> tir
 def _columns(bufs: DeltaBuffers, rows, scalars, c0, tile) -> None:
     """The step for `vectors` column vectors of `width` from column c0."""
     sh = bufs.shape
-    token, head, base, qk, decay, beta = scalars
+    token, head, base, qk, factor, beta = scalars
     vectors, width = tile
     dv, state = sh.v_dim, bufs.state
     here = vec.ramp(0, width)
@@ -71,7 +72,7 @@ def _columns(bufs: DeltaBuffers, rows, scalars, c0, tile) -> None:
             column = T.bind(state[vec.ramp(base + i * dv + c0 + v * width, width)])
             T.buffer_store(kv, kv[v, here] + k * column, [v, here])
             T.buffer_store(sq, sq[v, here] + q * column, [v, here])
-    e, b = vec.splat(decay, width), vec.splat(beta, width)
+    e, b = vec.splat(factor, width), vec.splat(beta, width)
     deltas = []
     for v in range(vectors):
         c = c0 + v * width

@@ -30,6 +30,7 @@ from mlcx.kernels.hybrid.delta_cpu_parts import (
     product,
     q_scale,
 )
+from mlcx.kernels.hybrid.params import FLUSH, decay
 from mlcx.kernels.hybrid.shapes import CHUNK, DeltaShape
 
 KERNEL_NAME = "delta_prefill_cpu"
@@ -103,7 +104,7 @@ def _chunk(bufs: DeltaBuffers, s: _Chunk, where, config) -> None:
     _triangles(s, rows, tc)
     last = T.bind(s.c[rows - 1])
     with T.serial(0, dk) as i, T.serial(0, rows) as t:  # k decayed to the chunk's end
-        T.buffer_store(s.kt, s.kt[i, t] * T.exp(last - s.c[t]), [i, t])
+        T.buffer_store(s.kt, s.kt[i, t] * decay(last - s.c[t]), [i, t])
     _solve(bufs, s, (first, rows, head), tv, tk)
     state = bufs.state
     cols = lambda c, w: vec.ramp(c, w)  # noqa: E731
@@ -139,18 +140,18 @@ def _chunk(bufs: DeltaBuffers, s: _Chunk, where, config) -> None:
                 rows,
                 lambda t, j: s.p[t, j],
                 lambda j, c: s.u[j, cols(c, tv.width)],
-                lambda t: T.exp(s.c[t]),
+                lambda t: decay(s.c[t]),
             ),
         ],
         store_o,
     )
     # S1 = exp(c_L) S0 + (decayed k)^T V
-    decay = T.bind(vec.splat(T.exp(last), tv.width))
+    end = T.bind(vec.splat(decay(last), tv.width))
     product(
         dk,
         dv,
         tv,
-        lambda i, c: s0(i, c, tv.width) * decay,
+        lambda i, c: s0(i, c, tv.width) * end,
         [Phase(rows, lambda i, t: s.kt[i, t], lambda t, c: s.u[t, cols(c, tv.width)])],
         lambda i, c, acc: T.buffer_store(state, acc, [vec.ramp(base + i * dv + c, tv.width)]),
     )
@@ -165,7 +166,7 @@ def _triangles(s: _Chunk, rows, tile: Blocking) -> None:
 
     def decayed(t, c, value):
         gap = vec.splat(s.c[t], w) - s.c[vec.ramp(c, w)]
-        return value * vec.exp(T.min(gap, zero), w)
+        return value * decay(T.min(gap, zero), w)
 
     def store_a(t, c, acc):
         value = decayed(t, c, acc) * vec.splat(s.beta[t], w)
@@ -192,29 +193,33 @@ def _kt_row(s: _Chunk, w: int):
 
 def _solve(bufs: DeltaBuffers, s: _Chunk, where, tv: Blocking, tk: Blocking) -> None:
     """Forward substitution, row by row: U_t = beta_t v_t - sum_{j<t} A[t, j] U_j, and W alike
-    from beta_t k_t exp(c_t)."""
+    from beta_t k_t exp(c_t). W_t is exp(c_t) times a bounded sum, so a row whose decay is
+    flushed stays 0: its terms (each decays of up to 2 FLUSH) would only underflow."""
     sh = bufs.shape
     first, rows, head = where
     with T.serial(0, rows) as t:
         token = first + t
         beta = T.bind(s.beta[t])
-        decayed = T.bind(beta * T.exp(s.c[t]))
+        decayed = T.bind(beta * decay(s.c[t]))
         v_at = sh.v_offset(head)
-        for out, tile, init in (
-            (s.u, tv, lambda c, w: vec.to_f32(bufs.qkv[token, vec.ramp(v_at + c, w)]) * beta),
-            (s.w, tk, lambda c, w: s.k[t, vec.ramp(c, w)] * decayed),
+        w_terms = T.Select(s.c[t] > vec.f32(FLUSH), t, 0)
+        for out, tile, init, terms in (
+            (s.u, tv, lambda c, w: vec.to_f32(bufs.qkv[token, vec.ramp(v_at + c, w)]) * beta, t),
+            (s.w, tk, lambda c, w: s.k[t, vec.ramp(c, w)] * decayed, w_terms),
         ):
-            _substitute(s, out, tile, t, init)
+            _substitute(s, out, tile, (t, terms), init)
 
 
-def _substitute(s: _Chunk, out, tile: Blocking, t, init) -> None:
+def _substitute(s: _Chunk, out, tile: Blocking, row, init) -> None:
+    """out[t] = init - sum_{j < terms} A[t, j] out[j]."""
+    t, terms = row
     w = tile.width
     with T.serial(0, out.shape[1] // tile.columns) as group:
         acc = T.alloc_buffer((tile.vectors, w), "float32")
         cs = [T.bind(group * tile.columns + v * w) for v in range(tile.vectors)]
         for v, c in enumerate(cs):
             T.buffer_store(acc, init(c, w), [v, vec.ramp(0, w)])
-        with T.serial(0, t) as j:
+        with T.serial(0, terms) as j:
             a = T.bind(vec.splat(s.a[t, j], w))
             for v, c in enumerate(cs):
                 value = acc[v, vec.ramp(0, w)] - a * out[j, vec.ramp(c, w)]

@@ -25,7 +25,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS
-from mlcx.kernels.hybrid.params import param
+from mlcx.kernels.hybrid.params import FLUSH, decay, param
 from mlcx.kernels.hybrid.shapes import CHUNK, L2_EPS, DeltaShape
 
 TILE = 16  # features of q and k staged at once (2 x TILE x CHUNK floats of workgroup memory)
@@ -123,8 +123,8 @@ def delta_chunks_gpu(sh: DeltaShape) -> tirx.PrimFunc:
                         T.buffer_store(rows_out, norms[a, t], [first + t, head, a])
                 for m in range(per):
                     s = quarter * per + m
-                    decay = T.exp(T.min(norms[0, t] - norms[0, s], T.float32(0.0)))
-                    scale = T.bind(norms[2, s] * decay)
+                    weight = decay(T.min(norms[0, t] - norms[0, s], T.float32(0.0)))
+                    scale = T.bind(norms[2, s] * weight)
                     a_value = acc[m] * norms[2, t] * beta[first + t, head] * scale
                     zero = T.float32(0.0)
                     T.buffer_store(a_out, T.Select(s < t, a_value, zero), [first + t, head, s])
@@ -193,10 +193,12 @@ def delta_solve_gpu(sh: DeltaShape) -> tirx.PrimFunc:
                     token = first + t
                     v = qkv[token, sh.v_offset(head) + T.min(jj, dv - 1)].astype(F32)
                     k = qkv[token, sh.k_offset(head) + T.max(jj - dv, 0)].astype(F32)
-                    k = k * rows_in[token, head, 2] * T.exp(rows_in[token, head, 0])
+                    k = k * rows_in[token, head, 2] * decay(rows_in[token, head, 0])
                     acc = T.alloc_buffer((1,), F32, scope="local")
                     T.buffer_store(acc, T.Select(jj < dv, v, k) * beta[token, head], [0])
-                    with T.serial(0, t) as s:
+                    # a W row whose decay is flushed stays 0 (delta_cpu_prefill._solve)
+                    flushed = tirx.all(jj >= dv, rows_in[token, head, 0] <= T.float32(FLUSH))
+                    with T.serial(0, T.Select(flushed, 0, t)) as s:
                         update = acc[0] - a_in[token, head, s] * u[first + s, head, jj]
                         T.buffer_store(acc, update, [0])
                     T.buffer_store(u, acc[0], [token, head, jj])

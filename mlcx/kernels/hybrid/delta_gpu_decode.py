@@ -16,7 +16,7 @@ from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS
-from mlcx.kernels.hybrid.params import StepArrays, param, shape_vars
+from mlcx.kernels.hybrid.params import StepArrays, decay, param, shape_vars
 from mlcx.kernels.hybrid.shapes import L2_EPS, DeltaShape
 
 KERNEL_NAME = "delta_decode_gpu"
@@ -85,16 +85,16 @@ def delta_decode_gpu(sh: DeltaShape) -> tirx.PrimFunc:
             kk, qq, qk = (_sum(lanes, rows, (a,)) for a in range(3))
             inv_k = T.bind(T.rsqrt(kk + T.float32(L2_EPS)))
             inv_q = T.bind(T.rsqrt(qq + T.float32(L2_EPS)) * T.float32(1.0 / math.sqrt(dk)))
-            decay = T.bind(T.exp(g[token, head]))
+            factor = T.bind(decay(g[token, head]))
             value = qkv[token, sh.v_offset(head) + column].astype(f32)
-            delta = T.bind((value - decay * total[0] * inv_k) * beta[token, head])
-            out = decay * total[1] * inv_q + delta * qk * inv_k * inv_q
+            delta = T.bind((value - factor * total[0] * inv_k) * beta[token, head])
+            out = factor * total[1] * inv_q + delta * qk * inv_k * inv_q
             with T.If(r == 0), T.Then():
                 T.buffer_store(o, out.astype(sh.dtype), [token, head, column])
             for m in range(per):
                 i = r + rows * m
                 k = qkv[token, sh.k_offset(head) + i].astype(f32) * inv_k
-                T.buffer_store(state, decay * regs[m] + k * delta, [slot, head, i, column])
+                T.buffer_store(state, factor * regs[m] + k * delta, [slot, head, i, column])
     return ib.get()
 
 

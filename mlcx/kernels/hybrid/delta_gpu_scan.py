@@ -18,7 +18,7 @@ from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import KERNEL_ATTRS
 from mlcx.kernels.hybrid.delta_gpu_chunks import F32, scratch_params
-from mlcx.kernels.hybrid.params import StepArrays, param, shape_vars
+from mlcx.kernels.hybrid.params import StepArrays, decay, param, shape_vars
 from mlcx.kernels.hybrid.shapes import CHUNK, DeltaShape
 
 THREADS = 256
@@ -116,20 +116,20 @@ def _chunk(sh: DeltaShape, bufs, where, own) -> None:
         with T.serial(0, dk) as i:
             q = qkv[token, sh.q_offset(head) + i].astype(F32)
             T.buffer_store(acc, acc[0] + q * s_sh[i, j], [0])
-        scale = rows_in[token, head, 1] * T.exp(rows_in[token, head, 0])
+        scale = rows_in[token, head, 1] * decay(rows_in[token, head, 0])
         T.buffer_store(acc, acc[0] * scale, [0])
         with T.serial(0, rows) as s:
             T.buffer_store(acc, acc[0] + p_in[token, head, s] * v_sh[s, j], [0])
         with T.If(t < rows), T.Then():
             T.buffer_store(o, acc[0].astype(sh.dtype), [token, head, col0 + j])
         with T.If(j == 0), T.Then():
-            weight = rows_in[token, head, 2] * T.exp(end - rows_in[token, head, 0])
+            weight = rows_in[token, head, 2] * decay(end - rows_in[token, head, 0])
             T.buffer_store(kd, weight, [t])
     sync()
 
     def update(i, c):
         total = T.alloc_buffer((1,), F32, scope="local")
-        T.buffer_store(total, s_sh[i, c] * T.exp(end), [0])
+        T.buffer_store(total, s_sh[i, c] * decay(end), [0])
         with T.serial(0, rows) as t:
             token = first + t
             k = qkv[token, sh.k_offset(head) + i].astype(F32) * kd[t]
