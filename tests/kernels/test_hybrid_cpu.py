@@ -15,6 +15,7 @@ from mlcx.kernels.hybrid.conv_cpu import conv_cpu
 from mlcx.kernels.hybrid.copy import copy_states
 from mlcx.kernels.hybrid.delta_cpu_decode import delta_decode_cpu
 from mlcx.kernels.hybrid.delta_cpu_prefill import delta_prefill_cpu
+from mlcx.kernels.hybrid.ops import StateOps, StateStep
 from mlcx.kernels.hybrid.shapes import ConvShape, DeltaShape
 from tests.support.state_reference import (
     Step,
@@ -130,3 +131,32 @@ def test_copy_states_copies_rows_and_nothing_else(row, dtype):
     want = state.copy()
     want[4], want[0] = state[1], state[3]
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "build,message",
+    [
+        (lambda: DeltaShape(3, 4, 16, 16), "cannot share 3 key heads"),
+        (lambda: DeltaShape(2, 4, 18, 16), "multiple of 4"),
+        (lambda: DeltaShape(2, 4, 16, 16, head_order="x"), "grouped or tiled"),
+        (lambda: ConvShape(8, 9), "2 to 8 taps"),
+        (lambda: ConvShape(8, 4, activation="gelu"), "silu or none"),
+        (lambda: StateOps("npu"), "cpu or gpu"),
+        (lambda: StateOps("gpu"), "need the TVM target"),
+    ],
+)
+def test_bad_geometry_is_refused_with_the_reason(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_a_state_of_the_wrong_shape_is_refused():
+    from tvm.relax.frontend import nn
+
+    shape = ConvShape(24, 4)
+    x = nn.Tensor.placeholder(["tokens", 24], "float32")
+    state = nn.Tensor.placeholder(["slots", 24, 2], "float32")  # kernel 3's window
+    step = StateStep(*(nn.Tensor.placeholder(["n"], "int32") for _ in range(3)))
+    weight = nn.Tensor.placeholder([24, 4], "float32")
+    with pytest.raises(ValueError, match="conv state must be float32 with 3 in its last axis"):
+        StateOps("cpu").conv(x, state, step, weight, None, shape, decode=False)

@@ -2,7 +2,7 @@
 DeltaNet layer or LFM2's short convolution (tests/support/hybrid_blocks, in f32 and f16) is left
 to dlight's Fallback or unscheduled (the state kernels are mlcx's; the gates, norms and
 projections around them get dlight's rules), and the state kernels' device code builds for
-cuda and metal (vulkan runs the webgpu plan: test_moe_targets)."""
+cuda, metal and android's OpenCL (vulkan runs the webgpu plan: test_moe_targets)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,20 @@ import tvm
 from mlcx.kernels.hybrid.ops import StateOps
 from mlcx.passes.gpu.schedule import schedule_rules_of
 from mlcx.passes.pipeline_gpu import gpu_config, gpu_graph_passes
+from mlcx.targets.base import BuildOptions
+from mlcx.targets.registry import get_target
 from tests.support import hybrid_blocks as hb
 
-TARGETS = {
-    "cuda": {"kind": "cuda", "arch": "sm_80"},
-    "metal": {"kind": "metal"},
-    "webgpu": {"kind": "webgpu", "supports_subgroups": True},
-}
+TARGETS = ["cuda", "metal", "webgpu"]
 STATE_KERNELS = ("state_conv", "delta_rule", "delta_chunks", "delta_solve", "delta_scan")
 
 
+def _target(name: str) -> tvm.target.Target:
+    return get_target(name).tvm_target(BuildOptions(gpu_arch="sm_80"))
+
+
 def _rules(block_type, target_name: str, dtype: str) -> dict[str, str]:
-    target = tvm.target.Target(TARGETS[target_name], host={"kind": "llvm"})
+    target = _target(target_name)
     block = block_type(StateOps("gpu", target), dtype)
     mod, _ = block.export_tvm(spec=hb.export_spec(block))
     with target:
@@ -33,7 +35,7 @@ def _rules(block_type, target_name: str, dtype: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
-@pytest.mark.parametrize("target", list(TARGETS))
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("block", [hb.DeltaBlock, hb.ShortConvBlock], ids=["delta", "conv"])
 def test_no_kernel_falls_back(block, target, dtype):
     rules = _rules(block, target, dtype)
@@ -65,11 +67,11 @@ def _gpu_kernels(dtype: str) -> dict:
     }
 
 
-@pytest.mark.parametrize("target", ["cuda", "metal"])
-def test_state_kernels_build_device_code(target):
-    tvm_target = tvm.target.Target(TARGETS[target], host={"kind": "llvm"})
+@pytest.mark.parametrize("target,source", [("cuda", "cuda"), ("metal", "metal"), ("android", "cl")])
+def test_state_kernels_build_device_code(target, source):
+    """Within each target's limits (android: 256 threads, 16 KiB of workgroup memory)."""
     kernels = _gpu_kernels("float16")
     mod = tvm.IRModule({name: f.with_attr("global_symbol", name) for name, f in kernels.items()})
-    source = tvm.compile(mod, tvm_target).mod.imports[0].inspect_source(target)
+    code = tvm.compile(mod, _target(target)).mod.imports[0].inspect_source(source)
     for name in kernels:
-        assert f"{name}_kernel" in source, name
+        assert f"{name}_kernel" in code, name

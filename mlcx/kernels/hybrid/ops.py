@@ -17,10 +17,15 @@ mlcx.kernels.hybrid.shapes):
         v heads (shape.head_order) inside; the state updated in place.
     state = ops.copy_states(state, pairs)              # pairs int32 [n, 2]: src, dst slots
 
-`decode`: every sequence of the step brings one row (the decode function). A sequence whose
-first row of the step has position 0 starts from a zero state; the others continue from their
-slot. The output RMSNormGated (rmsnorm(o) * silu(z)), the gates g and beta and LFM2's B/C
-gates stay in the graph: elementwise work every pipeline already fuses and schedules.
+`decode`: every sequence of the step brings exactly one row (the decode function; the decode
+kernels read no other). The sequences of a step hold distinct slots (the state updates run in
+parallel). A sequence whose first row of the step has position 0 starts from a zero state; the
+others continue from their slot. On GPUs the delta rule's prefill keeps float32 scratch of
+(2 * CHUNK + v_dim + k_dim + 3) values per row and v head between its three kernels.
+
+Fused in: the L2 norm of q and k, their map to v heads, the conv's bias and SiLU. Left to the
+graph: the output RMSNormGated (rmsnorm(o) * silu(z)), the gates g and beta, LFM2's B and C
+gates: elementwise work every pipeline already fuses and schedules (no kernel falls back).
 """
 
 from __future__ import annotations
@@ -109,6 +114,8 @@ class StateOps:
     ) -> tuple[nn.Tensor, nn.Tensor]:
         if (bias is not None) != shape.bias:
             raise ValueError("pass a conv bias exactly when the ConvShape has one")
+        _check("conv input", x, shape.dtype, shape.channels)
+        _check("conv state", state, shape.dtype, shape.window)
         tensors = [x, weight] + ([bias] if bias is not None else [])
         args = [*tensors, state, *step.arrays()]
         out = [nn.Tensor.placeholder(x.shape, x.dtype), _like(state)]
@@ -127,6 +134,10 @@ class StateOps:
         shape: DeltaShape,
         decode: bool,
     ) -> tuple[nn.Tensor, nn.Tensor]:
+        _check("delta rule qkv", qkv, shape.dtype, shape.width)
+        for name, tensor, last in (("g", g, shape.v_heads), ("beta", beta, shape.v_heads)):
+            _check(f"delta rule {name}", tensor, "float32", last)
+        _check("recurrent state", state, "float32", shape.v_dim)
         tokens = qkv.shape[0]
         o = nn.Tensor.placeholder([tokens, shape.v_heads, shape.v_dim], shape.dtype)
         kernels = self._delta(shape, decode)
@@ -152,6 +163,14 @@ class StateOps:
         row = tuple(int(d) for d in state.shape[1:])
         kernel = self._copy(row, state.dtype)
         return op.tensor_ir_inplace_op(kernel, "copy_states", [state, pairs], [0], _like(state))
+
+
+def _check(what: str, tensor: nn.Tensor, dtype: str, last: int) -> None:
+    if tensor.dtype != dtype or int(tensor.shape[-1]) != last:
+        raise ValueError(
+            f"{what} must be {dtype} with {last} in its last axis, not {tensor.dtype} "
+            f"{list(tensor.shape)}: build the shape (mlcx.kernels.hybrid.shapes) from the model"
+        )
 
 
 def _like(tensor: nn.Tensor) -> nn.Tensor:
