@@ -87,74 +87,70 @@ def _tiles(sh: DeltaShape, lanes: int, registers: int) -> tuple[Blocking, Blocki
 
 
 def _chunk(bufs: DeltaBuffers, s: _Chunk, where, config) -> None:
-    sh = bufs.shape
+    """One chunk of `rows` rows from `first`: its own matrices, then the state's products."""
     first, rows, head, base = where
-    dk, dv = sh.k_dim, sh.v_dim
-    tv, tk, tc = _tiles(sh, *config)
-    # rows: normalized q and k, k transposed, decays
+    tv, tk, tc = _tiles(bufs.shape, *config)
+    _rows(bufs, s, (first, rows, head), tk.width)
+    _triangles(s, rows, tc)
+    last = T.bind(s.c[rows - 1])
+    with T.serial(0, bufs.shape.k_dim) as i, T.serial(0, rows) as t:  # k decayed to the end
+        T.buffer_store(s.kt, s.kt[i, t] * decay(last - s.c[t]), [i, t])
+    _solve(bufs, s, (first, rows, head), tv, tk)
+    _with_state(bufs, s, where, tv, last)
+
+
+def _rows(bufs: DeltaBuffers, s: _Chunk, where, width: int) -> None:
+    """Normalized q and k rows, k transposed, cumulative decays, betas."""
+    sh = bufs.shape
+    first, rows, head = where
     with T.serial(0, rows) as t:
         token = first + t
-        normalized_row(bufs, token, sh.q_offset(head), tk.width, s.q, t, q_scale(sh))
-        normalized_row(bufs, token, sh.k_offset(head), tk.width, s.k, t, 1.0)
+        normalized_row(bufs, token, sh.q_offset(head), width, s.q, t, q_scale(sh))
+        normalized_row(bufs, token, sh.k_offset(head), width, s.k, t, 1.0)
         before = T.Select(t > 0, s.c[T.max(t - 1, 0)], vec.f32(0.0))
         T.buffer_store(s.c, before + bufs.g[token, head], [t])
         T.buffer_store(s.beta, bufs.beta[token, head], [t])
-    with T.serial(0, dk) as i, T.serial(0, rows) as t:
+    with T.serial(0, sh.k_dim) as i, T.serial(0, rows) as t:
         T.buffer_store(s.kt, s.k[t, i], [i, t])
-    _triangles(s, rows, tc)
-    last = T.bind(s.c[rows - 1])
-    with T.serial(0, dk) as i, T.serial(0, rows) as t:  # k decayed to the chunk's end
-        T.buffer_store(s.kt, s.kt[i, t] * decay(last - s.c[t]), [i, t])
-    _solve(bufs, s, (first, rows, head), tv, tk)
-    state = bufs.state
-    cols = lambda c, w: vec.ramp(c, w)  # noqa: E731
 
-    def s0(i, c, w):
+
+def _with_state(bufs: DeltaBuffers, s: _Chunk, where, tv: Blocking, last) -> None:
+    """V = U - W S0 (over U); o = exp(c) q S0 + P V; S1 = exp(c_L) S0 + (decayed k)^T V."""
+    sh = bufs.shape
+    first, rows, head, base = where
+    dk, dv, w = sh.k_dim, sh.v_dim, tv.width
+    state = bufs.state
+
+    def s0(i, c):
         return state[vec.ramp(base + i * dv + c, w)]
 
-    # V = U - W S0 (over U)
-    product(
-        rows,
-        dv,
-        tv,
-        lambda t, c: s.u[t, cols(c, tv.width)],
-        [Phase(dk, lambda t, i: -s.w[t, i], lambda i, c: s0(i, c, tv.width))],
-        lambda t, c, acc: T.buffer_store(s.u, acc, [t, cols(c, tv.width)]),
-    )
-    # o = exp(c) q S0 + P V
-    zero = vec.splat(vec.f32(0.0), tv.width)
-    out_type = vec.vtype(sh.dtype, tv.width)
+    def v_row(t, c):
+        return s.u[t, vec.ramp(c, w)]
+
+    def store_v(t, c, acc):
+        T.buffer_store(s.u, acc, [t, vec.ramp(c, w)])
+
+    product(rows, dv, tv, v_row, [Phase(dk, lambda t, i: -s.w[t, i], s0)], store_v)
 
     def store_o(t, c, acc):
         with T.If(t < rows), T.Then():
-            T.buffer_store(bufs.o, T.Cast(out_type, acc), [first + t, head, cols(c, tv.width)])
+            value = T.Cast(vec.vtype(sh.dtype, w), acc)
+            T.buffer_store(bufs.o, value, [first + t, head, vec.ramp(c, w)])
 
-    product(
-        rows,
-        dv,
-        tv,
-        lambda t, c: zero,
-        [
-            Phase(dk, lambda t, i: s.q[t, i], lambda i, c: s0(i, c, tv.width)),
-            Phase(
-                rows,
-                lambda t, j: s.p[t, j],
-                lambda j, c: s.u[j, cols(c, tv.width)],
-                lambda t: decay(s.c[t]),
-            ),
-        ],
-        store_o,
-    )
-    # S1 = exp(c_L) S0 + (decayed k)^T V
-    end = T.bind(vec.splat(decay(last), tv.width))
-    product(
-        dk,
-        dv,
-        tv,
-        lambda i, c: s0(i, c, tv.width) * end,
-        [Phase(rows, lambda i, t: s.kt[i, t], lambda t, c: s.u[t, cols(c, tv.width)])],
-        lambda i, c, acc: T.buffer_store(state, acc, [vec.ramp(base + i * dv + c, tv.width)]),
-    )
+    zero = vec.splat(vec.f32(0.0), w)
+    phases = [
+        Phase(dk, lambda t, i: s.q[t, i], s0),
+        Phase(rows, lambda t, j: s.p[t, j], v_row, lambda t: decay(s.c[t])),
+    ]
+    product(rows, dv, tv, lambda t, c: zero, phases, store_o)
+
+    end = T.bind(vec.splat(decay(last), w))
+
+    def store_s(i, c, acc):
+        T.buffer_store(state, acc, [vec.ramp(base + i * dv + c, w)])
+
+    phase = Phase(rows, lambda i, t: s.kt[i, t], v_row)
+    product(dk, dv, tv, lambda i, c: s0(i, c) * end, [phase], store_s)
 
 
 def _triangles(s: _Chunk, rows, tile: Blocking) -> None:
