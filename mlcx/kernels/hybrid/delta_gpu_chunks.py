@@ -118,24 +118,33 @@ def delta_chunks_gpu(sh: DeltaShape) -> tirx.PrimFunc:
             _row_scalars(sh, norms, acc, per, (t, quarter, head), (g, row, rows))
             T.evaluate(T.tvm_storage_sync("shared"))
             with T.If(t < rows), T.Then():
-                with T.If(quarter == 0), T.Then():
-                    for a in range(3):
-                        T.buffer_store(rows_out, norms[a, t], [first + t, head, a])
-                for m in range(per):
-                    s = quarter * per + m
-                    weight = decay(T.min(norms[0, t] - norms[0, s], T.float32(0.0)))
-                    scale = T.bind(norms[2, s] * weight)
-                    a_value = acc[m] * norms[2, t] * beta[first + t, head] * scale
-                    zero = T.float32(0.0)
-                    T.buffer_store(a_out, T.Select(s < t, a_value, zero), [first + t, head, s])
-                    p_value = acc[per + m] * norms[1, t] * scale
-                    T.buffer_store(p_out, T.Select(s <= t, p_value, zero), [first + t, head, s])
+                out = (rows_out, a_out, p_out)
+                _store(out, norms, acc, (first, t, quarter, head), (beta, per))
     return ib.get()
 
 
+def _store(out, norms, acc, where, more) -> None:
+    """Row t's scalars (the first quarter's threads) and its quarter of the rows of A and P."""
+    rows_out, a_out, p_out = out
+    first, t, quarter, head = where
+    beta, per = more
+    zero = T.float32(0.0)
+    with T.If(quarter == 0), T.Then():
+        for a in range(3):
+            T.buffer_store(rows_out, norms[a, t], [first + t, head, a])
+    for m in range(per):
+        s = quarter * per + m
+        weight = decay(T.min(norms[0, t] - norms[0, s], zero))
+        scale = T.bind(norms[2, s] * weight)
+        a_value = acc[m] * norms[2, t] * beta[first + t, head] * scale
+        T.buffer_store(a_out, T.Select(s < t, a_value, zero), [first + t, head, s])
+        p_value = acc[per + m] * norms[1, t] * scale
+        T.buffer_store(p_out, T.Select(s <= t, p_value, zero), [first + t, head, s])
+
+
 def _products(kt, qt, acc, lane, tile: int, per: int) -> None:
-    """This thread's k_t . k_s and q_t . k_s for its quarter's columns s over one tile; the
-    first quarter also sums |k_t|^2 and |q_t|^2."""
+    """This thread's k_t . k_s and q_t . k_s for its quarter's columns s over one tile, and
+    |k_t|^2 and |q_t|^2 (the first quarter's are the ones kept)."""
     t, quarter = lane
     with T.serial(0, tile) as f:
         k, q = T.bind(kt[f, t]), T.bind(qt[f, t])
