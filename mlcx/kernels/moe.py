@@ -13,6 +13,11 @@ Targets swap it for kernels that sort the routed rows by expert and read each ex
 tile of its rows (mlcx.passes.cpu.fuse_experts, mlcx.passes.gpu.fuse_experts) wherever they read
 the weight format; elsewhere this definition runs under its own schedules.
 
+Biases (gpt-oss) are a value per stacked row, added after the dot product; a graph passes an
+expert GEMV's operands as (input, ids, weight planes..., bias), the order the target rewrites
+read. The gated activation between gate/up and down is its own annotated TE function
+(expert_glu_te), which those rewrites fuse into the down projection's kernel.
+
 Top-k without sorting: an expert's rank is how many experts beat it (a higher probability, or
 the same one at a lower index), a sum every target schedules as a plain reduction; slot j's
 expert is the one of rank j.

@@ -22,17 +22,18 @@ def random_ggml(rows: int, cols: int, seed: int, exponents=None) -> np.ndarray:
     return raw.reshape(rows, -1)
 
 
-def realistic_exponents(shape, seed: int) -> np.ndarray:
-    """E8M0 bytes of gpt-oss's range of block scales (about 2**-10 .. 2**5)."""
-    return np.random.default_rng(seed).integers(118, 134, shape, dtype=np.uint8)
+def realistic_exponents(shape, seed: int, low: int = 118, high: int = 134) -> np.ndarray:
+    """E8M0 bytes in [low, high): by default gpt-oss's whole range of block scales (about
+    2**-10 .. 2**5), which one layer's tensor spans only a part of."""
+    return np.random.default_rng(seed).integers(low, high, shape, dtype=np.uint8)
 
 
-def random_hf(lead: tuple[int, ...], rows: int, cols: int, seed: int):
+def random_hf(lead: tuple[int, ...], rows: int, cols: int, seed: int, exponents=(118, 134)):
     """(blocks [*lead, rows, cols/32, 16], scales [*lead, rows, cols/32]) as gpt-oss stores
-    them, with realistic exponents."""
+    them, the scales' E8M0 bytes in the range `exponents`."""
     rng = np.random.default_rng(seed)
     blocks = rng.integers(0, 256, (*lead, rows, cols // 32, 16), dtype=np.uint8)
-    return blocks, realistic_exponents((*lead, rows, cols // 32), seed + 1)
+    return blocks, realistic_exponents((*lead, rows, cols // 32), seed + 1, *exponents)
 
 
 def llama_cpp_nibble_transform():
