@@ -17,6 +17,7 @@ import tvm
 from tvm import relax
 from tvm.relax.frontend import nn
 
+from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.gpu.config import GpuConfig
 from mlcx.kernels.gpu.expert_sort import build_expert_sort, sort_shapes
@@ -39,9 +40,20 @@ SHAPE = MoEShape()
 TARGET = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 
 
-def _export(fmt):
-    module = GptOssMoE(SHAPE, fmt)
-    spec = {"forward": {"x": nn.spec.Tensor(["n", SHAPE.hidden], "float32")}}
+class _Block(nn.Module):
+    """The MoE plus a dense linear in the same format (an MXFP4 GGUF may store any linear so)."""
+
+    def __init__(self, fmt, dtype: str):
+        self.moe = GptOssMoE(SHAPE, fmt, dtype=dtype)
+        self.proj = QLinear(SHAPE.hidden, SHAPE.hidden, fmt, dtype, bias=False)
+
+    def forward(self, x: nn.Tensor) -> nn.Tensor:
+        return self.moe(x) + self.proj(x)
+
+
+def _export(fmt, dtype: str = "float32", projection: bool = False):
+    module = _Block(fmt, dtype) if projection else GptOssMoE(SHAPE, fmt, dtype=dtype)
+    spec = {"forward": {"x": nn.spec.Tensor(["n", SHAPE.hidden], dtype)}}
     return module.export_tvm(spec=spec)
 
 
@@ -86,17 +98,22 @@ def test_cpu_graph_matches_gpt_oss_mlp(checkpoint, kernels, tolerance):
         assert np.abs(got - want).max() <= tolerance * np.abs(want).max(), tokens
 
 
-@pytest.mark.parametrize("target", ["cuda", "webgpu"])
-def test_gpu_graph_leaves_nothing_to_fallback(target):
-    mod, _ = _export(MXFP4)
-    tvm_target = tvm.target.Target(
-        {"cuda": {"kind": "cuda", "arch": "sm_80"}, "webgpu": {"kind": "webgpu"}}[target],
-        host={"kind": "llvm"},
-    )
+GPU_TARGETS = {"cuda": {"kind": "cuda", "arch": "sm_80"}, "webgpu": {"kind": "webgpu"}}
+
+
+# cuda in f16 (its default for GGUF files: gguf-f16), webgpu in f32 and f16
+@pytest.mark.parametrize(
+    "target,dtype", [("cuda", "float16"), ("webgpu", "float32"), ("webgpu", "float16")]
+)
+def test_gpu_graph_leaves_nothing_to_fallback(target, dtype):
+    mod, _ = _export(MXFP4, dtype, projection=True)
+    tvm_target = tvm.target.Target(GPU_TARGETS[target], host={"kind": "llvm"})
     with tvm_target:
-        passes = gpu_graph_passes(tvm_target, "float32", gpu_config(tvm_target))
+        passes = gpu_graph_passes(tvm_target, dtype, gpu_config(tvm_target))
         rules = schedule_rules_of(tvm.transform.Sequential(passes)(mod))
     assert {n: r for n, r in rules.items() if r in ("", "Fallback")} == {}
+    linears = {n: r for n, r in rules.items() if n.startswith("gpu_linear_mxfp4")}
+    assert set(linears.values()) == {"mlcx"}  # the projection: GEMV and tiled GEMM
     experts = {n: r for n, r in rules.items() if n.startswith("gpu_experts_")}
     assert any(n.startswith("gpu_experts_gate_up_bias_mxfp4") for n in experts)
     assert any(n.startswith("gpu_experts_down_swiglu_glu_a1p702_l7_s1_bias_mxfp4") for n in experts)

@@ -33,11 +33,15 @@ def _tolerance(want, k: int) -> float:
     return 1e-5 * np.abs(want).max() * np.sqrt(k)
 
 
-LINEAR_CASES = [(1, "plain"), (3, "residual"), (19, "swiglu"), (33, "plain")]  # GEMV, GEMM
+LINEAR_CASES = [  # tokens (up to 4: the GEMV; more: the tiled GEMM), input, subgroup shuffles
+    (1, "plain", True),
+    (3, "residual", False),
+    (19, "swiglu", True),
+    (33, "plain", False),
+]
 
 
-@pytest.mark.parametrize("subgroups", [True, False], ids=["shuffles", "no-shuffles"])
-@pytest.mark.parametrize("tokens,extra", LINEAR_CASES)
+@pytest.mark.parametrize("tokens,extra,subgroups", LINEAR_CASES)
 def test_linear_matches_gguf_weights(adapter, tokens, extra, subgroups):
     k, n = 256, 40
     rng = np.random.default_rng(tokens)
@@ -62,12 +66,9 @@ def _routing(tokens: int, rng) -> np.ndarray:
     return np.stack([rng.choice(EXPERTS, SLOTS, replace=False, p=probs) for _ in range(tokens)])
 
 
-EXPERT_CASES = [  # kind, tokens (2, 3: the gathered GEMV; more: sorted and grouped)
-    ("gate_up", 2),
-    ("gate_up", 150),
-    ("down_gpt_oss", 3),
-    ("down_gpt_oss", 90),
-]
+# kind, tokens (2: the gathered GEMV; 90: sorted and grouped, an expert over a tile); the
+# other two pairings run in tests/kernels/test_gpt_oss_experts.py
+EXPERT_CASES = [("gate_up", 2), ("down_gpt_oss", 90)]
 
 
 @pytest.mark.parametrize("kind,tokens", EXPERT_CASES)
@@ -93,3 +94,26 @@ def test_experts_with_biases_and_clamped_swiglu(adapter, kind, tokens):
     rows = glu_numpy(x, GPT_OSS_GLU) if down else x
     want = experts_numpy(rows, ids, weight, EXPERTS, n, spec.fused, down, bias.astype(np.float64))
     assert np.abs(got - want).max() <= _tolerance(want, k)
+
+
+def test_cuda_source_compiles_with_nvcc():
+    """The kernels' CUDA source (f16 activations, gpt-oss's down projection) through nvcc for
+    sm_90, as `mlcx compile --target cuda` builds a library ahead of time."""
+    import tvm
+
+    from mlcx.kernels.gpu.config import gpu_config
+    from mlcx.targets.cuda_kernels import compile_fatbin
+    from mlcx.targets.toolchain import which
+
+    if which("nvcc") is None:
+        pytest.skip("nvcc is not on PATH")
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90"}, host={"kind": "llvm"})
+    cfg = gpu_config(target)
+    down = GpuExpertsSpec(
+        MXFP4, 8, 2, 64, 128, "float16", per_slot=True, swiglu=True, bias=True, glu=GPT_OSS_GLU
+    )
+    linear = GpuLinearSpec(MXFP4, 256, 64, "float16")
+    funcs = {down.name: build_gpu_experts(down, cfg), linear.name: build_gpu_linear(linear, cfg)}
+    source = tvm.compile(tvm.IRModule(funcs), target).mod.imports[0].inspect_source("cuda")
+    assert all(name in source for name in funcs)
+    assert len(compile_fatbin(source, "sm_90")) > 0

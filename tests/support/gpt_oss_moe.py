@@ -24,6 +24,7 @@ from mlcx.kernels.moe import (
     experts_gate_up_te,
     topk_ids_te,
     topk_softmax_te,
+    topk_weights_te,
 )
 from mlcx.kernels.moe_options import GPT_OSS, MoEOptions
 from mlcx.quantization import mxfp4_blocks as mb
@@ -40,43 +41,66 @@ class MoEShape:
 
 
 class GptOssMoE(nn.Module):
-    def __init__(self, shape: MoEShape, fmt: WeightFormat, options: MoEOptions = GPT_OSS):
-        self.shape, self.options = shape, options
+    """A MoE layer under `options` (gpt-oss's by default): activations in `dtype`, the router
+    in float32 (as mlcx.frontends.nn.moe keeps it)."""
+
+    def __init__(
+        self, shape: MoEShape, fmt: WeightFormat, options: MoEOptions = GPT_OSS, dtype="float32"
+    ):
+        self.shape, self.options, self.dtype = shape, options, dtype
         e, h, w = shape.experts, shape.hidden, shape.width
         self.router = nn.Parameter((e, h), "float32")
-        self.router_bias = nn.Parameter((e,), "float32")
+        self.router_bias = nn.Parameter((e,), "float32") if options.router_bias else None
         self.gate_up = StackedExperts(2 * e * w, h, fmt)
-        self.gate_up_bias = nn.Parameter((2 * e * w,), "float32")
         self.down = StackedExperts(e * h, w, fmt)
-        self.down_bias = nn.Parameter((e * h,), "float32")
+        bias = options.expert_bias
+        self.gate_up_bias = nn.Parameter((2 * e * w,), dtype) if bias else None
+        self.down_bias = nn.Parameter((e * h,), dtype) if bias else None
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
-        s, k = self.shape, self.shape.top_k
-        router = DenseFormat("float32")
+        ids, weights = self._route(x)
+        both = self._experts(x, ids, self.gate_up, self.gate_up_bias)
+        glu = self.options.glu
+        h = op.tensor_expr_op(lambda t: expert_glu_te(t, glu), "expert_glu", [both])
+        y = self._experts(h, ids, self.down, self.down_bias)
+        mixed = op.sum(y.astype("float32") * op.unsqueeze(weights, -1), axis=1)
+        return mixed.astype(self.dtype)
+
+    def _route(self, x: nn.Tensor):
+        s, k, router = self.shape, self.shape.top_k, DenseFormat("float32")
+        x32 = x if x.dtype == "float32" else x.astype("float32")
         logits = op.tensor_expr_op(
             lambda xt, wt: matmul_te(xt, {"weight": wt}, router, s.experts),
             "router",
-            [x, self.router],
+            [x32, self.router],
         )
-        logits = logits + self.router_bias
+        if self.router_bias is not None:
+            logits = logits + self.router_bias
         ids = op.tensor_expr_op(lambda lt: topk_ids_te(lt, k), "topk_ids", [logits])
-        weights = op.tensor_expr_op(lambda lt: topk_softmax_te(lt, k), "topk_weights", [logits])
-        gu, dn = self.gate_up, self.down
+        if self.options.scoring == "topk_softmax":
+            weights = op.tensor_expr_op(lambda lt: topk_softmax_te(lt, k), "topk_weights", [logits])
+        else:
+            renorm = self.options.renormalize
+            probs = op.softmax(logits, axis=-1)
+            weights = op.tensor_expr_op(
+                lambda p: topk_weights_te(p, k, renorm), "topk_weights", [probs]
+            )
+        return ids, weights
 
-        # operands: input, ids, the weight planes, then the bias (as the expert rewrites read them)
-        def gate_up(xt, it, *rest):
-            planes, bias = gu.planes(rest[:-1]), rest[-1]
-            return experts_gate_up_te(xt, it, planes, gu.fmt, s.experts, s.width, bias)
+    def _experts(self, x, ids, stack: StackedExperts, bias) -> nn.Tensor:
+        """A stacked expert GEMV; operands (input, ids, weight planes..., bias), the order the
+        expert rewrites read."""
+        s, count = self.shape, len(stack.names)
 
-        def down(ht, it, *rest):
-            return experts_down_te(ht, it, dn.planes(rest[:-1]), dn.fmt, s.hidden, rest[-1])
+        def compute(xt, it, *rest):
+            planes, b = stack.planes(rest[:count]), (rest[count] if bias is not None else None)
+            if stack is self.gate_up:
+                return experts_gate_up_te(xt, it, planes, stack.fmt, s.experts, s.width, b)
+            return experts_down_te(xt, it, planes, stack.fmt, s.hidden, b)
 
-        both = op.tensor_expr_op(
-            gate_up, "experts_gate_up", [x, ids, *gu.weights(), self.gate_up_bias]
-        )
-        h = op.tensor_expr_op(lambda t: expert_glu_te(t, self.options.glu), "expert_glu", [both])
-        y = op.tensor_expr_op(down, "experts_down", [h, ids, *dn.weights(), self.down_bias])
-        return op.sum(y * op.unsqueeze(weights, -1), axis=1)
+        name = "experts_gate_up" if stack is self.gate_up else "experts_down"
+        extra = [bias] if bias is not None else []
+        return op.tensor_expr_op(compute, name, [x, ids, *stack.weights(), *extra])
 
 
 @dataclass
