@@ -147,6 +147,7 @@ class StateModelRunner:
 
     def __init__(self, artifact, num_blocks: int, device=None, num_state_slots: int = 0):
         slots = check_state_slots(artifact, num_state_slots)
+        self.state_bytes = slots * artifact.config.state_slot_bytes  # as a device would hold
         self.num_blocks = num_blocks
         self.pages = np.zeros((num_blocks * PAGE, D))
         self.states = [SequenceState() for _ in range(slots)]
@@ -154,8 +155,7 @@ class StateModelRunner:
         self.waves_done = 0
 
     def memory(self) -> RunnerMemory:
-        state_bytes = sum(t.nbytes for s in self.states[:1] for t in vars(s).values())
-        return RunnerMemory(0, self.pages.nbytes, None, state_bytes * len(self.states))
+        return RunnerMemory(0, self.pages.nbytes, None, self.state_bytes)
 
     def copy_states(self, waves: list[list[tuple[int, int]]]) -> None:
         for wave in waves:
