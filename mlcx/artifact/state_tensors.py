@@ -3,9 +3,9 @@
 A short convolution, a Gated DeltaNet or a Mamba-2 layer keeps a fixed-size state per sequence
 instead of KV pages. The compiled step functions take, after the KV pages, `states`: for each
 state layer in layer order its tensors in a fixed order (conv, then recurrent or ssm), each with
-the state slot as its leading axis (docs/architecture.md, "The state cache"). The artifact lists those tensors
-without the slot axis, so that every runner allocates them the same way and every budget counts
-the same bytes. A layer with state tensors has no KV pages.
+the state slot as its leading axis (docs/architecture.md, "The state cache"). The artifact
+lists those tensors without the slot axis, so that every runner allocates them the same way and
+every budget counts the same bytes. A layer with state tensors has no KV pages.
 """
 
 from __future__ import annotations
