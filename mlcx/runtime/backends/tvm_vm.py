@@ -62,6 +62,10 @@ class TVMRunner:
         except Exception as err:
             raise ArtifactError(f"cannot load {artifact.library_path} ({err}); recompile") from None
         self.vm = relax.VirtualMachine(module, self.device)
+        if config.state_tensors and not self.vm.module.implements_function(COPY_STATES):
+            raise ArtifactError(
+                f"{artifact.library_path} has state tensors but no {COPY_STATES}; recompile"
+            )
         self.params = [
             tvm.runtime.tensor(np.asarray(a), self.device)
             for _, a in load_arrays(artifact.params_dir)

@@ -37,6 +37,10 @@ def load_plan(artifact: Artifact) -> Plan:
     inputs = stateful_entry_inputs if artifact.config.state_tensors else entry_inputs
     for name in (PREFILL, DECODE):
         _check_inputs(plan, name, artifact, inputs(name))
+    if artifact.config.state_tensors and COPY_STATES not in plan.functions:
+        raise ArtifactError(
+            f"{artifact.library_path} has state tensors but no {COPY_STATES}; recompile the model"
+        )
     return plan
 
 
