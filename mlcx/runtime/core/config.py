@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlcx.artifact.config import ArtifactConfig
 from mlcx.runtime.speculative.config import SpeculativeConfig
 
 
@@ -32,3 +33,12 @@ class EngineConfig:
             raise ValueError(f"state_checkpoints must be >= 0, got {self.state_checkpoints}")
         if self.prefill_chunk is not None and self.prefill_chunk < 1:
             raise ValueError(f"prefill_chunk must be positive, got {self.prefill_chunk}")
+
+    def check_artifact(self, art: ArtifactConfig) -> None:
+        """Settings the artifact cannot run with, refused when the engine starts."""
+        if self.speculative is not None and art.state_tensors:
+            raise ValueError(
+                f"speculative decoding is not supported with {art.model_name}, a hybrid model: "
+                "rejected drafts would have to roll its per-sequence state back too, which mlcx "
+                "does not do yet; run it without --speculative"
+            )

@@ -75,6 +75,7 @@ class Engine:
         self.config = config
         self.hooks = hooks  # may be swapped between steps (mlcx/bench/measure/step_profile.py)
         art = self.artifact.config
+        config.check_artifact(art)
         self.context_window = art.context_window
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)
         self.prompts = PromptEncoder(self.tokenizer)
@@ -98,12 +99,6 @@ class Engine:
     def _speculator(self) -> Speculator | None:
         if self.config.speculative is None:
             return None
-        if self.artifact.config.state_tensors:
-            raise ValueError(
-                f"speculative decoding is not supported with {self.artifact.config.model_name}, "
-                "a hybrid model: rejected drafts would have to roll its per-sequence state back "
-                "too, which mlcx does not do yet; run it without --speculative"
-            )
         target = ProposalTarget(
             self.tokenizer,
             self.artifact.config.model.vocab_size,
