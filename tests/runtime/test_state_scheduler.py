@@ -156,7 +156,9 @@ def test_saves_of_a_step_that_never_ran_are_abandoned():
     assert states.pool.num_held == 2
     sched.abort_request("a")
     out = sched.schedule()
+    sched.update_from_output(out, [])  # an empty step publishes nothing of the failed one
     assert out.scheduled == [] and states.pool.num_held == 1  # the save's slot, until a step
+    assert states.stats().checkpoints == 0
     sched.add_request("b", prompt, max_new_tokens=1)
     out = sched.schedule()  # the abandoned save's slot is back; nothing restores from it
     assert batch(out) == [("b", 8)] and out.state.copies == []

@@ -216,9 +216,12 @@ class StateCache(SequenceStates):
         return step
 
     def done(self, step: StateStep) -> None:
+        """The step ran: publish its saves (those of the step taken last; an older step's
+        were abandoned)."""
         for slot, key in step.saves:
-            self.pool.publish(slot, key)
-        self._in_flight = {}
+            if self._in_flight.get(key) == slot:
+                del self._in_flight[key]
+                self.pool.publish(slot, key)
 
     def stats(self) -> StateStats:
         return StateStats(
