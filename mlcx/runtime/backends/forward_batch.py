@@ -13,9 +13,8 @@ from mlcx.kernels.step_params import (
     PREFILL_IMAGE,
     TOKENS,
     step_function,
-    step_params,
 )
-from mlcx.runtime.backends.state_params import STATE_SLOTS, with_state_slots
+from mlcx.runtime.backends.state_params import STATE_SLOTS, step_params
 from mlcx.runtime.kv import PageTableArrays
 
 
@@ -56,9 +55,7 @@ class ForwardBatch:
 
     def step_inputs(self) -> dict[str, np.ndarray]:
         """The arrays `function` takes before the KV pages, by parameter name, in order."""
-        names = step_params(self.function)
-        if self.state_slots is not None:
-            names = with_state_slots(names)
+        names = step_params(self.function, states=self.state_slots is not None)
         return {name: self._array(name) for name in names}
 
     def _array(self, name: str) -> np.ndarray:

@@ -14,10 +14,10 @@ from mlcx.artifact.config import Artifact
 from mlcx.artifact.state_tensors import StateTensor
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
-from mlcx.kernels.step_params import COPY_PAGES, DECODE, KV_PAGES, PARAMS, PREFILL, entry_inputs
+from mlcx.kernels.step_params import COPY_PAGES, DECODE, KV_PAGES, PARAMS, PREFILL
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.runner import RunnerMemory, check_state_slots
-from mlcx.runtime.backends.state_params import COPY_STATES, STATES, stateful_entry_inputs
+from mlcx.runtime.backends.state_params import COPY_STATES, STATES, entry_inputs
 from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
 from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
 from mlcx.runtime.backends.wgpu_kernels import KernelSet
@@ -34,9 +34,9 @@ def load_plan(artifact: Artifact) -> Plan:
         raise ArtifactError(f"{artifact.library_path} is missing; recompile the model") from None
     except (ValueError, KeyError, TypeError) as err:
         raise ArtifactError(f"{artifact.library_path} is malformed ({err}); recompile") from None
-    inputs = stateful_entry_inputs if artifact.config.state_tensors else entry_inputs
+    states = bool(artifact.config.state_tensors)
     for name in (PREFILL, DECODE):
-        _check_inputs(plan, name, artifact, inputs(name))
+        _check_inputs(plan, name, artifact, entry_inputs(name, states))
     if artifact.config.state_tensors and COPY_STATES not in plan.functions:
         raise ArtifactError(
             f"{artifact.library_path} has state tensors but no {COPY_STATES}; recompile the model"
