@@ -153,3 +153,47 @@ def test_the_state_bytes_come_out_of_the_cache_budget(artifact):
     assert engine.num_blocks == min(((1 << 20) - 8 * slot_bytes) // block, 64 * 4)
     with pytest.raises(ValueError, match="more than kv_cache_bytes"):
         Engine(artifact, EngineConfig(max_batch=4, kv_cache_bytes=8 * slot_bytes))
+
+
+def _random_run(artifact, seed: int):
+    """Requests continue earlier ones (chat turns) or share their starts, arrive and are
+    aborted at random: every survivor must get the reference tokens, and nothing stays held."""
+    rng = random.Random(seed)
+    config = EngineConfig(max_batch=3, kv_blocks=16, prefill_chunk=8, state_checkpoints=2)
+    engine = Engine(artifact, config)
+    params = GREEDY.with_updates(max_tokens=6)
+    history = [[rng.randrange(1, VOCAB) for _ in range(rng.randrange(3, 20))]]
+    outputs: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+    aborted: set[str] = set()
+    for i in range(24):
+        base = rng.choice(history)[:40]  # prompt and reply fit the 64 tokens of 16 blocks
+        cut = len(base) if rng.random() < 0.5 else rng.randrange(1, len(base) + 1)
+        prompt = base[:cut] + [rng.randrange(1, VOCAB) for _ in range(rng.randrange(1, 9))]
+        n = rng.choice((1, 1, 2))  # forks share the state copied at the first token
+        engine.add_request(f"r{i}", prompt, params.with_updates(n=n))
+        outputs.update({(f"r{i}", index): (prompt, []) for index in range(n)})
+        if rng.random() < 0.2:
+            engine.abort(f"r{i}")
+            aborted.add(f"r{i}")
+        for _ in range(rng.randrange(0, 4)):
+            for delta in engine.step():
+                outputs[delta.request_id, delta.index][1].extend(delta.token_ids)
+        done = [p + out for p, out in outputs.values() if len(out) == 6]
+        history = (history + done)[-6:]
+    while engine.has_work():
+        for delta in engine.step():
+            outputs[delta.request_id, delta.index][1].extend(delta.token_ids)
+    for (rid, index), (prompt, tokens) in outputs.items():
+        if rid not in aborted:
+            assert tokens == reference_greedy(prompt, 6), (seed, rid, index)
+    stats = engine.stats()
+    assert (stats.state_slots_in_use, engine.kv.pool.num_used, stats.running) == (0, 0, 0)
+    return stats
+
+
+def test_random_arrivals_aborts_and_shared_prefixes(artifact):
+    """Under few checkpoint slots and a tight KV pool (evictions, preemptions)."""
+    runs = [_random_run(artifact, seed) for seed in range(4)]
+    assert sum(s.state_checkpoint_hits for s in runs) > 0
+    assert sum(s.prefix_hits_without_state for s in runs) > 0
+    assert sum(s.preemptions for s in runs) > 0

@@ -180,3 +180,37 @@ def test_a_turn_that_ends_at_a_boundary_is_resumed_through_its_pending_save():
     sched.update_from_output(out, [TOKEN])
     assert states.pool.lookup(key(first.token_ids[:8])) == 2
     assert states.stats().checkpoint_hits == 1
+
+
+def test_a_resume_never_evicts_the_checkpoint_it_restores():
+    sched, states = make(slots=3, live=2)
+    b = sched.add_request("b", [1, 2, 3, 4, 5, 6], max_new_tokens=4)
+    while sched.has_work():
+        step(sched)
+    saved = [states.pool.lookup(key(b.token_ids[:p])) for p in (4, 8)]
+    assert saved == [1, 2] and states.pool.free_order() == [0, 1, 2]
+    sched.add_request("a", [40, 41, 42], max_new_tokens=10)
+    step(sched)  # a holds slot 0: the checkpoints are the only free slots, 4's the oldest
+    sched.add_request("c", [1, 2, 3, 4, 50, 51], max_new_tokens=1)
+    out = sched.schedule()
+    assert batch(out) == [("a", 1), ("c", 2)] and out.state.slots.tolist() == [0, 2]
+    assert out.state.copies == [[(1, 2)]]  # the checkpoint at 8 went, the one at 4 stays
+    assert states.pool.lookup(key(b.token_ids[:4])) == 1
+    assert states.pool.lookup(key(b.token_ids[:8])) is None
+
+
+def test_the_last_free_slot_is_taken_with_the_state_it_keeps():
+    sched, states = make(slots=3, live=2)
+    b = sched.add_request("b", [1, 2, 3, 4, 5, 6], max_new_tokens=1)
+    while sched.has_work():
+        step(sched)
+    assert states.pool.lookup(key(b.token_ids[:4])) == 1
+    sched.add_request("a", [40, 41, 42, 43, 44], max_new_tokens=4)
+    out, _ = step(sched)  # a's prefill stops at 4 and saves its state there, into slot 0
+    assert batch(out) == [("a", 4)] and out.state.slots.tolist() == [2]
+    sched.add_request("c", [1, 2, 3, 4, 50, 51], max_new_tokens=1)
+    out = sched.schedule()
+    assert batch(out) == [("a", 1), ("c", 2)] and out.state.slots.tolist() == [2, 1]
+    assert out.state.copies == [[(2, 0)]]  # c took the checkpoint's own slot: no copy
+    assert states.pool.lookup(key(b.token_ids[:4])) is None  # it is c's live state now
+    assert states.stats().checkpoint_hits == 1

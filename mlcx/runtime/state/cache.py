@@ -148,12 +148,15 @@ class StateCache(SequenceStates):
     def admit(self, seq_id: SeqId, choices: int, resume: Resume) -> None:
         if seq_id in self._slots:
             raise ValueError(f"sequence {seq_id!r} holds a state slot already")
+        # the checkpoint becomes the most recently used before the allocation, which evicts
+        # it only when it is the last free slot: then the sequence takes it as it is
+        src = None if resume.key is None else self._checkpoint(resume.key)
         slot = self._slots[seq_id] = self.pool.allocate()
         self._made[seq_id] = []
         if choices > 1:
             self._reserved[seq_id] = choices - 1
-        if resume.key is not None:
-            self._copies.append((self._checkpoint(resume.key), slot))
+        if src is not None:
+            self._copies.append((src, slot))  # copy_waves drops it where src == slot
             self._hits += 1
         if resume.blocks is not None and resume.matched > resume.blocks:
             self._short_hits += 1
