@@ -47,6 +47,8 @@ class DecoderConfig:
     attn_scale: float = 0.0  # scores = q.k * attn_scale; 0: 1 / sqrt(head_dim)
     final_logit_softcap: float = 0.0  # logits = cap * tanh(logits / cap); 0: none
     attn_logit_softcap: float = 0.0  # attention scores, likewise (after the scale); 0: none
+    # a learned logit per query head in each attention softmax's denominator (gpt-oss)
+    attn_sinks: bool = False
     # mixture of experts (0 experts: a dense MLP in every layer); every layer's MLP is the MoE
     num_experts: int = 0
     experts_per_token: int = 0
