@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from mlcx.cli.engine_options import EngineOptions, with_engine_options
 from mlcx.errors import ContextWindowError, ImageError
 from mlcx.runtime.api.chat_session import ChatSession
 from mlcx.runtime.api.llm import LLM
+from mlcx.runtime.text.reasoning import CHOICES, Reasoning, ReplyEvent, ToolCallStart
 from mlcx.runtime.vision.decode import read_image_file
 
 HELP = (
@@ -34,11 +35,17 @@ def chat_command(
     temperature: Annotated[float | None, typer.Option(help="0 = greedy.")] = None,
     top_p: Annotated[float | None, typer.Option()] = None,
     seed: Annotated[int | None, typer.Option()] = None,
+    reasoning_format: Annotated[
+        str,
+        typer.Option(
+            help=f"Split replies into reasoning (shown dimmed) and content: {', '.join(CHOICES)}."
+        ),
+    ] = "auto",
     *,
     engine: EngineOptions,
 ) -> None:
     """Chat with a model; the conversation is kept until /reset."""
-    llm = LLM(engine.artifact(model), engine.engine_config())
+    llm = LLM(engine.artifact(model), engine.engine_config(), reasoning_format)
     params = llm.default_params(
         max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
     )
@@ -65,16 +72,29 @@ def _attach(session: ChatSession, path: str) -> None:
         print(f"[{err}]")
 
 
-def _reply(session: ChatSession, line: str) -> None:
+def _reply(session: ChatSession, line: str, console: Console | None = None) -> None:
+    console = console or Console(highlight=False, soft_wrap=True)
+    thinking = False
     try:
-        for text in session.send(line):
-            sys.stdout.write(text)
-            sys.stdout.flush()
+        for event in session.send(line):
+            if thinking and not isinstance(event, Reasoning):
+                console.print()  # the reasoning ends on a line of its own
+            thinking = isinstance(event, Reasoning)
+            _show(console, event)
     except ContextWindowError as err:
         print(f"[{err}; /reset starts a new conversation]", end="")
     except ImageError as err:
         print(f"[{err}]", end="")
     print()
+
+
+def _show(console: Console, event: ReplyEvent) -> None:
+    """Reasoning dimmed, content as it is, a tool call as `[call name]` then its arguments."""
+    if isinstance(event, ToolCallStart):
+        console.print(f"\n[call {event.name}] ", end="", style="bold", markup=False)
+    else:
+        style = "dim" if isinstance(event, Reasoning) else None
+        console.print(event.text, end="", style=style, markup=False)
 
 
 def register(app: typer.Typer) -> None:

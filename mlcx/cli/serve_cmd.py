@@ -49,6 +49,14 @@ def serve_command(
     max_image_bytes: Annotated[
         int, typer.Option(help="Largest image a request may send, in bytes.")
     ] = 20 * 1024 * 1024,
+    reasoning_format: Annotated[
+        str,
+        typer.Option(
+            help="Split chat replies into reasoning_content, content and tool_calls: auto (the "
+            "model's own format: harmony, think or none), none (all inline in content), think, "
+            "harmony. A request's reasoning_format overrides it."
+        ),
+    ] = "auto",
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     replicas: Annotated[
         int | None,
@@ -92,6 +100,7 @@ def serve_command(
         grace_period_s=grace_period,
         max_image_bytes=max_image_bytes,
         allow_remote_images=allow_remote_images,
+        reasoning_format=reasoning_format,
     )
     if replica_config is None:
         serve(lambda: served_model(artifact, engine_config), config, log_level=log_level)

@@ -129,10 +129,11 @@ def export_model(req: CompileRequest) -> ExportedModel:
     gpu = gpu_config(tvm_target, options.subgroups)
     kv_ops = PagedKVOps(layout, tvm_target, gpu)
     # the model is built for the compiled context (LongRoPE picks its factors by it)
-    build = source.arch.build
+    family = source.arch
     if req.mmproj is not None:  # the text model takes image rows (prefill_image)
-        build = for_mmproj(GGUFCheckpoint(req.mmproj), source.arch.name).build_text or build
-    model = build(replace(cfg, context_window=context_window), formats, kv_ops)
+        for_mmproj(GGUFCheckpoint(req.mmproj), family.name)  # refuses a mismatched pair
+        family = family.with_images()
+    model = family.build(replace(cfg, context_window=context_window), formats, kv_ops)
     mod, params = model.export_tvm(spec=model.export_spec())
     mod = bound_step_shapes(req.prefill_chunk)(mod).with_attr(
         ACTIVATION_DTYPE, quant.activation_dtype

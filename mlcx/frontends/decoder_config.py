@@ -11,6 +11,15 @@ from typing import Any
 
 from mlcx.kernels.rope_scaling import scaled_context
 
+# The RMSNorms of a decoder layer, by layout (the norm parameters' names, in order):
+# "pre": before attention and before the MLP (Llama); "sandwich": before and after each (Gemma:
+# the output norms apply before the residual add); "post": after each, before the add (OLMo 2)
+NORM_LAYOUTS: dict[str, tuple[str, ...]] = {
+    "pre": ("attn_norm", "mlp_norm"),
+    "sandwich": ("attn_norm", "attn_post_norm", "mlp_norm", "mlp_post_norm"),
+    "post": ("attn_post_norm", "mlp_post_norm"),
+}
+
 
 @dataclass(frozen=True)
 class DecoderConfig:
@@ -30,6 +39,7 @@ class DecoderConfig:
     # becomes 0, so configs of one model compare equal whichever file gave them)
     rotary_dim: int = 0
     tie_word_embeddings: bool = False
+    norm_layout: str = "pre"  # NORM_LAYOUTS
     qkv_bias: bool = False
     o_bias: bool = False  # a bias on the attention's output projection (Llama attention_bias)
     qk_norm: bool = False  # RMSNorm over each q and k head before RoPE (Qwen3)
@@ -47,6 +57,15 @@ class DecoderConfig:
     attn_scale: float = 0.0  # scores = q.k * attn_scale; 0: 1 / sqrt(head_dim)
     final_logit_softcap: float = 0.0  # logits = cap * tanh(logits / cap); 0: none
     attn_logit_softcap: float = 0.0  # attention scores, likewise (after the scale); 0: none
+    residual_scale: float = 1.0  # each sub-block's output scaled before its residual add (Granite)
+    logits_divisor: float = 1.0  # logits divided by it (Granite's logits_scaling)
+    nope_layers: tuple[int, ...] = ()  # layers whose attention applies no RoPE (SmolLM3)
+    # queries scaled by 1 + beta * log(1 + floor(position / period)) (Ministral 3's
+    # llama_4_scaling_beta over its pretraining context); 0: none
+    q_position_beta: float = 0.0
+    q_position_period: int = 0
+    # a learned logit per query head in each attention softmax's denominator (gpt-oss)
+    attn_sinks: bool = False
     # mixture of experts (0 experts: a dense MLP in every layer); every layer's MLP is the MoE
     num_experts: int = 0
     experts_per_token: int = 0
@@ -124,6 +143,11 @@ class DecoderConfig:
     def is_moe(self) -> bool:
         return self.num_experts > 0
 
+    @property
+    def layer_norms(self) -> tuple[str, ...]:
+        """The names of each layer's RMSNorms (NORM_LAYOUTS)."""
+        return NORM_LAYOUTS[self.norm_layout]
+
     def _check_layer_options(self) -> None:
         # JSON gives a list back; the config stays hashable and comparable as a tuple
         object.__setattr__(self, "full_attention_layers", tuple(self.full_attention_layers))
@@ -132,6 +156,11 @@ class DecoderConfig:
                 f"model config: sliding_window must be a non-negative integer (0: none), "
                 f"got {self.sliding_window!r}"
             )
+        if self.norm_layout not in NORM_LAYOUTS:
+            raise ValueError(
+                f"model config: norm_layout {self.norm_layout!r} is not one of "
+                f"{', '.join(NORM_LAYOUTS)}"
+            )
         if self.hidden_act not in ("silu", "gelu_tanh"):
             raise ValueError(
                 f"model config: hidden_act {self.hidden_act!r} is not silu or gelu_tanh"
@@ -139,9 +168,17 @@ class DecoderConfig:
         caps = (self.final_logit_softcap, self.attn_logit_softcap)
         if self.embed_scale <= 0 or self.attn_scale < 0 or min(caps) < 0:
             raise ValueError("model config: embed_scale, attn_scale and softcaps must be positive")
-        bad = [i for i in self.full_attention_layers if not 0 <= i < self.num_layers]
-        if bad:
-            raise ValueError(f"model config: full-attention layers {bad} are not layers")
+        if self.residual_scale <= 0 or self.logits_divisor <= 0:
+            raise ValueError("model config: residual_scale and logits_divisor must be positive")
+        if self.q_position_beta < 0 or (self.q_position_beta and self.q_position_period <= 0):
+            raise ValueError(
+                "model config: a query position scale needs beta >= 0 and a positive period"
+            )
+        object.__setattr__(self, "nope_layers", tuple(self.nope_layers))
+        for name in ("full_attention_layers", "nope_layers"):
+            bad = [i for i in getattr(self, name) if not 0 <= i < self.num_layers]
+            if bad:
+                raise ValueError(f"model config: {name} {bad} are not layers")
 
     def layer_rope(self, layer: int) -> tuple[float, dict[str, Any]]:
         """(theta, scaling) of `layer`'s RoPE: local layers of a mixed model have their own

@@ -22,10 +22,9 @@ from mlcx.frontends.hf.checkpoint import read_json
 from mlcx.frontends.hf_config import hf_architecture
 from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.pooling import PoolingConfig
-from mlcx.frontends.qwen3 import config as qwen3_config
 from mlcx.frontends.qwen3_embedding import model as qwen3_embedding_model
 from mlcx.frontends.qwen3_embedding import weights as qwen3_embedding_weights
-from mlcx.frontends.registry import ARCHITECTURES
+from mlcx.frontends.registry import families
 from mlcx.frontends.weight_spec import WeightSpec
 
 
@@ -62,7 +61,7 @@ EMBEDDERS: dict[str, EmbeddingArchitecture] = {
             "qwen3-embedding",
             ("Qwen3Model",),
             ("Qwen3ForCausalLM", "qwen3"),
-            qwen3_config.from_hf,
+            lambda config: families()["qwen3"].config_from_hf(config),
             qwen3_embedding_model.build,
             qwen3_embedding_weights.hf_weights,
             "embed_tokens.weight",
@@ -84,7 +83,7 @@ def embedding_architecture(folder: Path) -> EmbeddingArchitecture | None:
     for arch in EMBEDDERS.values():
         if name in arch.hf_names or (sentence_transformers and name in arch.st_names):
             return arch
-    generative = any(name in a.hf_names for a in ARCHITECTURES.values())
+    generative = any(name in f.hf_names for f in families().values())
     if sentence_transformers and not generative:
         supported = ", ".join(a.name for a in EMBEDDERS.values())
         raise UnsupportedModelError(

@@ -1,4 +1,4 @@
-"""The image encoders mlcx can compile, by family; an Architecture names its family."""
+"""The image encoders mlcx can compile, by family; a generative Family names its encoder."""
 
 from __future__ import annotations
 
@@ -10,21 +10,17 @@ import numpy as np
 from tvm.relax.frontend import nn
 
 from mlcx.errors import UnsupportedModelError
-from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gemma3_vision import config as gemma3_vision_config
 from mlcx.frontends.gemma3_vision import layout as gemma3_layout
 from mlcx.frontends.gemma3_vision import mmproj as gemma3_mmproj
 from mlcx.frontends.gemma3_vision import model as gemma3_vision_model
-from mlcx.frontends.gemma3_vision import text as gemma3_vision_text
 from mlcx.frontends.gemma3_vision import weights as gemma3_vision_weights
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.idefics3_vision import config as idefics3_config
 from mlcx.frontends.idefics3_vision import layout as idefics3_layout
 from mlcx.frontends.idefics3_vision import model as idefics3_model
 from mlcx.frontends.idefics3_vision import weights as idefics3_weights
-from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.tensors import TensorSource
-from mlcx.kernels.attention import PagedKVOps
 
 
 @dataclass(frozen=True)
@@ -39,7 +35,6 @@ class EncoderFamily:
     bidirectional: bool  # a prompt's image tokens see their whole image (Gemma 3), or causal
     # a llama.cpp mmproj GGUF of this family: for text GGUFs of `text_archs`
     text_archs: tuple[str, ...] = ()
-    build_text: Callable[[DecoderConfig, Formats, PagedKVOps], nn.Module] | None = None
     config_from_mmproj: Callable[..., Any] | None = None  # (mmproj, text hidden, token_id)
     mmproj_arrays: (
         Callable[[list[str], GGUFCheckpoint, str], Iterator[tuple[str, np.ndarray]]] | None
@@ -56,7 +51,6 @@ ENCODERS: dict[str, EncoderFamily] = {
         gemma3_layout.image_text,
         True,
         ("gemma3",),
-        gemma3_vision_text.build,
         gemma3_mmproj.config_from_mmproj,
         gemma3_mmproj.mmproj_arrays,
     ),

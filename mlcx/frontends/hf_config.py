@@ -32,8 +32,11 @@ class HFConfigReader:
         return default
 
     def rope(self) -> tuple[float, dict[str, Any]]:
-        """(rope_theta, rope_scaling); transformers 5 keeps both in `rope_parameters`."""
+        """(rope_theta, rope_scaling); transformers 5 keeps both in `rope_parameters`, per
+        layer kind in models with local and global layers (the global one is the model's;
+        rules.layers.local_rope reads the local one)."""
         params = dict(self.config.get("rope_parameters") or {})
+        params = dict(params.get("full_attention", params))
         scaling = dict(self.config.get("rope_scaling") or params)
         theta = self.config.get("rope_theta") or params.get("rope_theta") or 10000.0
         if "type" in scaling and "rope_type" not in scaling:

@@ -9,11 +9,11 @@ from pathlib import Path
 from mlcx.errors import ModelSourceError
 from mlcx.frontends import registry
 from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.family import Family
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.hf.checkpoint import HFCheckpoint, read_json
 from mlcx.frontends.hf_config import hf_architecture
 from mlcx.frontends.presets import PRESETS, ensure_preset
-from mlcx.frontends.registry import Architecture
 from mlcx.frontends.tensors import TensorSource
 from mlcx.frontends.tokenizer_assets import TokenizerAssets
 from mlcx.frontends.weight_spec import WeightSpec
@@ -26,7 +26,7 @@ class ModelSource:
     name: str
     kind: str  # "hf" or "gguf"
     path: Path
-    arch: Architecture
+    arch: Family
     config: DecoderConfig
     tensors: TensorSource
     weights: list[WeightSpec]
@@ -43,7 +43,6 @@ class ModelSource:
 def _from_gguf(name: str, path: Path) -> ModelSource:
     ckpt = GGUFCheckpoint(path)
     arch = registry.for_gguf(ckpt.architecture, int(ckpt.arch_meta("expert_count", 0)) > 0)
-    assert arch.config_from_gguf and arch.gguf_weights  # for_gguf only returns GGUF-capable ones
     cfg = arch.config_from_gguf(ckpt)
     return ModelSource(name, "gguf", path, arch, cfg, ckpt, arch.gguf_weights(cfg), {})
 

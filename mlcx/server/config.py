@@ -5,6 +5,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from mlcx.runtime.text.reasoning import check_format
+
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
@@ -18,6 +20,9 @@ class ServerConfig:
     grace_period_s: float = 30.0  # SIGTERM: time in-flight requests get to finish
     max_image_bytes: int = 20 * 1024 * 1024  # of one image in a request (decoded)
     allow_remote_images: bool = False  # fetch http(s) image URLs (off: data: URLs only)
+    # how chat replies are split into reasoning_content, content and tool_calls
+    # (mlcx.runtime.text.reasoning.CHOICES; a request's reasoning_format overrides it)
+    reasoning_format: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.host:
@@ -38,6 +43,7 @@ class ServerConfig:
             raise ValueError(f"max_image_bytes must be positive, got {self.max_image_bytes}")
         if self.grace_period_s < 0:
             raise ValueError(f"grace_period_s must be >= 0, got {self.grace_period_s}")
+        check_format(self.reasoning_format)
 
     @property
     def is_loopback(self) -> bool:

@@ -7,9 +7,10 @@ import uuid
 from typing import Any
 
 from mlcx.runtime.core.outputs import Completion, Delta
+from mlcx.runtime.text.reasoning import FORMATS, ReasoningFormat
 from mlcx.runtime.text.tokenizer import Tokenizer
 from mlcx.server.logprobs import chat_logprobs, completion_logprobs
-from mlcx.server.tool_calls import ToolReply
+from mlcx.server.reply import ChoiceReply
 from mlcx.server.tools import ToolPlan
 
 
@@ -57,7 +58,8 @@ class ResponseFormat:
         body = [self.choice(i, c) for i, c in enumerate(choices)]
         return {**self._envelope(self.object, body), "usage": counts}
 
-    def start_chunks(self, num_choices: int) -> list[dict[str, Any]]:
+    def start_chunks(self, prompt_ids: list[list[int]], n: int) -> list[dict[str, Any]]:
+        """What a stream begins with, for `n` choices of each prompt."""
         return []
 
     def chunks(self, index: int, delta: Delta) -> list[dict[str, Any]]:
@@ -78,13 +80,18 @@ class ChatFormat(ResponseFormat):
         tokenizer: Tokenizer,
         include_usage: bool = False,
         tools: ToolPlan | None = None,
+        reasoning: ReasoningFormat = FORMATS["none"],
     ):
+        """`reasoning`: the format replies are split by (reply.py)."""
         super().__init__(model, tokenizer, include_usage)
         self.tools = tools if tools is not None and tools.parse else None
-        self._replies: dict[int, ToolReply] = {}  # choice -> its reply, while streaming
+        self.reasoning = reasoning
+        self._prompts: list[list[int]] = []  # while streaming: each choice's prompt ids
+        self._replies: dict[int, ChoiceReply] = {}  # choice -> its reply, while streaming
 
-    def start_chunks(self, num_choices: int) -> list[dict[str, Any]]:
+    def start_chunks(self, prompt_ids: list[list[int]], n: int) -> list[dict[str, Any]]:
         """The first chunk of each choice carries the role, as OpenAI's do."""
+        self._prompts = [ids for ids in prompt_ids for _ in range(n)]
         return [
             self._chunk(
                 {
@@ -94,22 +101,20 @@ class ChatFormat(ResponseFormat):
                     "finish_reason": None,
                 }
             )
-            for i in range(num_choices)
+            for i in range(len(self._prompts))
         ]
 
-    def _new_reply(self) -> ToolReply | None:
-        return None if self.tools is None else ToolReply(self.tools.constraint is not None)
+    def _new_reply(self, prompt_ids: list[int]) -> ChoiceReply:
+        return ChoiceReply(self.reasoning.reply_parser(self.tokenizer, prompt_ids), self.tools)
 
-    def _parts(self, index: int, delta: Delta) -> tuple[list[dict[str, Any]], ToolReply | None]:
-        """The OpenAI deltas of one engine delta, and the choice's tool reply if it has one."""
-        reply = self._replies.get(index) or self._new_reply()
-        if reply is None:
-            parts = [{"content": delta.text}] if delta.text else []
-        else:
-            self._replies[index] = reply
-            parts = reply.feed(delta.text) + (reply.finish() if delta.finished else [])
-            if delta.finished and reply.called:
-                parts.append({})  # OpenAI ends calls with an empty delta and the reason
+    def _parts(self, index: int, delta: Delta) -> tuple[list[dict[str, Any]], ChoiceReply]:
+        """The OpenAI deltas of one engine delta, and the choice's reply."""
+        if index not in self._replies:
+            self._replies[index] = self._new_reply(self._prompts[index])
+        reply = self._replies[index]
+        parts = reply.feed(delta.text) + (reply.finish() if delta.finished else [])
+        if delta.finished and reply.called:
+            parts.append({})  # OpenAI ends calls with an empty delta and the reason
         if not parts and (delta.finished or delta.logprobs):
             parts = [{}]
         return parts, reply
@@ -134,19 +139,18 @@ class ChatFormat(ResponseFormat):
         logprobs = None
         if completion.logprobs:
             logprobs = chat_logprobs(self.tokenizer, completion.logprobs)
-        reply = self._new_reply()
-        message = {"content": completion.text} if reply is None else reply.message(completion.text)
+        reply = self._new_reply(completion.prompt_token_ids)
         return {
             "index": index,
-            "message": {"role": "assistant", **message},
+            "message": {"role": "assistant", **reply.message(completion.text)},
             "logprobs": logprobs,
             "finish_reason": _finish_reason(reply, completion.finish_reason),
         }
 
 
-def _finish_reason(reply: ToolReply | None, reason: str | None) -> str | None:
+def _finish_reason(reply: ChoiceReply, reason: str | None) -> str | None:
     """A reply that called tools and ended on its own ends for "tool_calls"."""
-    return "tool_calls" if reply is not None and reply.called and reason == "stop" else reason
+    return "tool_calls" if reply.called and reason == "stop" else reason
 
 
 class CompletionFormat(ResponseFormat):

@@ -103,7 +103,7 @@ async def _events(
 ) -> AsyncIterator[str]:
     generated = 0
     async with stream:
-        for chunk in fmt.start_chunks(len(stream.prompt_ids) * plan.params.n):
+        for chunk in fmt.start_chunks(stream.prompt_ids, plan.params.n):
             yield sse(chunk)
         try:
             async for delta in stream:

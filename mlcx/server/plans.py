@@ -7,11 +7,12 @@ Every user mistake found here becomes a 400 naming the field (`param`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mlcx.errors import InvalidFieldError
 from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.text.reasoning import check_format
 from mlcx.server.errors import APIError, bad_request
 from mlcx.server.image_parts import has_images, message_content
 from mlcx.server.response_format import (
@@ -39,6 +40,7 @@ class GenerationPlan:
     prompts: list[Prompt] = field(default_factory=list)  # completions: one request each
     messages: Messages | None = None  # chat: one conversation
     tool_plan: ToolPlan | None = None  # chat: the tools it may call
+    reasoning_format: str = "none"  # chat: how replies are split (a reasoning.CHOICES name)
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
@@ -69,8 +71,15 @@ def plan_completion(body: CompletionRequest, defaults: Mapping[str, Any]) -> Gen
     return _plan(body, params, prompts=_completion_prompts(body.prompt))
 
 
-def plan_chat(body: ChatCompletionRequest, defaults: Mapping[str, Any]) -> GenerationPlan:
+def plan_chat(
+    body: ChatCompletionRequest, defaults: Mapping[str, Any], reasoning_format: str = "auto"
+) -> GenerationPlan:
+    """`reasoning_format`: the server's, which the request's own overrides."""
     messages = [_message(i, m) for i, m in enumerate(body.messages)]
+    try:
+        reasoning = check_format(body.reasoning_format or reasoning_format)
+    except InvalidFieldError as err:
+        raise bad_request(str(err), err.param) from None
     tool_plan = plan_tools(body)
     constraints = [response_format_constraint(body.response_format)]
     constraints += extension_constraints(body)
@@ -84,7 +93,8 @@ def plan_chat(body: ChatCompletionRequest, defaults: Mapping[str, Any]) -> Gener
     if max_tokens is None:
         max_tokens = body.max_tokens
     params = sampling_params(body, defaults, max_tokens, extra)
-    return _plan(body, params, messages=messages, tool_plan=tool_plan)
+    plan = _plan(body, params, messages=messages, tool_plan=tool_plan)
+    return replace(plan, reasoning_format=reasoning)
 
 
 def sampling_params(
@@ -154,6 +164,8 @@ def _message(index: int, message: ChatMessage) -> dict[str, Any]:
         out["tool_calls"] = [call.model_dump() for call in message.tool_calls]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
+    if message.reasoning_content is not None:
+        out["reasoning_content"] = message.reasoning_content
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
+from mlcx.runtime.text.reasoning import resolve_format
 from mlcx.server import openapi
 from mlcx.server.config import ServerConfig
 from mlcx.server.embeddings import EmbeddingRequest, create_embeddings
@@ -52,8 +53,11 @@ def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) 
     async def chat(body: ChatCompletionRequest, request: Request) -> Response:
         timer = metrics.timer()
         engine = host.require(body.model)
-        plan = plan_chat(body, engine.sampling_defaults)
-        fmt = ChatFormat(body.model, engine.tokenizer, plan.include_usage, plan.tool_plan)
+        plan = plan_chat(body, engine.sampling_defaults, config.reasoning_format)
+        reasoning = resolve_format(plan.reasoning_format, engine.tokenizer)
+        fmt = ChatFormat(
+            body.model, engine.tokenizer, plan.include_usage, plan.tool_plan, reasoning
+        )
         return await respond(request, await start(engine, plan, config), plan, fmt, timer)
 
     @router.post(

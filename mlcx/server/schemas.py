@@ -87,6 +87,7 @@ class ChatMessage(_Body):
     name: str | None = None
     tool_calls: list[MessageToolCall] | None = None  # an assistant's calls
     tool_call_id: str | None = None  # a tool message: the call it answers
+    reasoning_content: str | None = None  # an assistant's reasoning, as replies carry it
 
 
 class FunctionDefinition(_Body):
@@ -112,3 +113,6 @@ class ChatCompletionRequest(SamplingFields):
     # in tools.py, which can say what is wrong better than a union's errors
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool = True
+    # llama-server's: how the reply is split (mlcx.runtime.text.reasoning.CHOICES); default:
+    # the server's --reasoning-format
+    reasoning_format: str | None = None

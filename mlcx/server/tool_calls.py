@@ -66,38 +66,15 @@ class _ValueEnd:
 
 
 @dataclass
-class CallScanner:
-    """Finds calls in text fed piece by piece; `feed` returns OpenAI's tool_calls delta
-    entries: a call's start (index, id, type, name, empty arguments) once its name is
-    complete, then its arguments as they arrive (index and arguments only)."""
+class CallList:
+    """A reply's calls in OpenAI's shape, and the tool_calls delta entries that build them:
+    a call's start (index, id, type, name, empty arguments), then its arguments in pieces
+    (index and arguments only). Calls parsed from the text and calls a reply format marks
+    (harmony's) share one list, so their indices never collide."""
 
     calls: list[dict[str, Any]] = field(default_factory=list)
-    _pending: str = ""
-    _value: _ValueEnd | None = None
 
-    def feed(self, text: str) -> list[dict[str, Any]]:
-        self._pending += text
-        entries: list[dict[str, Any]] = []
-        while True:
-            if self._value is None:
-                found = HEAD.search(self._pending)
-                if found is None:
-                    return entries
-                entries.append(self._start(json.loads(f'"{found.group(1)}"')))
-                self._pending = self._pending[found.end() :]
-                self._value = _ValueEnd()
-            taken, ended = self._value.scan(self._pending)
-            part, self._pending = self._pending[:taken], self._pending[taken:]
-            if not self.calls[-1]["function"]["arguments"]:
-                part = part.lstrip()  # the whitespace after "arguments":
-            if part:
-                self.calls[-1]["function"]["arguments"] += part
-                entries.append(_arguments(len(self.calls) - 1, part))
-            if not ended:
-                return entries
-            self._value = None
-
-    def _start(self, name: str) -> dict[str, Any]:
+    def start(self, name: str) -> dict[str, Any]:
         index, id_ = len(self.calls), call_id()
         self.calls.append(
             {"id": id_, "type": "function", "function": {"name": name, "arguments": ""}}
@@ -109,22 +86,61 @@ class CallScanner:
             "function": {"name": name, "arguments": ""},
         }
 
+    def extend(self, index: int, part: str) -> dict[str, Any]:
+        self.calls[index]["function"]["arguments"] += part
+        return {"index": index, "function": {"arguments": part}}
 
-def _arguments(index: int, part: str) -> dict[str, Any]:
-    return {"index": index, "function": {"arguments": part}}
+
+@dataclass
+class CallScanner:
+    """Finds calls in text fed piece by piece; `feed` returns their tool_calls delta entries
+    (CallList's)."""
+
+    out: CallList = field(default_factory=CallList)
+    found: int = 0  # calls this scanner found
+    _pending: str = ""
+    _value: _ValueEnd | None = None
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return self.out.calls
+
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        self._pending += text
+        entries: list[dict[str, Any]] = []
+        while True:
+            if self._value is None:
+                found = HEAD.search(self._pending)
+                if found is None:
+                    return entries
+                entries.append(self.out.start(json.loads(f'"{found.group(1)}"')))
+                self.found += 1
+                self._pending = self._pending[found.end() :]
+                self._value = _ValueEnd()
+            taken, ended = self._value.scan(self._pending)
+            part, self._pending = self._pending[:taken], self._pending[taken:]
+            if not self.calls[-1]["function"]["arguments"]:
+                part = part.lstrip()  # the whitespace after "arguments":
+            if part:
+                entries.append(self.out.extend(len(self.calls) - 1, part))
+            if not ended:
+                return entries
+            self._value = None
 
 
 class ToolReply:
-    """One choice's reply as OpenAI delta dicts: `{"content": ...}` or `{"tool_calls": [...]}`."""
+    """One choice's reply as OpenAI delta dicts: `{"content": ...}` or `{"tool_calls": [...]}`.
+    `calls`: the list its calls join (a new one by default)."""
 
-    def __init__(self, constrained: bool):
-        self._scanner = CallScanner()
+    def __init__(self, constrained: bool, calls: CallList | None = None):
+        self._scanner = CallScanner(calls if calls is not None else CallList())
         self._mode = "calls" if constrained else "undecided"  # then "calls" or "content"
         self._text = ""  # all text so far unless content: it is the content if no call is found
 
     @property
     def called(self) -> bool:
-        return bool(self._scanner.calls)
+        """Whether this reply's text held calls."""
+        return self._scanner.found > 0
 
     def feed(self, text: str) -> list[dict[str, Any]]:
         if self._mode == "content":

@@ -73,8 +73,8 @@ def test_chat_session_keeps_the_conversation(artifact):
     llm = LLM(artifact)
     params = SamplingParams.greedy(max_tokens=6)
     session = ChatSession(llm, params, system="be brief")
-    first = "".join(session.send("hello world"))
-    second = "".join(session.send("what is the answer?"))
+    first = "".join(e.text for e in session.send("hello world"))
+    second = "".join(e.text for e in session.send("what is the answer?"))
     roles = [m["role"] for m in session.messages]
     assert roles == ["system", "user", "assistant", "user", "assistant"]
     assert session.messages[2]["content"] == first

@@ -90,7 +90,7 @@ def test_config_and_weights_equal_the_hf_folders(case):
     assert config.embed_scale == 8.0 and config.hidden_act == "gelu_tanh"
     reference = load_reference(case[0])
     norm = reference.model.layers[0].post_feedforward_layernorm.weight.detach().numpy()
-    np.testing.assert_array_equal(weights["layers.0.post_mlp_norm.weight"], norm + 1)
+    np.testing.assert_array_equal(weights["layers.0.mlp_post_norm.weight"], norm + 1)
 
 
 @pytest.mark.parametrize("source", ["gguf", "hf"])
@@ -123,7 +123,9 @@ def test_attention_scale_softcaps_and_linear_rope_match_transformers(tiny_model,
 def test_unsupported_layer_kinds_are_refused(case):
     import json
 
-    from mlcx.frontends.gemma3.config import from_hf
+    from mlcx.frontends.registry import families
+
+    from_hf = families()["gemma3"].config_from_hf
 
     config = json.loads((case[0] / "config.json").read_text())
     with pytest.raises(UnsupportedModelError, match="layer_types"):

@@ -111,7 +111,7 @@ def test_unsupported_moe_variants_name_the_architecture():
     assert registry.for_gguf("llama").name == "llama"
     supported = registry.describe_supported()  # in `mlcx compile --help`
     assert all(name in supported for name in ("Qwen3MoeForCausalLM", "qwen3moe", "olmoe"))
-    from mlcx.frontends.qwen3_moe.config import from_hf
+    from_hf = registry.families()["qwen3_moe"].config_from_hf
 
     with pytest.raises(UnsupportedModelError, match="qwen3_moe: dense layers"):
         from_hf({"mlp_only_layers": [0]})

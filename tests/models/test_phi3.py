@@ -106,7 +106,7 @@ def test_unsupported_architectures_list_phi3():
 
 def test_a_phi3_128k_style_config_parses():
     """As Phi-3-mini-128k-instruct's config.json spells it: rope_scaling type "su"."""
-    from mlcx.frontends.phi3.config import from_hf
+    from_hf = registry.families()["phi3"].config_from_hf
 
     config = {
         "hidden_size": 64,

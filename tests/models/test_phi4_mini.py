@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from mlcx.frontends.decoder_config import DecoderConfig
-from mlcx.frontends.phi3.config import from_hf
+from mlcx.frontends.registry import families
 from mlcx.frontends.source import load_source
 from tests.support.gguf_vs_hf import (
     assert_matches_transformers,
@@ -92,7 +92,7 @@ def _phi4_mini_config(**changes) -> dict:
 
 
 def test_phi4_mini_config_parses():
-    cfg = from_hf(_phi4_mini_config())
+    cfg = families()["phi3"].config_from_hf(_phi4_mini_config())
     assert (cfg.head_dim, cfg.rotary_dim, cfg.rope_dim) == (128, 96, 96)
     assert cfg.tie_word_embeddings and cfg.sliding_window == 0
     assert DecoderConfig.from_dict(cfg.to_dict()) == cfg
@@ -118,7 +118,7 @@ def test_phi4_mini_config_parses():
 )
 def test_bad_partial_rotary_configs_are_refused(changes, message):
     with pytest.raises(ValueError, match=message):
-        from_hf(_phi4_mini_config(**changes))
+        families()["phi3"].config_from_hf(_phi4_mini_config(**changes))
 
 
 @pytest.mark.parametrize("rotary", [-2, 7, HEAD_DIM + 2])

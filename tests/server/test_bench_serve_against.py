@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from mlcx.bench.peers import llama_server, serving_peers
 from mlcx.bench.measure.serve_load import LoadSpec, run_load
+from mlcx.bench.peers import llama_server, serving_peers
 from mlcx.bench.peers.llama_server import (
     LlamaServer,
     ensure_llama_server,

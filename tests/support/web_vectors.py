@@ -23,6 +23,7 @@ from mlcx.runtime.text.tool_prompt import with_generic_tools
 from mlcx.server.tool_calls import ToolReply
 from tests.support.web_embed_vectors import embed_vectors
 from tests.support.web_image_vectors import image_vectors
+from tests.support.web_reasoning_vectors import reasoning_vectors
 
 VECTORS = Path(__file__).resolve().parents[2] / "web" / "test" / "vectors"
 VOCAB = 300  # over one 256-token draw block, so both levels of the draw are exercised
@@ -235,6 +236,7 @@ FILES = {
     "tools.json": tool_vectors,
     "images.json": image_vectors,
     "embed_batch.json": embed_vectors,
+    "reasoning.json": reasoning_vectors,
 }
 
 

@@ -2,10 +2,11 @@
 written from WebLLM's documented calls (tests/webgpu/js/webllm_examples/, one file an example,
 its header saying what differs: the import line, the model id, a lower max_tokens) runs to its
 final output against a real `mlcx web` serving the tiny test model (with a 1024-token window, as
-"tiny-llm", and again as "tiny-llm-2") and a tiny BERT embedding model ("tiny-bert"). Model ids resolve through mlcx
-web's prebuiltAppConfig or an appConfig the example passes. Every example runs in one page,
-one after another, each within a deadline (harness.js), so nothing waits unbounded; the
-checks here hold their outputs to the Python backend and to the examples' own claims."""
+"tiny-llm", and again as "tiny-llm-2") and a tiny BERT embedding model ("tiny-bert"). Model ids
+resolve through mlcx web's prebuiltAppConfig or an appConfig the example passes. Every example
+runs in one page, one after another, each within a deadline (harness.js), so nothing waits
+unbounded; the checks here hold their outputs to the Python backend and to the examples' own
+claims."""
 
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ SCHEMA1 = (EXAMPLES / "json_schema.js").read_text().split("SCHEMA1 = `", 1)[1].s
 def served(browser_ready, webgpu_artifact, tmp_path_factory):
     """`mlcx web tiny-llm tiny-llm-2 tiny-bert` (links named as the model ids the examples use)."""
     from mlcx.compile.embedding import compile_embedding
-    from tests.webgpu.conftest import start_mlcx_web
     from tests.support.tiny_embedders import make_tiny_bert, write_sentence_transformers
+    from tests.webgpu.conftest import start_mlcx_web
 
     root = tmp_path_factory.mktemp("webllm-examples")
     bert = make_tiny_bert(root / "bert-hf", seed=4)

@@ -4,9 +4,10 @@ downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on 
 XGrammar's WASM (structured.test.mjs), the worker halves
 (worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
 stop strings, KV manager, tool-call parser and embedding batches against the Python runtime's
-vectors (vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs), WebLLM's
-semantics (webllm_api.test.mjs) and one method list on every engine host
-(engine_methods.test.mjs). Each node test is one pytest case, so a failure names it."""
+vectors (vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs), reply formats
+(reasoning, harmony calls) against the Python parsers' (reasoning.test.mjs), WebLLM's semantics
+(webllm_api.test.mjs) and one method list on every engine host (engine_methods.test.mjs). Each
+node test is one pytest case, so a failure names it."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ FILES = (
     "local_files.test.mjs",
     "webllm_api.test.mjs",
     "engine_methods.test.mjs",
+    "reasoning.test.mjs",
 )
 
 

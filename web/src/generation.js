@@ -43,7 +43,7 @@ export async function* generateChoice(core, promptIds, params, index, control,
       processor?.processSampledToken(s.token);
       const eos = !params.ignoreEos && core.codec.eosIds.has(s.token);
       const complete = constraint ? await constraint.advance(s.token) : false;
-      const out = stops.feed(detok.push(s.token));
+      const out = stops.feed(eos ? "" : detok.push(s.token)); // a stop token adds no text
       let finish = finishReason(out.stop !== null, eos || complete, n, maxNew, control);
       let text = out.text;
       if (finish && out.stop === null) {

@@ -64,6 +64,8 @@ export interface ChatMessage {
   content: string | ContentPart[] | null;
   tool_calls?: ToolCall[];
   tool_call_id?: string;
+  /** An assistant's reasoning, as replies carry it: the chat template keeps or drops it. */
+  reasoning_content?: string;
 }
 
 export interface Tool {
@@ -120,6 +122,10 @@ export interface ChatCompletionRequest extends SamplingFields {
   tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
   /** With tool_choice "required": whether several calls may come (default true). */
   parallel_tool_calls?: boolean;
+  /** llama-server's: how the reply is split. "auto" (the default: the model's own format,
+   * harmony or <think>, found from its template and vocabulary), "none" (all inline in
+   * content), "think", "harmony"; "deepseek" is taken as "auto". */
+  reasoning_format?: "auto" | "none" | "think" | "harmony" | "deepseek";
 }
 
 export interface CompletionRequest extends SamplingFields {
@@ -180,7 +186,8 @@ export interface ChatCompletion extends ResponseHead {
   object: "chat.completion";
   choices: {
     index: number;
-    message: { role: "assistant"; content: string | null; tool_calls?: ToolCall[] };
+    /** reasoning_content: the reasoning (<think> text, harmony's analysis), where there is some. */
+    message: { role: "assistant"; content: string | null; reasoning_content?: string; tool_calls?: ToolCall[] };
     finish_reason: FinishReason;
     logprobs: { content: TokenLogprob[] } | null;
     token_ids?: number[];
@@ -195,6 +202,7 @@ export interface ChatCompletionChunk extends ResponseHead {
     delta: {
       role?: "assistant";
       content?: string;
+      reasoning_content?: string;
       tool_calls?: { index: number; id?: string; type?: "function"; function: { name?: string; arguments: string } }[];
     };
     finish_reason: FinishReason;

@@ -18,8 +18,10 @@ import { decodeImage, splitImages } from "./image_input.js";
 import { samplingParams } from "./params.js";
 import { RawSequence } from "./raw_sequence.js";
 import { RequestQueue } from "./request_queue.js";
+import { reasoningFormat } from "./reasoning.js";
+import { withReplies } from "./replies.js";
 import { RuntimeStats } from "./runtime_stats.js";
-import { toolPlan, withToolCalls } from "./tool_events.js";
+import { toolPlan } from "./tool_events.js";
 import { wholeToolCalls } from "./whole_tool_calls.js";
 import { FORMATS, chunkOf, collect, usageChunk, usageOf } from "./responses.js";
 
@@ -57,11 +59,12 @@ export class ModelSlot {
       throw new InvalidRequestError("messages must be a non-empty list", "messages");
     }
     const tools = toolPlan(request);
+    const reasoning = reasoningFormat(request.reasoning_format, core.codec);
     const constraint = onlyOne([formatConstraint(request.response_format), tools.constraint]);
     const { messages, images } = splitImages(request.messages);
     if (!images.length) {
       const promptIds = core.codec.chatPrompt(request.messages, request.tools ?? null);
-      return this.respond(request, promptIds, FORMATS.chat, { tools, constraint });
+      return this.respond(request, promptIds, FORMATS.chat, { tools, constraint, reasoning });
     }
     const where = images[0].where;
     if (!core.vision) throw new InvalidRequestError(`${where}: this model takes text only (it was compiled without an image encoder)`, where);
@@ -69,7 +72,7 @@ export class ModelSlot {
     const text = core.vision.promptText(core.codec.chatText(messages, request.tools ?? null), pixels);
     const promptIds = core.codec.encode(text, false);
     const runs = core.vision.runs(promptIds, pixels);
-    return this.respond(request, promptIds, FORMATS.chat, { tools, constraint, images: { runs, pixels } });
+    return this.respond(request, promptIds, FORMATS.chat, { tools, constraint, reasoning, images: { runs, pixels } });
   }
 
   async completion(request) {
@@ -90,9 +93,10 @@ export class ModelSlot {
     return this.loaded().runner.config.sampling ?? {};
   }
 
-  // `plan`: {tools (toolPlan's, chat only), constraint ({kind, spec, param} or null), images
-  // ({runs, pixels} of a prompt with images, encoded when its turn comes, or null)}.
-  async respond(request, promptIds, format, { tools = null, constraint = null, images = null }) {
+  // `plan`: {tools (toolPlan's, chat only), constraint ({kind, spec, param} or null), reasoning
+  // (the reply format, reasoning.js: chat only), images ({runs, pixels} of a prompt with
+  // images, encoded when its turn comes, or null)}.
+  async respond(request, promptIds, format, { tools = null, constraint = null, reasoning = null, images = null }) {
     const core = this.loaded();
     const params = samplingParams(request, this.samplingDefaults, core.runner.config.model?.vocab_size ?? 0);
     checkFits(promptIds.length, params.maxTokens, core.window);
@@ -101,7 +105,7 @@ export class ModelSlot {
                    created: Math.floor(Date.now() / 1000), model: this.modelId, format,
                    returnIds: request.return_token_ids === true, promptIds };
     const generated = this.events(promptIds, params, { grammar, images });
-    const events = tools?.parse ? wholeToolCalls(withToolCalls(generated, tools.constraint !== null)) : generated;
+    const events = reasoning ? wholeToolCalls(withReplies(generated, { format: reasoning, codec: core.codec, promptIds, tools })) : generated;
     if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
     return this.whole(events, meta);
   }

@@ -41,17 +41,18 @@ const textLogprobs = (entries) => ({
   top_logprobs: entries.map((e) => Object.fromEntries((e.top ?? []).map((t) => [t.token, t.logprob]))),
 });
 
-// A token's deltas (tool_events.js) as one chunk delta: its content and its call entries.
+// A token's deltas (replies.js) as one chunk delta: its reasoning, content and call entries.
 function chatDelta(e) {
   if (!e.deltas) return { content: e.text };
   const content = e.deltas.map((d) => d.content ?? "").join("");
+  const reasoning = e.deltas.map((d) => d.reasoning_content ?? "").join("");
   const calls = e.deltas.flatMap((d) => d.tool_calls ?? []);
-  return calls.length ? { ...(content ? { content } : {}), tool_calls: calls } : { content };
+  const delta = calls.length ? { ...(content ? { content } : {}), tool_calls: calls } : { content };
+  return reasoning ? { reasoning_content: reasoning, ...delta } : delta;
 }
 
-const chatMessage = (c) => (c.calls
-  ? { role: "assistant", content: null, tool_calls: c.calls }
-  : { role: "assistant", content: c.text });
+// A reply's message: its parsed fields (replies.js) where it was parsed.
+const chatMessage = (c) => ({ role: "assistant", ...(c.message ?? { content: c.text }) });
 
 // endpoint -> how its objects are named and where a choice's text goes
 export const FORMATS = {
@@ -94,12 +95,12 @@ export const usageChunk = (meta, usage) => ({ ...envelope(meta, meta.format.chun
 export function collect(events, meta, usage) {
   const choices = [];
   for (const e of events) {
-    const c = (choices[e.index] ??= { text: "", entries: [], ids: [], finish: null, calls: null });
+    const c = (choices[e.index] ??= { text: "", entries: [], ids: [], finish: null, message: null });
     c.text += e.text;
     if (e.entry) c.entries.push(e.entry);
     c.ids.push(e.token);
     c.finish = e.finish ?? c.finish;
-    c.calls = e.calls ?? c.calls;
+    c.message = e.message ?? c.message;
   }
   const f = meta.format;
   return { ...envelope(meta, f.object, choices.map((c, index) => ({

@@ -5,6 +5,7 @@
 import { Tokenizer } from "@huggingface/tokenizers";
 import { Template } from "@huggingface/jinja";
 
+import { modelFormat } from "./reasoning.js";
 import { templateMessages, withGenericTools } from "./tool_prompt.js";
 
 // mlcx/runtime/text/chat_template.py's FALLBACK_TEMPLATE, for models that ship none.
@@ -28,6 +29,8 @@ export class TextCodec {
     // a word test where Python asks Jinja for the template's variables.
     this.knowsTools = /\btools\b/.test(meta.chat_template ?? "");
     this.eosIds = new Set(meta.eos_token_ids);
+    // harmony's markers are special tokens the reply parser reads (reasoning.js)
+    this.keepSpecial = modelFormat(this).keepsSpecialTokens;
   }
 
   encode(text, addSpecialTokens = false) {
@@ -37,7 +40,7 @@ export class TextCodec {
   }
 
   decode(ids) {
-    return this.tokenizer.decode(ids, { skip_special_tokens: true });
+    return this.tokenizer.decode(ids, { skip_special_tokens: !this.keepSpecial });
   }
 
   // One token's own text, special tokens included (logprobs name tokens by it).

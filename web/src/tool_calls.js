@@ -44,12 +44,29 @@ class ValueEnd {
   }
 }
 
+// A call's start entry (index, id, type, name, empty arguments), the call joining `calls`: the
+// reply's one list, shared with the calls a reply format marks (replies.js).
+export function startCall(calls, name) {
+  const call = { id: callId(), type: "function", function: { name, arguments: "" } };
+  calls.push(call);
+  return { index: calls.length - 1, ...structuredClone(call) };
+}
+
+// The entry of a piece of call `index`'s arguments.
+export function extendCall(calls, index, part) {
+  calls[index].function.arguments += part;
+  return { index, function: { arguments: part } };
+}
+
 // Feeds text, returns OpenAI's tool_calls delta entries: a call's start once its name is
 // complete, then its arguments as they arrive.
 export class CallScanner {
-  calls = [];
-  pending = "";
-  value = null;
+  constructor(calls = []) {
+    this.calls = calls;
+    this.found = 0; // calls this scanner found
+    this.pending = "";
+    this.value = null;
+  }
 
   feed(text) {
     this.pending += text;
@@ -58,42 +75,35 @@ export class CallScanner {
       if (this.value === null) {
         const found = HEAD.exec(this.pending);
         if (!found) return entries;
-        entries.push(this.start(JSON.parse(`"${found[1]}"`)));
+        entries.push(startCall(this.calls, JSON.parse(`"${found[1]}"`)));
+        this.found += 1;
         this.pending = this.pending.slice(found.index + found[0].length);
         this.value = new ValueEnd();
       }
       const [taken, ended] = this.value.scan(this.pending);
       let part = this.pending.slice(0, taken);
       this.pending = this.pending.slice(taken);
-      const fn = this.calls.at(-1).function;
-      if (!fn.arguments) part = part.trimStart();
-      if (part) {
-        fn.arguments += part;
-        entries.push({ index: this.calls.length - 1, function: { arguments: part } });
-      }
+      if (!this.calls.at(-1).function.arguments) part = part.trimStart();
+      if (part) entries.push(extendCall(this.calls, this.calls.length - 1, part));
       if (!ended) return entries;
       this.value = null;
     }
-  }
-
-  start(name) {
-    const call = { id: callId(), type: "function", function: { name, arguments: "" } };
-    this.calls.push(call);
-    return { index: this.calls.length - 1, ...structuredClone(call) };
   }
 }
 
 // One choice's reply as OpenAI deltas: {content} or {tool_calls: [entry]}.
 export class ToolReply {
-  // `constrained`: the output is forced to calls (JSON, no <tool_call> block).
-  constructor(constrained = false) {
-    this.scanner = new CallScanner();
+  // `constrained`: the output is forced to calls (JSON, no <tool_call> block); `calls`: the
+  // list its calls join.
+  constructor(constrained = false, calls = []) {
+    this.scanner = new CallScanner(calls);
     this.mode = constrained ? "calls" : "undecided"; // then "calls" or "content"
     this.text = "";
   }
 
+  // Whether this reply's text held calls.
   get called() {
-    return this.scanner.calls.length > 0;
+    return this.scanner.found > 0;
   }
 
   feed(text) {

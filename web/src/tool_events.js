@@ -2,12 +2,11 @@
 // plans them: "none" leaves the reply as content; "auto" parses a reply that begins with
 // <tool_call> for calls; "required" and a named function constrain the output to calls
 // (constraint.js): one {"name", "arguments"} object, or with "required" and parallel calls (the
-// default) a JSON array of them. Each choice's text goes through a ToolReply (tool_calls.js):
-// deltas carry content or tool_calls, a reply of calls ends with finish_reason "tool_calls".
+// default) a JSON array of them. Each choice's content goes through a ToolReply (tool_calls.js)
+// inside its ChoiceReply (replies.js): a reply of calls ends with finish_reason "tool_calls".
 
 import { jsonConstraint } from "./constraint_request.js";
 import { InvalidRequestError } from "./errors.js";
-import { ToolReply } from "./tool_calls.js";
 
 const PARAM = "tool_choice";
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -70,22 +69,3 @@ export function toolPlan({ tools, tool_choice: choice, parallel_tool_calls: para
   const schema = forcedSchema(choice ?? "auto", parametersOf(tools), parallel !== false);
   return { parse: choice !== "none", constraint: schema && jsonConstraint(schema, PARAM) };
 }
-
-// Events with `deltas` ({content} / {tool_calls}) and, on a choice's last, its `calls`; a
-// constrained reply is calls from its first character.
-export async function* withToolCalls(events, constrained = false) {
-  const replies = [];
-  for await (const e of events) {
-    if (e.usage) {
-      yield e;
-      continue;
-    }
-    const reply = (replies[e.index] ??= new ToolReply(constrained));
-    const deltas = [...reply.feed(e.text), ...(e.finish ? reply.finish() : [])];
-    const called = e.finish && reply.called;
-    yield { ...e, deltas, ...(called ? { calls: reply.scanner.calls, finish: finishOf(e.finish) } : {}) };
-  }
-}
-
-// A reply of calls that ended on its own says so; one cut by max_tokens stays "length".
-const finishOf = (finish) => (finish === "stop" ? "tool_calls" : finish);

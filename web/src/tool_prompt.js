@@ -39,9 +39,13 @@ export function withGenericTools(messages, tools) {
 }
 
 // Messages as templates read them (chat_template.py validate_messages): an assistant's call
-// arguments parsed from OpenAI's JSON text, a tool-calling turn's missing content "".
+// arguments parsed from OpenAI's JSON text, a tool-calling turn's missing content "", its
+// reasoning_content also as `thinking` (gpt-oss's templates read it there).
+const withThinking = (m) => (m.role === "assistant" && typeof m.reasoning_content === "string" && !("thinking" in m)
+  ? { ...m, thinking: m.reasoning_content } : m);
+
 export function templateMessages(messages) {
-  return messages.map((m) => {
+  return messages.map(withThinking).map((m) => {
     if (!m.tool_calls?.length) return m;
     const calls = m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: parsedArguments(c.function.arguments ?? {}) } }));
     return { ...m, content: m.content ?? "", tool_calls: calls };

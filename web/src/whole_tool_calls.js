@@ -4,9 +4,8 @@
 // accumulator gets the same calls; repeating them whole after streamed pieces would double
 // their arguments there, so the pieces are not sent.
 
-// Events whose `deltas` carry calls (the parsed reply's events) -> the same, every call entry
-// held back until the choice's last event, which carries its calls (`calls`, or a parsed
-// `message`'s tool_calls).
+// Events whose `deltas` carry calls (withReplies' events, replies.js) -> the same, every call
+// entry held back until the choice's last event, which carries its message's tool_calls.
 export async function* wholeToolCalls(events) {
   for await (const e of events) {
     if (!e.deltas) {
@@ -14,7 +13,7 @@ export async function* wholeToolCalls(events) {
       continue;
     }
     const deltas = e.deltas.filter((d) => !d.tool_calls);
-    const calls = e.finish ? (e.calls ?? e.message?.tool_calls ?? []) : [];
+    const calls = e.finish ? (e.message?.tool_calls ?? []) : [];
     if (calls.length) deltas.push({ tool_calls: calls.map((call, index) => ({ index, ...structuredClone(call) })) });
     yield { ...e, deltas };
   }

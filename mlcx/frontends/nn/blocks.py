@@ -1,4 +1,5 @@
-"""Transformer blocks shared by the decoder architectures (pre-norm, RoPE attention, gated MLP)."""
+"""The blocks of the shared decoder layer (mlcx.frontends.nn.layer): RoPE attention over paged KV,
+the gated MLP."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from tvm.relax.frontend.nn import op
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
-from mlcx.kernels.rope import rope_te
+from mlcx.kernels.rope import position_scale_te, rope_te
 from mlcx.kernels.rope_scaling import rope_for_context
 from mlcx.quantization.formats import WeightFormat
 
@@ -56,6 +57,7 @@ class PagedAttention(nn.Module):
         self.window = cfg.layer_window(index)
         theta, scaling = cfg.layer_rope(index)
         self.rope = (theta, rope_for_context(dict(scaling), cfg.context_window))
+        self.uses_rope = index not in cfg.nope_layers
         # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
         self.q_scale = cfg.attn_scale * math.sqrt(cfg.head_dim) if cfg.attn_scale else 1.0
         fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
@@ -65,6 +67,9 @@ class PagedAttention(nn.Module):
         )
         self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
         self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
+        # attention sinks in the activations' dtype, like the other vectors (bf16 sinks are
+        # exact in f16)
+        self.sinks = nn.Parameter((cfg.num_heads,), dtype) if cfg.attn_sinks else None
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
@@ -75,12 +80,20 @@ class PagedAttention(nn.Module):
         q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
-        q = self._rope(q, step.positions)
-        k = self._rope(k, step.positions)
+        if self.uses_rope:
+            q, k = self._rope(q, step.positions), self._rope(k, step.positions)
+        if cfg.q_position_beta:
+            beta, period = cfg.q_position_beta, cfg.q_position_period
+            q = op.tensor_expr_op(
+                lambda xt, pt: position_scale_te(xt, pt, beta, period),
+                "q_position_scale",
+                [q, step.positions],
+            )
         if self.q_scale != 1.0:
             q = q * self.q_scale
         pages = self.kv.append(pages, k, v, step.slots)
-        out = self.kv.attend(q, pages, step, decode, self.window, self.cfg.attn_logit_softcap)
+        options = (self.window, self.cfg.attn_logit_softcap, self.sinks)
+        out = self.kv.attend(q, pages, step, decode, *options)
         return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
@@ -106,34 +119,3 @@ class GatedMLP(nn.Module):
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         gate, up = op.split(self.gate_up(x), 2, axis=-1)
         return self.down(self.act(gate) * up)
-
-
-class DecoderLayer(nn.Module):
-    """Pre-norm attention, then a pre-norm feed-forward block; both residual. The block is
-    `ffn` = (its name, which prefixes its parameters; its class): a GatedMLP by default, a
-    mixture of experts for those families (mlcx.frontends.nn.moe.moe_layer)."""
-
-    def __init__(
-        self,
-        cfg: DecoderConfig,
-        formats: Formats,
-        index: int,
-        kv: PagedKVOps,
-        ffn: tuple[str, type] = ("mlp", GatedMLP),
-    ):
-        prefix = f"layers.{index}."
-        dtype = kv.layout.dtype
-        self.input_norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
-        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv, index)
-        self.post_attn_norm = nn.RMSNorm(
-            cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
-        )
-        self.ffn_name, block = ffn
-        setattr(self, self.ffn_name, block(cfg, formats, f"{prefix}{self.ffn_name}.", dtype))
-
-    def forward(
-        self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
-    ) -> tuple[nn.Tensor, nn.Tensor]:
-        attn, pages = self.attn(self.input_norm(x), pages, step, decode)
-        x = x + attn
-        return x + getattr(self, self.ffn_name)(self.post_attn_norm(x)), pages

@@ -19,7 +19,8 @@ from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op, spec
 
 from mlcx.frontends.decoder_config import DecoderConfig
-from mlcx.frontends.nn.blocks import DecoderLayer, Formats
+from mlcx.frontends.nn.blocks import Formats
+from mlcx.frontends.nn.layer import DecoderLayer
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.image_rows import replace_rows_te
@@ -98,6 +99,8 @@ class CausalLM(nn.Module):
         x = self.norm(x)
         logits = self.embed.as_head(x) if self.lm_head is None else self.lm_head(x)
         logits = logits if logits.dtype == "float32" else logits.astype("float32")
+        if self.cfg.logits_divisor != 1.0:
+            logits = logits / self.cfg.logits_divisor
         cap = self.cfg.final_logit_softcap
         return op.tanh(logits / cap) * cap if cap else logits
 

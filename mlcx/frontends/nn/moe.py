@@ -12,8 +12,7 @@ from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
-from mlcx.frontends.nn.blocks import ACTIVATIONS, DecoderLayer, Formats
-from mlcx.kernels.attention import PagedKVOps
+from mlcx.frontends.nn.blocks import ACTIVATIONS, Formats
 from mlcx.kernels.linear import matmul_te
 from mlcx.kernels.moe import experts_down_te, experts_gate_up_te, topk_ids_te, topk_weights_te
 from mlcx.quantization.formats import WeightFormat, format_from_name
@@ -87,8 +86,3 @@ class MoEMLP(nn.Module):
             return experts_down_te(ht, it, stack.planes(ws), stack.fmt, hidden)
 
         return op.tensor_expr_op(compute, "experts_down", [h, ids, *stack.weights()])
-
-
-def moe_layer(cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps) -> DecoderLayer:
-    """A decoder layer whose feed-forward block is a mixture of experts (parameters `moe.`)."""
-    return DecoderLayer(cfg, formats, index, kv, ffn=("moe", MoEMLP))

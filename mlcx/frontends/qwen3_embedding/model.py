@@ -61,14 +61,15 @@ class RopeAttention(nn.Module):
 class EmbedderLayer(nn.Module):
     def __init__(self, cfg: DecoderConfig, formats: Formats, index: int, dtype: str):
         prefix = f"layers.{index}."
-        self.input_norm = _rms(cfg, cfg.hidden_size, dtype)
+        # the parameters' names are the decoder's (mlcx.frontends.decoder_weights)
+        self.attn_norm = _rms(cfg, cfg.hidden_size, dtype)
         self.attn = RopeAttention(cfg, formats, prefix + "attn.", dtype)
-        self.post_attn_norm = _rms(cfg, cfg.hidden_size, dtype)
+        self.mlp_norm = _rms(cfg, cfg.hidden_size, dtype)
         self.mlp = GatedMLP(cfg, formats, prefix + "mlp.", dtype)
 
     def forward(self, x, positions, bias, rows) -> nn.Tensor:
-        x = x + self.attn(self.input_norm(x), positions, bias, rows)
-        return x + self.mlp(self.post_attn_norm(x))
+        x = x + self.attn(self.attn_norm(x), positions, bias, rows)
+        return x + self.mlp(self.mlp_norm(x))
 
 
 class DecoderEmbedder(nn.Module):

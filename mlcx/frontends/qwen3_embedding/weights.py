@@ -1,4 +1,4 @@
-"""Where a Qwen3 embedding model's weights live: Qwen3's decoder names (llama_family), under
+"""Where a Qwen3 embedding model's weights live: Qwen3's decoder names (weight_names), under
 `prefix` ("" for a saved Qwen3Model, "model." for a causal-LM checkpoint), without lm_head."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mlcx.frontends.decoder_config import DecoderConfig
-from mlcx.frontends.llama_family import hf_weights as decoder_weights
+from mlcx.frontends.decoder_weights import decoder_weights
+from mlcx.frontends.weight_names import LLAMA_HF
 from mlcx.frontends.weight_spec import WeightSpec
 
 _DECODER_PREFIX = "model."
@@ -20,5 +21,5 @@ def _renamed(spec: WeightSpec, prefix: str) -> WeightSpec:
 
 def hf_weights(cfg: DecoderConfig, prefix: str) -> list[WeightSpec]:
     # tied: the decoder's list then has no lm_head, which an embedder never reads
-    specs = decoder_weights(replace(cfg, tie_word_embeddings=True))
+    specs = decoder_weights(replace(cfg, tie_word_embeddings=True), LLAMA_HF)
     return [_renamed(spec, prefix) for spec in specs]

@@ -8,6 +8,7 @@ from PIL import Image
 
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.text.reasoning import ParsedReply, ReplyEvent
 
 
 class ChatSession:
@@ -35,8 +36,10 @@ class ChatSession:
         parts = [{"type": "image", "image": image} for image in self.pending]
         return {"role": "user", "content": [*parts, {"type": "text", "text": text}]}
 
-    def send(self, text: str) -> Iterator[str]:
-        """Stream the reply to `text`; the exchange joins the history once the reply ends.
+    def send(self, text: str) -> Iterator[ReplyEvent]:
+        """Stream the reply to `text` as the model's format splits it (reasoning, content,
+        tool calls: mlcx.runtime.text.reasoning); the exchange joins the history once the
+        reply ends, its reasoning beside its content for the chat template to keep or drop.
         If the conversation no longer fits the context window, ContextWindowError is raised
         and the history is left as it was."""
         self.messages.append(self._user_message(text))
@@ -47,8 +50,14 @@ class ChatSession:
             self.messages.pop()
             raise
         self.pending = []
-        reply = []
+        reply = self.llm.reply(prompt)
         for delta in self.llm.stream(prompt, self.params, images):
-            reply.append(delta.text)
-            yield delta.text
-        self.messages.append({"role": "assistant", "content": "".join(reply)})
+            yield from reply.feed(delta.text)
+            if delta.finished:
+                yield from reply.finish()
+        self.messages.append(_assistant(reply))
+
+
+def _assistant(reply: ParsedReply) -> dict:
+    message = {"role": "assistant", "content": reply.content}
+    return {**message, "reasoning_content": reply.reasoning} if reply.reasoning else message

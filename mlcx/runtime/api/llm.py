@@ -3,6 +3,7 @@
     llm = LLM("dist/smollm2")
     [c] = llm.generate(["The capital of France is"], SamplingParams.greedy(max_tokens=16))
     for delta in llm.stream(llm.chat_prompt([{"role": "user", "content": "Hi"}])): ...
+    c.reasoning_content, c.content, c.tool_calls  # the reply split as the model writes it
     vectors = LLM("dist/bge-small").embed(["a query", "a passage"])  # an embedding artifact
 
 These helpers drive `Engine.step()` themselves; a server shares one engine through
@@ -24,13 +25,22 @@ from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Completion, Delta
 from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.text.reasoning import ParsedReply, ReasoningFormat, check_format, resolve_format
 from mlcx.runtime.vision.prompt import chat_with_images
 
 Prompt = str | list[int]
 
 
 class LLM:
-    def __init__(self, artifact: Artifact | str, config: EngineConfig = EngineConfig()):
+    def __init__(
+        self,
+        artifact: Artifact | str,
+        config: EngineConfig = EngineConfig(),
+        reasoning_format: str = "auto",
+    ):
+        """`reasoning_format`: how replies are split into reasoning, content and tool calls
+        (mlcx.runtime.text.reasoning: auto = the model's own, none = not at all)."""
+        self._reasoning_format = check_format(reasoning_format)
         path = artifact.path if isinstance(artifact, Artifact) else artifact
         self._embedder = Embedder(path) if artifact_task(path) == EMBED_TASK else None
         self._engine = None if self._embedder is not None else Engine(artifact, config)
@@ -64,6 +74,14 @@ class LLM:
     def tokenizer(self):
         return self.engine.tokenizer
 
+    @property
+    def reasoning(self) -> ReasoningFormat:
+        return resolve_format(self._reasoning_format, self.tokenizer)
+
+    def reply(self, prompt_ids: list[int]) -> ParsedReply:
+        """A parsed reply to `prompt_ids`, to feed the text of its deltas."""
+        return ParsedReply(self.reasoning.reply_parser(self.tokenizer, prompt_ids))
+
     def default_params(self, **given) -> SamplingParams:
         """`given` over the artifact's sampling defaults (see `SamplingParams.with_defaults`)."""
         return SamplingParams.with_defaults(self.engine.artifact.config.sampling, **given)
@@ -83,9 +101,11 @@ class LLM:
         params: SamplingParams | None = None,
         images: Sequence[Sequence[Image.Image]] | None = None,
     ) -> list[list[Completion]]:
-        """All prompts run as one continuous batch; returns the n choices of each prompt.
+        """All prompts run as one continuous batch; returns the n choices of each prompt,
+        each split into reasoning, content and tool calls as well.
         `images[i]`: the images of prompt i, one per run of image tokens in it."""
         params = params or self.default_params()
+        reasoning = self.reasoning
         order, done = [], {}
         for i, prompt in enumerate(prompts):
             request_id = f"req-{next(self._ids)}"
@@ -93,7 +113,10 @@ class LLM:
             prompt_ids = self.engine.add_request(request_id, prompt, params, given)
             order.append(request_id)
             for index in range(params.n):
-                done[(request_id, index)] = Completion(request_id, index, prompt_ids)
+                parser = reasoning.reply_parser(self.tokenizer, prompt_ids)
+                done[(request_id, index)] = Completion(
+                    request_id, index, prompt_ids, reply=ParsedReply(parser)
+                )
         while self.engine.has_work():
             for delta in self.engine.step():
                 done[(delta.request_id, delta.index)].add(delta)

@@ -104,8 +104,10 @@ class ChoiceOutput:
 
 
 class OutputProcessor:
-    def __init__(self, tokenizer: Tokenizer):
+    def __init__(self, tokenizer: Tokenizer, keep_special_tokens: bool = False):
+        """`keep_special_tokens`: decode them into the text (harmony's markers are)."""
         self.tokenizer = tokenizer
+        self.keep_special_tokens = keep_special_tokens
         self._requests: dict[str, list[ChoiceOutput]] = {}  # until every choice finished
         self._scratch = LogitsBuffer()
 
@@ -132,7 +134,9 @@ class OutputProcessor:
                     choice_index=index,
                     matcher=constraint.matcher() if constraint else None,
                 ),
-                IncrementalDetokenizer(self.tokenizer, prompt_ids),
+                IncrementalDetokenizer(
+                    self.tokenizer, prompt_ids, skip_special_tokens=not self.keep_special_tokens
+                ),
                 StopStringMatcher(params.stop),
             )
             for index in range(params.n)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mlcx.runtime.sample.sampler import SampleResult
+from mlcx.runtime.text.reasoning import ParsedReply, ToolCall
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,9 @@ class Delta:
 
 @dataclass
 class Completion:
-    """A finished choice, assembled from its deltas."""
+    """A finished choice, assembled from its deltas. `text` is the reply as the model wrote
+    it; with a `reply` parser (a chat reply) it is also split into `reasoning_content`,
+    `content` and `tool_calls`."""
 
     request_id: str
     index: int
@@ -37,6 +40,7 @@ class Completion:
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[SampleResult] = field(default_factory=list)
     finish_reason: str | None = None
+    reply: ParsedReply | None = field(default=None, repr=False)
 
     def add(self, delta: Delta) -> None:
         self.text += delta.text
@@ -44,3 +48,22 @@ class Completion:
         if delta.logprobs:
             self.logprobs.extend(delta.logprobs)
         self.finish_reason = delta.finish_reason or self.finish_reason
+        if self.reply is not None:
+            self.reply.feed(delta.text)
+            if delta.finished:
+                self.reply.finish()
+
+    @property
+    def reasoning_content(self) -> str | None:
+        """The reasoning (None where there was none, or no parser)."""
+        return (self.reply.reasoning or None) if self.reply is not None else None
+
+    @property
+    def content(self) -> str:
+        """The reply without its reasoning and calls (all of `text` without a parser)."""
+        return self.text if self.reply is None else self.reply.content
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """Calls the reply's format marks as such (harmony's `functions.` messages)."""
+        return [] if self.reply is None else self.reply.tool_calls

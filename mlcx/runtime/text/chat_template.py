@@ -13,6 +13,10 @@ Tools reach a template as Hugging Face's do: the `tools` variable (a list of Ope
 assistant messages with `tool_calls` (arguments as dicts) and `tool` messages with
 `tool_call_id`. A template that never reads `tools` gets the conversation rewritten in the
 generic format of `mlcx/runtime/text/tool_prompt.py` instead.
+
+An assistant message's reasoning (`reasoning_content`, as OpenAI-compatible servers return
+it) reaches the template under that name (Qwen3's read it) and as `thinking` (gpt-oss's);
+the template decides whether a past turn's reasoning is rendered.
 """
 
 from __future__ import annotations
@@ -108,6 +112,9 @@ def _validate_message(index: int, message: Any) -> dict[str, Any]:
             f"got {type(content).__name__}"
         )
     checked = {**message, "content": content}
+    reasoning = message.get("reasoning_content")
+    if role == "assistant" and isinstance(reasoning, str) and "thinking" not in message:
+        checked["thinking"] = reasoning
     if calls:
         checked["tool_calls"] = [_tool_call(index, call) for call in calls]
     return checked

@@ -57,7 +57,7 @@ class StopStringMatcher:
             self._held = ""
             self._stopped = stop
             return StopCheck(text[:start], stop)
-        keep = _longest_partial_suffix(text, self.stop)
+        keep = longest_partial_suffix(text, self.stop)
         self._held = text[len(text) - keep :] if keep else ""
         return StopCheck(text[: len(text) - keep])
 
@@ -80,7 +80,7 @@ def _first_stop(text: str, stops: Sequence[str]) -> tuple[int, str] | None:
     return None if best is None else (best[1], best[2])
 
 
-def _longest_partial_suffix(text: str, stops: Sequence[str]) -> int:
+def longest_partial_suffix(text: str, stops: Sequence[str]) -> int:
     """Length of the longest suffix of `text` that is a proper prefix of some stop string."""
     longest = 0
     for stop in stops:

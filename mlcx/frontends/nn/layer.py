@@ -1,0 +1,45 @@
+"""The decoder layer every generative family shares: attention, then a feed-forward block (a
+gated MLP, or a mixture of experts where the config has experts), each residual, with the
+RMSNorms the config's `norm_layout` names around them (DecoderConfig.layer_norms)."""
+
+from __future__ import annotations
+
+from tvm.relax.frontend import nn
+
+from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.nn.blocks import Formats, GatedMLP, PagedAttention
+from mlcx.frontends.nn.moe import MoEMLP
+from mlcx.kernels.attention import PagedKVOps, StepTensors
+
+
+class DecoderLayer(nn.Module):
+    """x + post(attn(pre(x))), then x + post(ffn(pre(x))); a norm the layout lacks is skipped.
+    Parameters: `attn_norm`, `attn.*`, `attn_post_norm`, `mlp_norm`, `mlp.*` or `moe.*`,
+    `mlp_post_norm` (mlcx.frontends.decoder_weights reads the same names)."""
+
+    def __init__(self, cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps):
+        prefix = f"layers.{index}."
+        dtype = kv.layout.dtype
+        self.residual_scale = cfg.residual_scale
+        for name in cfg.layer_norms:
+            norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
+            setattr(self, name, norm)
+        self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv, index)
+        self.ffn_name = "moe" if cfg.is_moe else "mlp"
+        block = MoEMLP if cfg.is_moe else GatedMLP
+        setattr(self, self.ffn_name, block(cfg, formats, f"{prefix}{self.ffn_name}.", dtype))
+
+    def _norm(self, name: str, x: nn.Tensor) -> nn.Tensor:
+        norm = getattr(self, name, None)
+        return x if norm is None else norm(x)
+
+    def forward(
+        self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
+    ) -> tuple[nn.Tensor, nn.Tensor]:
+        attn, pages = self.attn(self._norm("attn_norm", x), pages, step, decode)
+        x = x + self._scaled(self._norm("attn_post_norm", attn))
+        ffn = getattr(self, self.ffn_name)(self._norm("mlp_norm", x))
+        return x + self._scaled(self._norm("mlp_post_norm", ffn)), pages
+
+    def _scaled(self, x: nn.Tensor) -> nn.Tensor:
+        return x if self.residual_scale == 1.0 else x * self.residual_scale
