@@ -13,28 +13,18 @@ CASES = [("bert", "mean", False), ("qwen3", "last", True)]
 
 
 @pytest.fixture(scope="module")
-def webgpu_embedder(embedding_model, tmp_path_factory):
+def webgpu_embedder(webgpu_embedding):
     pytest.importorskip("wgpu")
-    from mlcx.compile.embedding import compile_embedding
     from mlcx.runtime.api.embedder import Embedder
 
-    root = tmp_path_factory.mktemp("embed-webgpu")
-    built = {}
-
-    def build(name: str):
-        if name not in built:
-            folder, _ = embedding_model(name)
-            built[name] = Embedder(compile_embedding(folder, root / name, "webgpu"))
-        return built[name]
-
-    return build
+    return lambda name: Embedder(webgpu_embedding(name))
 
 
 @pytest.mark.parametrize(("name", "pooling", "normalize"), CASES, ids=[c[0] for c in CASES])
 def test_webgpu_embeddings_match_transformers(
-    embedding_model, webgpu_embedder, name, pooling, normalize
+    embedding_folder, webgpu_embedder, name, pooling, normalize
 ):
-    folder, _ = embedding_model(name)
+    folder = embedding_folder(name)
     model = webgpu_embedder(name)
     assert model.config.runtime == "wgpu" and model.config.target == "webgpu"
     got = model.embed(TEXTS)

@@ -1,7 +1,7 @@
 """WebLLM's own examples on mlcx-web, in headless Chromium (WebGPU on SwiftShader): each one
 written from WebLLM's documented calls (tests/webgpu/js/webllm_examples/, one file an example,
 its header saying what differs: the import line, the model id, a lower max_tokens) runs to its
-final output against a real `mlcx web` serving the tiny test model (with a 1024-token window, as
+final output against a real `mlcx web` serving the tiny test model (with a 2048-token window, as
 "tiny-llm", and again as "tiny-llm-2") and a tiny BERT embedding model ("tiny-bert"). Model ids
 resolve through mlcx web's prebuiltAppConfig or an appConfig the example passes. Every example
 runs in one page, one after another, each within a deadline (harness.js), so nothing waits
@@ -25,7 +25,8 @@ from tests.support.tiny_models import TinySpec
 
 pytestmark = pytest.mark.browser
 EXAMPLES = Path(__file__).parent / "js" / "webllm_examples"
-RUN = [  # in-page engines first (one device, the kernels compiled once), then the workers
+RUN = [  # in-page engines first (one device, the kernels compiled once), then the workers (two
+    # examples share one dedicated worker: example_worker.js)
     "get_started", "multi_round_chat", "json_mode", "json_schema", "seed_to_reproduce",
     "function_calling_openai", "streaming", "text_completion", "abort_reload", "logit_processor",
     "integrity_verification", "cache_usage", "embeddings", "get_started_web_worker",
@@ -33,25 +34,21 @@ RUN = [  # in-page engines first (one device, the kernels compiled once), then t
 ]  # fmt: skip
 DEADLINE_S = 420  # per example; the whole page's wait is bounded by their sum
 CONTENT_TYPES = {".js": "text/javascript", ".html": "text/html"}
-# a window for the function-calling example's tool prompt (603 tokens in the tiny vocabulary)
-SPEC = TinySpec(context=1024)
+# a window for the function-calling example's tool prompt (603 tokens in the tiny vocabulary);
+# test_web_structured.py's spec, so the session compiles it once
+SPEC = TinySpec(context=2048)
 SCHEMA1 = (EXAMPLES / "json_schema.js").read_text().split("SCHEMA1 = `", 1)[1].split("`", 1)[0]
 
 
 @pytest.fixture(scope="module")
-def served(browser_ready, webgpu_artifact, tmp_path_factory):
-    """`mlcx web tiny-llm tiny-llm-2 tiny-bert` (links named as the model ids the examples use)."""
-    from mlcx.compile.embedding import compile_embedding
-    from tests.support.tiny_embedders import make_tiny_bert, write_sentence_transformers
+def served(browser_ready, webgpu_artifact, webgpu_embedding, tmp_path_factory):
+    """`mlcx web tiny-llm tiny-llm-2 tiny-bert` (links named as the model ids the examples use).
+    Both artifacts are the session's: the LLM test_web_structured.py's, the BERT the wgpu
+    embeddings test's."""
     from tests.webgpu.conftest import start_mlcx_web
 
+    artifacts = {"tiny-llm": webgpu_artifact("q0f32", SPEC), "tiny-bert": webgpu_embedding("bert")}
     root = tmp_path_factory.mktemp("webllm-examples")
-    bert = make_tiny_bert(root / "bert-hf", seed=4)
-    write_sentence_transformers(bert, "mean", normalize=True)
-    artifacts = {
-        "tiny-llm": webgpu_artifact("q0f32", spec=SPEC),
-        "tiny-bert": compile_embedding(bert, root / "bert-webgpu", "webgpu"),
-    }
     links = []
     for name in ("tiny-llm", "tiny-llm-2", "tiny-bert"):
         (root / name).symlink_to(artifacts[name.removesuffix("-2")], target_is_directory=True)
@@ -237,7 +234,8 @@ def test_embeddings_are_the_python_embedder_s(results):
     want_queries = embedder.embed([f"[CLS] {prefix}{t} [SEP]" for t in texts[1]])
     np.testing.assert_allclose(docs, want_docs, atol=1e-4)
     np.testing.assert_allclose(queries, want_queries, atol=1e-4)
-    np.testing.assert_allclose(api["similarity"], want_queries @ want_docs.T, atol=1e-4)
+    unit = lambda v: v / np.linalg.norm(v, axis=1, keepdims=True)  # noqa: E731
+    np.testing.assert_allclose(api["similarity"], unit(want_queries) @ unit(want_docs).T, atol=1e-4)
     assert api["docReply"]["usage"]["prompt_tokens"] == sum(
         len(embedder.encode(f"[CLS] {t} [SEP]")) for t in texts[0]
     )

@@ -1,8 +1,10 @@
 // WebLLM's examples/get-started-web-worker (mainStreaming, the one it runs), from its
 // documented calls, its worker.ts as worker.js. Changed: the import, the model id, max_tokens
-// (256 -> 24). Also returned: the worker engine's public methods, to hold them to the page
-// engine's.
+// (256 -> 24), the worker (example_worker.js's, which multi-models reuses). Also returned: the
+// worker engine's public methods, to hold them to the page engine's.
 import * as webllm from "/mlcx-web/index.js";
+
+import { exampleWorker } from "./example_worker.js";
 
 function setLabel(id, text) {
   const label = document.getElementById(id);
@@ -24,7 +26,7 @@ export async function main() {
   const initProgressCallback = (report) => setLabel("init-label", report.text);
   const selectedModel = "tiny-llm";
   const engine = await webllm.CreateWebWorkerMLCEngine(
-    new Worker(new URL("./worker.js", import.meta.url), { type: "module" }),
+    exampleWorker(),
     selectedModel,
     { initProgressCallback: initProgressCallback },
   );

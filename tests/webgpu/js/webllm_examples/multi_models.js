@@ -1,7 +1,10 @@
 // WebLLM's examples/multi-models (sequentialGeneration, then parallelGeneration), from its
 // documented calls: two models in one worker engine, each request naming its model. Changed:
-// the import, the model ids (the tiny model served twice, under two ids), max_tokens (128 -> 16).
+// the import, the model ids (the tiny model served twice, under two ids), max_tokens (128 -> 16),
+// the worker: get-started-web-worker's (example_worker.js), whose engine reloads with both models.
 import * as webllm from "/mlcx-web/index.js";
+
+import { exampleWorker } from "./example_worker.js";
 
 function setLabel(id, text) {
   const label = document.getElementById(id);
@@ -34,7 +37,7 @@ export async function main() {
   setLabel("prompt-label-1", `(with model ${selectedModel1})\n` + prompt1);
   setLabel("prompt-label-2", `(with model ${selectedModel2})\n` + prompt2);
   const engine = await webllm.CreateWebWorkerMLCEngine(
-    new Worker(new URL("./worker.js", import.meta.url), { type: "module" }),
+    exampleWorker(),
     [selectedModel1, selectedModel2],
     { initProgressCallback: initProgressCallback },
   );
