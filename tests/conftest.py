@@ -137,16 +137,19 @@ def embedding_folder(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def webgpu_embedding(tmp_path_factory, embedding_folder):
-    """Factory: webgpu_embedding(name) -> `name` compiled for webgpu once per session (the wgpu
-    embeddings test and the browser's WebLLM examples share it)."""
-    from mlcx.compile.embedding import compile_embedding
+    """Factory: webgpu_embedding(name) -> `name` compiled for webgpu once per session, through
+    the tests' artifact cache (the wgpu embeddings test and the browser's WebLLM examples share
+    it)."""
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
 
     root = tmp_path_factory.mktemp("embedders-webgpu")
     built: dict[str, Path] = {}
 
     def build(name: str) -> Path:
         if name not in built:
-            built[name] = compile_embedding(embedding_folder(name), root / name, "webgpu")
+            request = CompileRequest(str(embedding_folder(name)), "webgpu", output=root / name)
+            built[name] = compile_model(request)
         return built[name]
 
     return build
