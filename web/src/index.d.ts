@@ -1,10 +1,11 @@
 // Types of mlcx-web's API (WebLLM's names; OpenAI's request and response shapes). Model
 // records, app configs and chat options are in app_config.d.ts, the worker engines in
-// workers.d.ts.
+// workers.d.ts, the browser cache calls in model_cache.d.ts.
 
 import type { AppConfig, ChatOptions } from "./app_config.js";
 
 export * from "./app_config.js";
+export * from "./model_cache.js";
 export * from "./workers.js";
 
 export interface InitProgressReport {
@@ -273,26 +274,6 @@ export declare class ContextWindowSizeExceededError extends InvalidRequestError 
 }
 export declare class EngineNotLoadedError extends Error {}
 export declare class DeviceLostError extends Error {}
-
-export interface CacheQueryOptions {
-  /** Where the weight shards are when not next to the plan. */
-  shardsUrl?: string | URL;
-}
-
-/** Each takes WebLLM's (modelId, appConfig?) or mlcx's (artifactUrl, {shardsUrl}). */
-type CacheTarget = [modelId: string | URL, appConfigOrOptions?: AppConfig | CacheQueryOptions];
-
-/** Whether the artifact is in the browser's Cache API: its config, plan, shaders, tokenizer
- * files and weight shards (a load then fetches nothing). */
-export declare function hasModelInCache(...target: CacheTarget): Promise<boolean>;
-/** Drops the artifact's files and weight shards (and half-downloaded ones) from the cache; the
- * next load fetches them again (do this after rebuilding an artifact at the same URL). */
-export declare function deleteModelInCache(...target: CacheTarget): Promise<void>;
-/** WebLLM's chat config: mlcx-config.json and mlcx-tokenizer.json. */
-export declare function deleteChatConfigInCache(...target: CacheTarget): Promise<void>;
-/** WebLLM's model library: the WebGPU plan and its shaders. */
-export declare function deleteModelWasmInCache(...target: CacheTarget): Promise<void>;
-export declare function deleteModelAllInfoInCache(...target: CacheTarget): Promise<void>;
 
 export declare class ModelNotFoundError extends Error {}
 export declare class SpecifiedModelNotFoundError extends InvalidRequestError {}
