@@ -208,8 +208,8 @@ class BlockFormat:
         """The integer sub-block scale (or minimum) of a super-block kind."""
         if not self.spec.packed:
             return self._group(params["mn" if minimum else "sc"], n, group, dtype)
-        byte = self._raw(params["scm"], n, group)
-        nibble = byte >> tirx.const(4, "uint8") if minimum else byte & tirx.const(15, "uint8")
+        byte = self._raw(params["scm"], n, group).astype("int32")  # WGSL: widened first
+        nibble = byte >> tirx.const(4, "int32") if minimum else byte & tirx.const(15, "int32")
         return nibble.astype(dtype)
 
     def scale_expr(self, params, n, group, dtype: str) -> tirx.PrimExpr:
