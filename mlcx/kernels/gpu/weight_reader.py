@@ -6,7 +6,8 @@ Every format is read in place, as the artifact stores it (mlcx.quantization.form
 - dense f32/f16: eight element reads a step;
 - 5-bit, K-quant and IQ4 blocks (BlockFormat): the word holding the step's low bits (four: as
   for 4-bit groups; Q2_K / Q3_K: two, half a word), plus the word of `qhigh` holding its high
-  bits; IQ4 codes become ggml's table values (block_planes.table_value: no memory read); a
+  bits; IQ4 codes index ggml's value table, copied once into each thread's local array
+  (`local_table`: one indexed read a code, where a select tree doubled the shaders); a
   group's scale is d * sc (K-quants; Q2_K: the low nibble of its scale byte) or the f16
   scale, its offset -dmin * mn (Q2_K: the high nibble), the f16 minimum, or -zero_point * scale;
 - MXFP4: the code word as for 4-bit groups, each code its E2M1 value doubled (a table held in
@@ -21,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tvm import tirx
+from tvm.script.ir_builder import tirx as T
 
 from mlcx.quantization.block_formats import SUPER, BlockFormat
 from mlcx.quantization.block_planes import table_value
@@ -93,12 +95,22 @@ class GpuWeightReader:
             return [bufs["qweight"][row, step]]
         return [bufs["qweight"][row, step * 2], bufs["qweight"][row, step * 2 + 1]]
 
-    def codes(self, loaded: list) -> list[tirx.PrimExpr]:
-        """The eight float32 codes (or dense values) of a step, from what load_step loaded."""
+    def local_table(self) -> tirx.Buffer | None:
+        """A table kind's values as a thread-local float32 [16] array (None: no table)."""
+        if not (self.blocks and self.fmt.table):
+            return None
+        table = T.alloc_buffer((len(self.fmt.table),), "float32", scope="local")
+        for i, value in enumerate(self.fmt.table):
+            T.buffer_store(table, tirx.const(float(value), "float32"), [i])
+        return table
+
+    def codes(self, loaded: list, table: tirx.Buffer | None = None) -> list[tirx.PrimExpr]:
+        """The eight float32 codes (or dense values) of a step, from what load_step loaded
+        (table kinds: their values, from `local_table`'s array where given)."""
         if not self.quantized:
             return loaded
         if self.blocks:
-            return self._block_codes(loaded)
+            return self._block_codes(loaded, table)
         if self.mxfp4:
             (word,) = loaded
             return [
@@ -114,7 +126,7 @@ class GpuWeightReader:
                 out.append(signed.astype("float32"))
         return out
 
-    def _block_codes(self, loaded: list) -> list[tirx.PrimExpr]:
+    def _block_codes(self, loaded: list, table) -> list[tirx.PrimExpr]:
         word, high = loaded[0], loaded[1] if len(loaded) > 1 else None
         low, width = self.fmt.low, self.fmt.high
         codes = []
@@ -122,7 +134,9 @@ class GpuWeightReader:
             code = (word >> _u32(low * i)) & _u32((1 << low) - 1)
             if high is not None:
                 code = code | (((high >> _u32(width * i)) & _u32((1 << width) - 1)) << _u32(low))
-            if self.fmt.table:
+            if table is not None:
+                codes.append(table[code.astype("int32")])
+            elif self.fmt.table:
                 codes.append(table_value(code, self.fmt.table).astype("float32"))
             elif self.fmt.affine:
                 codes.append(code.astype("float32"))
