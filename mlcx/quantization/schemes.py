@@ -107,7 +107,7 @@ QUANTIZATIONS: dict[str, Quantization] = {
             "float32",
             None,
             "keep the GGUF file's tensors (Q4_0/1, Q5_0/1, Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS, "
-            "F16, F32), f32 math",
+            "MXFP4, F16, F32), f32 math",
         ),
         _q("gguf-f16", "float16", None, "keep the GGUF file's block formats, f16 math"),
     ]
