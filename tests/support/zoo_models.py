@@ -29,7 +29,7 @@ GRANITE = {"embedding_multiplier": 2.5, "residual_multiplier": 0.4}
 GRANITE |= {"attention_multiplier": 0.3, "logits_scaling": 4.0}
 CASES = {
     # family: (spec, the GGUF's llama.cpp architecture)
-    "gemma2": (TinySpec(arch="gemma2", seed=91, extra=GEMMA2), "gemma2"),
+    "gemma2": (TinySpec(arch="gemma2", seed=91, tie=True, extra=GEMMA2), "gemma2"),  # as released
     "olmo2": (TinySpec(arch="olmo2", seed=92), "olmo2"),
     "olmo3": (
         TinySpec(
