@@ -1,4 +1,4 @@
-"""GGUFs mixed as llama.cpp's Q3_K_M, Q2_K and IQ4_XS files are (tiny random Llamas, blocks
+"""GGUFs mixed as llama.cpp's Q2_K and IQ4_XS files are (tiny random Llamas, blocks
 laid out by mlcx's encoder from round-to-nearest codes), kept bit for bit on cpu.
 
 - no tensor is dequantized or re-quantized, and every kept weight packed back into GGUF
@@ -90,7 +90,6 @@ def test_blocks_round_trip_bit_for_bit(built, mix):
 @pytest.mark.parametrize(
     "mix, target, parts",
     [
-        ("q3_k_m", "layers.0.attn.qkv", ["q3_k", "q5_k"]),  # v in a type of its own
         ("iq4_xs", "layers.1.mlp.gate_up", ["iq4_xs", "iq4_nl"]),
         ("q2_k", "layers.1.attn.qkv", ["q2_k", "q3_k"]),
     ],

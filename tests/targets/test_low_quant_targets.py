@@ -1,4 +1,4 @@
-"""Tiny GGUFs mixed as llama.cpp's Q3_K_M, Q2_K and IQ4_XS (Q2_K, Q3_K, IQ4_NL, IQ4_XS beside
+"""Tiny GGUFs mixed as llama.cpp's Q2_K and IQ4_XS (Q2_K, Q3_K, IQ4_NL, IQ4_XS beside
 Q4_K .. Q6_K; fused weights of two types) through every GPU target: each linear layer, every
 part of the stacked ones included, is mlcx's GPU kernel reading the file's blocks, no kernel
 is left to dlight's Fallback (the embedding gather reads the blocks too), and `mlcx compile`
@@ -14,7 +14,7 @@ from tests.targets.test_gpu_rules import _rules_used, _unfit
 from tests.targets.test_kquant_targets import GPU_TARGETS, LINEAR_KERNELS, MATRIX_UNITS
 from tests.targets.test_qwen3_targets import LIBRARIES
 
-KINDS = {"q3_k_m": ("q3_k", "q5_k"), "q2_k": ("q2_k", "q3_k"), "iq4_xs": ("iq4_xs", "iq4_nl")}
+KINDS = {"q2_k": ("q2_k", "q3_k"), "iq4_xs": ("iq4_xs", "iq4_nl")}
 
 
 @pytest.fixture(scope="module")

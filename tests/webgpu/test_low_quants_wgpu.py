@@ -1,4 +1,4 @@
-"""GGUFs mixed as llama.cpp's Q3_K_M, Q2_K and IQ4_XS files are (tests/models/
+"""GGUFs mixed as llama.cpp's Q2_K and IQ4_XS files are (tests/models/
 test_gguf_low_quants.py) through the WebGPU plan on this machine's wgpu adapter (lavapipe),
 blocks kept, f32 math (`-q gguf`): transformers' logits (it dequantizes the same file with
 `gguf`) within 1e-4."""
