@@ -17,13 +17,14 @@ from gguf import GGUFReader
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.frontends.source import load_source
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.ggml_blocks import KIND_OF, encode_blocks
 from mlcx.quantization.stacked import StackedFormat
 from tests.models.test_gguf_kquants import _Collect, _file_rows, _sources_in
+from tests.support.compile_cache import compile_model
 from tests.support.harness import assert_prompt_and_greedy_steps_match
 from tests.support.kquant_files import KQUANT_SPEC, LOW_MIXES, write_mix
 from tests.support.reference_pages import reference_pages

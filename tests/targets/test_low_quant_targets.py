@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.kquant_files import KQUANT_SPEC, LOW_MIXES, write_mix
 from tests.targets.test_gpu_rules import _rules_used, _unfit
 from tests.targets.test_kquant_targets import GPU_TARGETS, LINEAR_KERNELS, MATRIX_UNITS
