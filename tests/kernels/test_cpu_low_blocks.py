@@ -50,6 +50,13 @@ def _linear(kind: str, kernels: LinearKernels):
     return tvm.compile(tvm.IRModule({"main": func}), TARGET).mod
 
 
+@functools.cache
+def _experts(spec: ExpertSpec):
+    """The expert kernel of `spec`, built once for every token count."""
+    cfg = KernelConfig.for_target(TARGET)
+    return tvm.compile(tvm.IRModule({"main": build_expert_linear(spec, cfg)}), TARGET).mod
+
+
 def _run(kind: str, tokens: int, kernels: LinearKernels):
     """(kernel output, the float64 rows it multiplied, gguf's weights, the residual)."""
     source, k, n, residual = CASES[kind]
@@ -94,14 +101,13 @@ def test_long_steps_match_int8_math(kind):
 def test_experts_match_gguf_weights(kind, per_slot, fused, swiglu, k, n, tokens):
     fmt = BlockFormat(kind, tiled=True)
     spec = ExpertSpec(fmt, EXPERTS, SLOTS, k, n, per_slot, fused, swiglu)
+    lib = _experts(spec)
     rng = np.random.default_rng(tokens)
     raw = random_blocks(GGUF_TYPE[kind], spec.weight_rows, k, seed=tokens)
     planes = unpack_blocks(raw, GGUF_TYPE[kind], fmt, "w")
     shape = (tokens, SLOTS, spec.input_width) if per_slot else (tokens, spec.input_width)
     x = rng.standard_normal(shape).astype(np.float32)
     ids = rng.integers(0, EXPERTS - 1, (tokens, SLOTS)).astype(np.int32)
-    cfg = KernelConfig.for_target(TARGET)
-    lib = tvm.compile(tvm.IRModule({"main": build_expert_linear(spec, cfg)}), TARGET).mod
     out = tvm.runtime.empty((tokens, SLOTS, n), "float32")
     lib["main"](*[tvm.runtime.tensor(a) for a in [x, ids, *(planes[s] for s in fmt.suffixes)]], out)
     weight = dequantize(raw, GGUF_TYPE[kind]).reshape(spec.weight_rows, k).astype(np.float64)
