@@ -63,6 +63,8 @@ class Family:
     gguf: GGUFSide | None = None
     images: bool = False  # exports prefill_image: image rows replace the image tokens' rows
     encoder: str | None = None  # the image encoder family (frontends.encoders), if any
+    # the targets whose runtimes run the family so far; empty: every target
+    targets: tuple[str, ...] = ()
 
     def config_from_hf(self, config: dict[str, Any]) -> DecoderConfig:
         outer = config

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.errors import ModelSourceError
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.core.config import EngineConfig
@@ -148,3 +149,10 @@ def test_greedy_tokens_match_transformers(llm, folder, reference, size):
     [[completion]] = llm.generate([ids], params, images=[images])
     assert completion.token_ids == out[0, len(ids) :].tolist()
     assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
+
+
+def test_targets_without_m_rope_positions_are_refused(folder, kind, tmp_path):
+    request = CompileRequest(str(folder), target="webgpu", output=tmp_path / "out")
+    with pytest.raises(ModelSourceError, match=f"{kind} compiles for cpu only so far"):
+        compile_model(request)
+    assert not (tmp_path / "out").exists()

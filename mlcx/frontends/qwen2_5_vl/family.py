@@ -18,5 +18,7 @@ FAMILY = replace(
     hf=replace(QWEN2.hf, rules=(hf_mrope(interleaved=False),), text_config="text_config"),
     gguf=GGUFSide("qwen2vl", (gguf_mrope(interleaved=False),), default_rms_eps=1e-6),
     images=True,
+    # the runtimes that pass rope_positions; the WebGPU plan, browser and phone runtimes do not
+    targets=("cpu",),
     encoder="qwen2_5_vl",
 )

@@ -23,5 +23,7 @@ FAMILY = replace(
     ),
     gguf=GGUFSide("qwen3vl", (gguf_mrope(interleaved=True), gguf_deepstack), default_rms_eps=1e-6),
     images=True,
+    # the runtimes that pass rope_positions; the WebGPU plan, browser and phone runtimes do not
+    targets=("cpu",),
     encoder="qwen3_vl",
 )
