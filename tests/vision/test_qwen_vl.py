@@ -18,6 +18,7 @@ from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.rope_positions import token_positions
 from mlcx.runtime.kv import KVCacheManager
 from mlcx.runtime.sample.params import SamplingParams
+from tests.support.compile_cache import compile_model as cached_compile
 from tests.support.tiny_qwen_vl import hf_image_inputs, load_reference, make_tiny_qwen_vl
 from tests.vision.conftest import random_image
 
@@ -39,7 +40,7 @@ def folder(kind, tmp_path_factory):
 def llm(folder, kind, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"{kind}-art") / "art"
     request = CompileRequest(str(folder), quantization="q0f32", output=out, kv_dtype="float32")
-    return LLM(str(compile_model(request)), EngineConfig(kv_blocks=64))
+    return LLM(str(cached_compile(request)), EngineConfig(kv_blocks=64))
 
 
 @pytest.fixture(scope="module")
