@@ -74,10 +74,12 @@ def _greedy_hf(reference, prompt: list[int]) -> tuple[list[int], list[np.ndarray
     return seq[len(prompt) :], rows
 
 
-def assert_matches_transformers(folder: Path, artifact: Path, prompt_tokens: int = 29) -> None:
+def assert_matches_transformers(
+    folder: Path, artifact: Path, prompt_tokens: int = 29, reference=None
+) -> None:
     """fp32 logits within TOL over a `prompt_tokens` prompt and at each of GREEDY greedy steps,
-    with the same tokens."""
-    reference = load_reference(folder)
+    with the same tokens; `reference`: transformers' model where not load_reference(folder)."""
+    reference = reference if reference is not None else load_reference(folder)
     harness = Harness(artifact, num_blocks=32)
     vocab = reference.config.vocab_size
     prompt = np.random.default_rng(7).integers(0, vocab, prompt_tokens).tolist()

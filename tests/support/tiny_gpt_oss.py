@@ -32,11 +32,12 @@ CONFIG = {
     "num_local_experts": EXPERTS,
     "num_experts_per_tok": TOP_K,
     "sliding_window": WINDOW,
-    "max_position_embeddings": 256,
+    "max_position_embeddings": 2048,  # room for the real chat template's tool listing
     "vocab_size": VOCAB,
 }
 # transformers' GptOssConfig default (gpt-oss's own), the original context shortened to the
-# tiny model's 256 positions
+# tiny model's 2048 positions over the factor (the ramp's unrounded upper end, 3.1, is not
+# llama.cpp's rounded 4)
 ROPE = {
     "rope_type": "yarn",
     "rope_theta": 150000.0,
@@ -44,7 +45,7 @@ ROPE = {
     "beta_fast": 32.0,
     "beta_slow": 1.0,
     "truncate": False,
-    "original_max_position_embeddings": 8,
+    "original_max_position_embeddings": 64,
 }
 NOT_CONVERTED = [
     "model.layers.*.self_attn",
