@@ -75,11 +75,15 @@ def _tokenizer(folder: Path) -> dict[str, int]:
     (folder / "tokenizer_config.json").write_text(json.dumps(config))
     template = (TEMPLATES / "gpt_oss.jinja").read_text(encoding="utf-8")
     (folder / "chat_template.jinja").write_text(template, encoding="utf-8")
-    # gpt-oss's generation config: a reply ends at <|return|> or <|call|>
+    return ids
+
+
+def _generation_config(folder: Path, ids: dict[str, int]) -> None:
+    """gpt-oss's: a reply ends at <|return|> or <|call|> (after save_pretrained, which writes
+    the model config's single eos)."""
     eos = [ids["<|return|>"], ids["<|endoftext|>"], ids["<|call|>"]]
     generation = {"bos_token_id": ids["<|startoftext|>"], "eos_token_id": eos}
     (folder / "generation_config.json").write_text(json.dumps(generation))
-    return ids
 
 
 def _blocks(seed: int):
@@ -173,6 +177,7 @@ def make_tiny_gpt_oss(root: Path, seed: int = 41) -> TinyGptOss:
     ids = _tokenizer(made.dense)
     model, blocks = _model(ids, seed)
     model.save_pretrained(made.dense)
+    _generation_config(made.dense, ids)
     _mxfp4_folder(made.dense, made.mxfp4, blocks)
     return made
 
