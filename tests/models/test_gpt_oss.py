@@ -112,3 +112,13 @@ def test_logits_and_greedy_tokens_match_transformers(gpt_oss, source):
         prompt_tokens=PROMPT,
         reference=reference,
     )
+
+
+def test_the_gguf_ends_a_reply_where_the_folder_does(gpt_oss):
+    """`<|return|>` and `<|call|>` (the folder's generation config; the GGUF names one eos,
+    llama.cpp finds the other by its text)."""
+    from mlcx.runtime.text.tokenizer import Tokenizer
+
+    folder, file = (Tokenizer.from_dir(gpt_oss.artifact(s)) for s in ("mxfp4", "gguf"))
+    ends = {folder.token_to_id(t) for t in ("<|return|>", "<|call|>")}
+    assert ends <= set(folder.eos_token_ids) and ends == set(file.eos_token_ids)
