@@ -122,3 +122,12 @@ def test_the_gguf_ends_a_reply_where_the_folder_does(gpt_oss):
     folder, file = (Tokenizer.from_dir(gpt_oss.artifact(s)) for s in ("mxfp4", "gguf"))
     ends = {folder.token_to_id(t) for t in ("<|return|>", "<|call|>")}
     assert ends <= set(folder.eos_token_ids) and ends == set(file.eos_token_ids)
+
+
+def test_the_default_int16_kernels_keep_the_greedy_tokens(gpt_oss):
+    """`mlcx compile`'s default cpu kernels (int16 activations against the MXFP4 codes): the
+    logits within 1e-3 (two int16 roundings through the gated product), the same 32 tokens."""
+    folder = gpt_oss.source("mxfp4")
+    artifact = gpt_oss.artifact("mxfp4", kernels="int16")
+    reference = load_mxfp4_reference(folder)
+    assert_matches_transformers(folder, artifact, PROMPT, reference, tol=1e-3)

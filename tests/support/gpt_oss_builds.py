@@ -4,8 +4,8 @@
 Sources: the unquantized HF folder, the HF folder with MXFP4 `*_blocks` / `*_scales` experts,
 and the GGUF llama.cpp's own converter writes of the MXFP4 folder (its experts MXFP4 blocks,
 ggml type 39). CPU artifacts keep f32 pages and compute MXFP4 linears with the float kernels
-(LinearKernels.FLOAT: the reference's arithmetic), so logits can be held to 1e-4; the int16
-kernels' rounding is the kernel tests' business (tests/kernels/test_gpt_oss_experts.py).
+unless asked (LinearKernels.FLOAT: the reference's arithmetic), so logits can be held to 1e-4;
+the default int16 kernels round the activations (tests/kernels/test_gpt_oss_experts.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ SOURCES = ("hf", "mxfp4", "gguf")
 class GptOssBuilds:
     def __init__(self, root: Path):
         self.root = root
-        self._artifacts: dict[tuple[str, str], Path] = {}
+        self._artifacts: dict[tuple[str, str, str], Path] = {}
 
     @cached_property
     def folders(self) -> TinyGptOss:
@@ -41,20 +41,20 @@ class GptOssBuilds:
         paths = {"hf": self.folders.dense, "mxfp4": self.folders.mxfp4}
         return self.gguf if name == "gguf" else paths[name]
 
-    def artifact(self, name: str, target: str = "cpu") -> Path:
+    def artifact(self, name: str, target: str = "cpu", kernels: str = "float") -> Path:
         """Source `name` compiled for `target` (cached): q0f32 for the folders and for the
         GGUF on GPU targets (f32 activations; MXFP4 experts kept under every scheme), the
-        file's own types on cpu."""
-        key = (name, target)
+        file's own types on cpu; `kernels`: the cpu linear kernels (LinearKernels' value)."""
+        key = (name, target, kernels)
         if key not in self._artifacts:
-            quant = None if key == ("gguf", "cpu") else "q0f32"
-            kernels = LinearKernels.FLOAT if target == "cpu" else None
+            quant = None if (name, target) == ("gguf", "cpu") else "q0f32"
+            chosen = LinearKernels(kernels) if target == "cpu" else None
             request = CompileRequest(
                 str(self.source(name)),
                 target,
                 quant,
-                output=self.root / f"art-{name}-{target}",
-                options=BuildOptions(linear_kernels=kernels),
+                output=self.root / f"art-{name}-{target}-{kernels}",
+                options=BuildOptions(linear_kernels=chosen),
                 **reference_pages(target),
             )
             self._artifacts[key] = compile_model(request)
