@@ -3,9 +3,10 @@
 
 Sources: the unquantized HF folder, the HF folder with MXFP4 `*_blocks` / `*_scales` experts,
 and the GGUF llama.cpp's own converter writes of the MXFP4 folder (its experts MXFP4 blocks,
-ggml type 39). CPU artifacts keep f32 pages and compute MXFP4 linears with the float kernels
-unless asked (LinearKernels.FLOAT: the reference's arithmetic), so logits can be held to 1e-4;
-the default int16 kernels round the activations (tests/kernels/test_gpt_oss_experts.py).
+ggml type 39); compiles go through the tests' artifact cache (tests/support/compile_cache.py).
+CPU artifacts keep f32 pages and compute MXFP4 linears with the float kernels unless asked
+(LinearKernels.FLOAT: the reference's arithmetic), so logits can be held to 1e-4; the default
+int16 kernels round the activations (tests/kernels/test_gpt_oss_experts.py).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.targets.base import BuildOptions
+from tests.support.compile_cache import compile_model
 from tests.support.llamacpp_convert import convert
 from tests.support.reference_pages import reference_pages
 from tests.support.tiny_gpt_oss import TinyGptOss, make_tiny_gpt_oss
