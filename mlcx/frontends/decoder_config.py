@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mlcx.kernels.mrope import check_sections
+from mlcx.kernels.moe_options import GluActivation, MoEOptions
 from mlcx.kernels.rope_scaling import scaled_context
 
 # The RMSNorms of a decoder layer, by layout (the norm parameters' names, in order):
@@ -79,6 +80,16 @@ class DecoderConfig:
     # image rows carry this many more blocks of hidden_size features, block i added to the
     # image tokens' hidden states after layer i (Qwen3-VL's deepstack)
     deepstack_layers: int = 0
+    # the MoE's routing and experts beyond a softmax router over SwiGLU experts, as plain fields
+    # of mlcx.kernels.moe_options.MoEOptions (moe_options), so the config stays JSON
+    router_bias: bool = False  # a bias on the router's logits
+    topk_softmax: bool = False  # the top k logits, then a softmax over those k (gpt-oss)
+    expert_bias: bool = False  # a bias on every expert's gate/up and down rows
+    # the experts' gated activation: (clip(up) + glu_up_shift) * g * sigmoid(glu_alpha * g),
+    # g = min(gate, glu_limit), up clipped to +-glu_limit (0: no clamps); 1, 0, 0 is SwiGLU
+    glu_alpha: float = 1.0
+    glu_limit: float = 0.0
+    glu_up_shift: float = 0.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -156,6 +167,19 @@ class DecoderConfig:
             )
         if self.expert_intermediate_size <= 0:
             raise ValueError("model config: an MoE needs a positive expert intermediate size")
+        try:
+            options = self.moe_options
+        except ValueError as err:
+            raise ValueError(f"model config: {err}") from None
+        if not options.glu.plain and self.hidden_act != "silu":
+            raise ValueError("model config: a clamped or scaled SwiGLU needs hidden_act silu")
+
+    @property
+    def moe_options(self) -> MoEOptions:
+        """The MoE's routing and expert options, validated (MoEOptions)."""
+        glu = GluActivation(self.glu_alpha, self.glu_limit or None, self.glu_up_shift)
+        scoring = "topk_softmax" if self.topk_softmax else "softmax"
+        return MoEOptions(self.router_bias, scoring, self.norm_topk_prob, self.expert_bias, glu)
 
     @property
     def is_moe(self) -> bool:

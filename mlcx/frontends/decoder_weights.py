@@ -8,6 +8,8 @@ tensor, else its parts are concatenated by rows.
 
 from __future__ import annotations
 
+import numpy as np
+
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.permute import unpermute_rows
 from mlcx.frontends.weight_names import WeightNames
@@ -69,22 +71,36 @@ class _Layer:
         return [self.linear("mlp.gate_up", *gate_up), self.linear("mlp.down", "down")]
 
     def _experts(self) -> list[WeightSpec]:
-        names, i = self.names, self.i
+        names, i, options = self.names, self.i, self.cfg.moe_options
         experts = range(1 if names.stacked("expert_down") else self.cfg.num_experts)
 
-        def each(slot: str) -> tuple[str, ...]:
-            return tuple(names.name(slot, i, e) for e in experts)
+        def each(*slots: str) -> tuple[str, ...]:
+            return tuple(names.name(slot, i, e) for slot in slots for e in experts)
 
+        def biases(target: str, *slots: str) -> list[WeightSpec]:
+            if not options.expert_bias:
+                return []
+            sources = each(*slots)  # [experts, rows] where stacked: one value per stacked row
+            flat = (_flat,) * len(sources)
+            return [WeightSpec(self.dst + target, Role.VECTOR, sources, flat)]
+
+        # dense (VECTOR role: the activation dtype, never quantized; llama.cpp keeps the
+        # router in float too: top-k choices are sensitive to rounding)
+        specs = [WeightSpec(self.dst + "moe.router", Role.VECTOR, self.src("router"))]
+        if options.router_bias:
+            specs.append(self.vector("moe.router_bias", "router_bias"))
         return [
-            # dense (VECTOR role: the activation dtype, never quantized; llama.cpp keeps the
-            # router in float too: top-k choices are sensitive to rounding)
-            WeightSpec(self.dst + "moe.router", Role.VECTOR, self.src("router")),
+            *specs,
             # every expert's gate rows, then every expert's up rows (mlcx.kernels.moe's layout)
-            WeightSpec(
-                self.dst + "moe.gate_up", Role.LINEAR, each("expert_gate") + each("expert_up")
-            ),
+            WeightSpec(self.dst + "moe.gate_up", Role.LINEAR, each("expert_gate", "expert_up")),
             WeightSpec(self.dst + "moe.down", Role.LINEAR, each("expert_down")),
+            *biases("moe.gate_up_bias", "expert_gate_bias", "expert_up_bias"),
+            *biases("moe.down_bias", "expert_down_bias"),
         ]
+
+
+def _flat(rows: np.ndarray) -> np.ndarray:
+    return rows.reshape(-1)
 
 
 def decoder_weights(cfg: DecoderConfig, names: WeightNames) -> list[WeightSpec]:

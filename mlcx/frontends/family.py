@@ -10,7 +10,7 @@ defining FAMILY, and nothing else unless its math is new; the registry finds it 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.nn.causal_lm import CausalLM
 from mlcx.frontends.rules import gguf as gguf_rules
 from mlcx.frontends.rules import hf as hf_rules
+from mlcx.frontends.tensors import TensorSource
 from mlcx.frontends.weight_names import GGUF, LLAMA_HF, WeightNames
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.kernels.attention import PagedKVOps
@@ -38,6 +39,9 @@ class HFSide:
     checks: tuple[hf_rules.HFCheck, ...] = ()  # refusals, before anything is read
     # the text model's config sits under this key (a multimodal folder's `text_config`)
     text_config: str | None = None
+    # the checkpoint's tensors as `names` names them, where the family stores some otherwise
+    # (gpt-oss: experts transposed, or as MXFP4 *_blocks/*_scales, gate and up interleaved)
+    view: Callable[[TensorSource, DecoderConfig], TensorSource] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,9 @@ class Family:
         for rule in rules:
             cfg = dataclasses.replace(cfg, **rule(reader, cfg))
         return cfg
+
+    def hf_tensors(self, ckpt: TensorSource, cfg: DecoderConfig) -> TensorSource:
+        return ckpt if self.hf.view is None else self.hf.view(ckpt, cfg)
 
     def hf_weights(self, cfg: DecoderConfig) -> list[WeightSpec]:
         return decoder_weights(cfg, self.hf.names)

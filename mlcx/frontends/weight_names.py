@@ -102,6 +102,8 @@ GGUF = WeightNames(
         "mlp_post_norm": "blk.{i}.post_ffw_norm.weight",
         **{p: f"blk.{{i}}.ffn_{p}.weight" for p in ("gate", "up", "down")},
         "router": "blk.{i}.ffn_gate_inp.weight",
+        "router_bias": "blk.{i}.ffn_gate_inp.bias",
         **{f"expert_{p}": f"blk.{{i}}.ffn_{p}_exps.weight" for p in ("gate", "up", "down")},
+        **{f"expert_{p}_bias": f"blk.{{i}}.ffn_{p}_exps.bias" for p in ("gate", "up", "down")},
     }
 )
