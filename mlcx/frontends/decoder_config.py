@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mlcx.kernels.mrope import check_sections
 from mlcx.kernels.moe_options import GluActivation, MoEOptions
+from mlcx.kernels.mrope import check_sections
 from mlcx.kernels.rope_scaling import scaled_context
 
 # The RMSNorms of a decoder layer, by layout (the norm parameters' names, in order):
