@@ -3,7 +3,9 @@ gated MLP, their outputs summed by the router weights (Qwen3-MoE, Mixtral, OLMoE
 
 Parameters of layer i's MoE (`layers.i.moe.`): `router` [experts, hidden], dense (llama.cpp keeps
 `ffn_gate_inp` in float too: the top-k choice is sensitive to rounding); `gate_up` and `down`
-stacked over experts (mlcx.kernels.moe's layout) in any weight format.
+stacked over experts (mlcx.kernels.moe's layout) in any weight format. A shared expert where
+the config has one (Qwen3.5-MoE): `shared_gate_up`, `shared_down`, a gated MLP every token
+takes, scaled by sigmoid(x . `shared_router`) ([1, hidden], dense as the router).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import ACTIVATIONS, Formats
+from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.linear import matmul_te
 from mlcx.kernels.moe import experts_down_te, experts_gate_up_te, topk_ids_te, topk_weights_te
 from mlcx.quantization.formats import WeightFormat, format_from_name
@@ -45,6 +48,15 @@ class MoEMLP(nn.Module):
             2 * experts * width, cfg.hidden_size, formats[prefix + "gate_up"]
         )
         self.down = StackedExperts(experts * cfg.hidden_size, width, formats[prefix + "down"])
+        shared, hidden = cfg.shared_expert_size, cfg.hidden_size
+        if shared:
+            self.shared_gate_up = QLinear(
+                hidden, 2 * shared, formats[prefix + "shared_gate_up"], dtype, False
+            )
+            self.shared_down = QLinear(
+                shared, hidden, formats[prefix + "shared_down"], dtype, False
+            )
+            self.shared_router = nn.Parameter((1, hidden), dtype)
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         cfg, k = self.cfg, self.cfg.experts_per_token
@@ -56,18 +68,28 @@ class MoEMLP(nn.Module):
         gate, up = op.split(self._gate_up(x, ids), 2, axis=-1)
         y = self._down(self.act(gate) * up, ids)  # [tokens, k, hidden]
         mixed = op.sum(y.astype("float32") * op.unsqueeze(weights, -1), axis=1)
+        if cfg.shared_expert_size:
+            mixed = mixed + self._shared(x)
         return mixed.astype(x.dtype)
 
-    def _router(self, x: nn.Tensor) -> nn.Tensor:
+    def _shared(self, x: nn.Tensor) -> nn.Tensor:
+        """The shared expert's output times its sigmoid gate, in float32."""
+        gate, up = op.split(self.shared_gate_up(x), 2, axis=-1)
+        y = self.shared_down(self.act(gate) * up)
+        y = y if y.dtype == "float32" else y.astype("float32")
+        return y * op.sigmoid(self._router(x, self.shared_router))
+
+    def _router(self, x: nn.Tensor, weight: nn.Parameter | None = None) -> nn.Tensor:
         """Router logits in float32, as a linear layer of float weights: targets swap it for
         their linear kernels (a transpose and a plain matmul cost a quarter of a CPU decode)."""
-        fmt, experts = format_from_name(self.router.dtype), self.cfg.num_experts
+        weight = self.router if weight is None else weight
+        fmt, rows = format_from_name(weight.dtype), int(weight.shape[0])
         x32 = x if x.dtype == "float32" else x.astype("float32")
 
         def compute(xt, wt):
-            return matmul_te(xt, {"weight": wt}, fmt, experts)
+            return matmul_te(xt, {"weight": wt}, fmt, rows)
 
-        return op.tensor_expr_op(compute, "router", [x32, self.router])
+        return op.tensor_expr_op(compute, "router", [x32, weight])
 
     def _gate_up(self, x: nn.Tensor, ids: nn.Tensor) -> nn.Tensor:
         stack, cfg = self.gate_up, self.cfg
