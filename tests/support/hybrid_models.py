@@ -18,6 +18,7 @@ from pathlib import Path
 from tests.support.tiny_models import TinySpec, load_reference
 
 PROMPT = 150  # more than two of the delta rule's 64-token prefill chunks
+CHUNK = 64  # the artifacts' prefill chunk: the runtime's chunks cut the prompt too
 LINEAR = {
     "head_dim": 16,
     "linear_num_key_heads": 2,
@@ -111,3 +112,52 @@ def add_mtp(folder: Path, config, seed: int) -> None:
         tensors[f"mtp.{norm}.weight"] = torch.zeros(hidden)
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
     _edit_config(folder, lambda c: {**c, "mtp_num_hidden_layers": 1})
+
+
+_BUILT: dict = {}
+
+
+def hybrid_folder(factory, name: str) -> Path:
+    """The sharpened tiny folder of family `name` (SPECS), once per test session."""
+    key = ("folder", name)
+    if key not in _BUILT:
+        from tests.support.tiny_models import make_tiny_model
+
+        root = _root(factory)
+        spec = SPECS[name]
+        _BUILT[key] = sharpened(make_tiny_model(root / "raw", spec), root / name, spec.seed)
+    return _BUILT[key]
+
+
+def hybrid_gguf(factory, name: str) -> Path:
+    """The folder as llama.cpp's own converter writes it (f32), once per session."""
+    from tests.support.llamacpp_convert import convert
+
+    return convert(hybrid_folder(factory, name), _root(factory) / f"{name}.gguf")
+
+
+def compiled_hybrid(
+    factory, name: str, source: str = "hf", target: str = "cpu", quantization: str | None = None
+) -> Path:
+    """The artifact of family `name` from its folder ("hf", q0f32 unless told) or its GGUF
+    ("gguf"), compiled once per session with prefill chunks of CHUNK tokens (so a PROMPT
+    takes three steps) and f32 KV pages on cpu."""
+    from mlcx.compile.model import CompileRequest, compile_model
+    from tests.support.reference_pages import reference_pages
+
+    key = (name, source, target, quantization)
+    if key not in _BUILT:
+        model = hybrid_folder(factory, name) if source == "hf" else hybrid_gguf(factory, name)
+        quant = quantization or ("q0f32" if source == "hf" else None)
+        out = _root(factory) / "-".join(str(k) for k in key)
+        request = CompileRequest(
+            str(model), target, quant, out, prefill_chunk=CHUNK, **reference_pages(target)
+        )
+        _BUILT[key] = compile_model(request)
+    return _BUILT[key]
+
+
+def _root(factory) -> Path:
+    if "root" not in _BUILT:
+        _BUILT["root"] = factory.mktemp("hybrid")
+    return _BUILT["root"]
