@@ -69,15 +69,19 @@ def test_a_second_chat_turn_resumes_from_the_saved_state(artifact, prompts, alon
 
 def test_an_aborted_request_frees_its_slot(artifact, prompts, alone):
     engine = Engine(artifact, EngineConfig(max_batch=2))
-    engine.add_request("gone", prompts[1], GREEDY)
+    engine.add_request("gone", prompts[0], GREEDY)
     engine.add_request("kept", prompts[2], GREEDY)
-    engine.step()
-    engine.step()
+    out: dict[str, list[int]] = {"kept": [], "gone": []}
+
+    def step() -> None:
+        for delta in engine.step():
+            out[delta.request_id].extend(delta.token_ids)
+
+    step()
+    step()
     assert engine.stats().state_slots_in_use == 2
     engine.abort("gone")
-    out: dict[str, list[int]] = {"kept": []}
     while engine.has_work():
-        for delta in engine.step():
-            out.get(delta.request_id, []).extend(delta.token_ids)
-    assert out["kept"] == alone[2]
+        step()
+    assert out["kept"] == alone[2] and len(out["gone"]) < MAX_TOKENS
     assert engine.stats().state_slots_in_use == 0

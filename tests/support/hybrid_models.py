@@ -161,3 +161,19 @@ def _root(factory) -> Path:
     if "root" not in _BUILT:
         _BUILT["root"] = factory.mktemp("hybrid")
     return _BUILT["root"]
+
+
+# Qwen3.5 at K-quant shapes: every matrix's in_features a multiple of 256
+QWEN35_K = TinySpec(
+    arch="qwen3_5",
+    hidden=256,
+    intermediate=512,
+    layers=4,
+    seed=104,
+    extra={
+        **LINEAR,
+        "head_dim": 64,
+        "linear_key_head_dim": 32,
+        "linear_value_head_dim": 64,  # 4 v heads of 64: the output projection's 256
+    },
+)

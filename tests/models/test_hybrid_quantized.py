@@ -1,0 +1,116 @@
+"""Hybrid models in mlcx's quantized formats; the conv taps and the delta rule's parameters
+stay float in every one.
+
+- GGUF blocks kept: a tiny Qwen3.5 at K-quant shapes as llama.cpp's converter writes it, its
+  matrices rewritten in a Q4_K_M-like mix (Q4_K, Q6_K, Q5_0, Q8_0 and Q4_0; the Gated DeltaNet's
+  q|k|v, z, b and a rows a stack of two block types) against the same file dequantized to F32 by
+  the `gguf` package;
+- group formats from a Hugging Face folder (q4f32 on cpu): the tiny LFM2 against its q0f32
+  artifact carrying the q4 weights unpacked in numpy.
+Each within 1e-4 over a prompt in three prefill steps and 8 decode steps.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as GT
+
+from mlcx.artifact.config import Artifact
+from mlcx.artifact.weight_shards import ShardWriter, load_arrays
+from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.quantization.formats import format_from_name
+from tests.support.gguf_requantize import dequantized, requantize
+from tests.support.harness import Harness
+from tests.support.hybrid_models import CHUNK, PROMPT, QWEN35_K, compiled_hybrid, sharpened
+from tests.support.llamacpp_convert import convert
+from tests.support.tiny_models import make_tiny_model
+
+TOL = 1e-4
+# suffix -> type, the first match wins (llama-quantize's Q4_K_M in miniature)
+MIX = {
+    "attn_qkv.weight": GT.Q4_K,
+    "attn_gate.weight": GT.Q4_K,
+    "ssm_beta.weight": GT.Q8_0,
+    "ssm_alpha.weight": GT.Q8_0,
+    "ssm_out.weight": GT.Q6_K,
+    "attn_q.weight": GT.Q4_K,
+    "attn_k.weight": GT.Q4_K,
+    "attn_v.weight": GT.Q6_K,
+    "attn_output.weight": GT.Q5_0,
+    "ffn_gate.weight": GT.Q4_0,
+    "ffn_up.weight": GT.Q4_K,
+    "ffn_down.weight": GT.Q6_K,
+    "token_embd.weight": GT.Q8_0,
+    "output.weight": GT.Q6_K,
+}
+STATE_PARAMS = ("conv_weight", "dt_bias", ".a", "norm_weight")
+
+
+def _same_logits(want_art: Path, got_art: Path, vocab: int) -> None:
+    want, got = Harness(want_art, num_blocks=32), Harness(got_art, num_blocks=32)
+    prompt = np.random.default_rng(5).integers(0, vocab, PROMPT).tolist()
+    for i in range(0, PROMPT, CHUNK):
+        feed = {0: prompt[i : i + CHUNK]}
+        assert np.abs(want.step(feed, True)[0] - got.step(feed, True)[0]).max() <= TOL
+    for token in np.random.default_rng(6).integers(0, vocab, 8).tolist():
+        assert np.abs(want.decode({0: token})[0] - got.decode({0: token})[0]).max() <= TOL
+
+
+@pytest.fixture(scope="module")
+def gguf_pair(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hybrid-kquants")
+    folder = sharpened(make_tiny_model(root / "raw", QWEN35_K), root / "hf", QWEN35_K.seed)
+    mixed = requantize(convert(folder, root / "f32.gguf"), root / "mix.gguf", MIX)
+    reference = dequantized(mixed, root / "reference.gguf")
+    return [
+        compile_model(CompileRequest(str(path), output=root / path.stem, kv_dtype="float32"))
+        for path in (mixed, reference)
+    ]
+
+
+def test_the_file_s_blocks_are_kept_and_the_state_parameters_stay_float(gguf_pair):
+    mixed, _ = gguf_pair
+    config = Artifact(mixed).config
+    formats = {t: format_from_name(f) for t, f in config.weight_formats.items()}
+    in_proj = formats["layers.0.delta.in_proj"]  # q|k|v and z Q4_K, then b and a Q8_0
+    assert [f.row_major.name for _, f in in_proj.parts] == ["q4_k", "int8-sym-g32-float16"]
+    assert formats["layers.0.delta.out_proj"].row_major.name == "q6_k"
+    arrays = dict(load_arrays(Artifact(mixed).params_dir))
+    state = [n for n in arrays if n.startswith("layers.0.delta.") and n.endswith(STATE_PARAMS)]
+    assert len(state) == 4 and all(arrays[n].dtype == np.float32 for n in state)
+
+
+def test_the_kept_blocks_compute_as_the_dequantized_file(gguf_pair):
+    mixed, reference = gguf_pair
+    _same_logits(reference, mixed, Artifact(mixed).config.model.vocab_size)
+
+
+def _with_weights_of(dense: Path, quantized: Path, out: Path) -> Path:
+    """A copy of the `dense` artifact whose matrices are `quantized`'s, unpacked."""
+    shutil.copytree(dense, out, ignore=shutil.ignore_patterns("params"))
+    ours, theirs = Artifact(dense).config.weight_formats, Artifact(quantized).config.weight_formats
+    source = dict(load_arrays(Artifact(quantized).params_dir))
+    writer, packed = ShardWriter(out / "params"), {}
+    for name, array in load_arrays(Artifact(dense).params_dir):
+        target, suffix = name.rsplit(".", 1)
+        if target in ours:
+            if target not in packed:
+                fmt = format_from_name(theirs[target])
+                planes = {s: source[f"{target}.{s}"] for s in fmt.suffixes}
+                packed[target] = format_from_name(ours[target]).pack(fmt.unpack(planes))
+            array = packed[target][suffix]
+        writer.add(name, array)
+    writer.finish()
+    return out
+
+
+def test_q4f32_computes_as_its_weights_unpacked(tmp_path_factory, tmp_path):
+    quantized = compiled_hybrid(tmp_path_factory, "lfm2", quantization="q4f32")
+    formats = Artifact(quantized).config.weight_formats
+    assert format_from_name(formats["layers.0.conv.in_proj"]).row_major.name.startswith("int4")
+    reference = _with_weights_of(compiled_hybrid(tmp_path_factory, "lfm2"), quantized, tmp_path)
+    _same_logits(reference, quantized, Artifact(quantized).config.model.vocab_size)
