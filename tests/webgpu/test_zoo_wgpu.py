@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mlcx.compile.model import CompileRequest, compile_model
-from tests.support.harness import Harness
+from tests.support.harness import Harness, assert_backends_agree
 from tests.support.reference_pages import reference_pages
 from tests.support.zoo_models import CASES, PROMPT, sharpened
 from tests.targets.test_gpu_rules import _rules_used, _unfit
@@ -42,13 +42,7 @@ def test_webgpu_plan_matches_the_cpu_backend(adapter, family, tmp_path):
         for target in ("cpu", "webgpu")
     )
     prompts = {1: np.random.default_rng(3).integers(3, 300, PROMPT).tolist(), 2: [5, 9, 11]}
-    want, got = cpu.step(prompts, all_rows=True), gpu.step(prompts, all_rows=True)
-    for seq in prompts:
-        assert np.abs(want[seq] - got[seq]).max() <= TOL
-    for token in (17, 250, 3):
-        want, got = cpu.decode({1: token, 2: token}), gpu.decode({1: token, 2: token})
-        for seq in prompts:
-            assert np.abs(want[seq] - got[seq]).max() <= TOL
+    assert_backends_agree(cpu, gpu, prompts, (17, 250, 3), TOL)
 
 
 @pytest.mark.parametrize("target", ["cuda", "webgpu"])

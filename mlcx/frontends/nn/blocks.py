@@ -69,6 +69,9 @@ class PagedAttention(nn.Module):
         )
         self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
         self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
+        # attention sinks in the activations' dtype, like the other vectors (bf16 sinks are
+        # exact in f16)
+        self.sinks = nn.Parameter((cfg.num_heads,), dtype) if cfg.attn_sinks else None
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
@@ -95,7 +98,8 @@ class PagedAttention(nn.Module):
         if self.q_scale != 1.0:
             q = q * self.q_scale
         pages = self.kv.append(pages, k, v, step.slots)
-        out = self.kv.attend(q, pages, step, decode, self.window, self.cfg.attn_logit_softcap)
+        options = (self.window, self.cfg.attn_logit_softcap, self.sinks)
+        out = self.kv.attend(q, pages, step, decode, *options)
         out = op.reshape(out, (tokens, cfg.num_heads * dim))
         if gate is not None:
             out = out * op.sigmoid(op.reshape(gate, (tokens, cfg.num_heads * dim)))
