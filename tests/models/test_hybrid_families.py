@@ -72,22 +72,40 @@ def test_the_artifact_records_each_state_layers_tensors(family, tmp_path_factory
         assert [t.shape for t in config.state_tensors if t.name == "recurrent"] == [recurrent] * 3
 
 
-@pytest.mark.parametrize("source", ["hf", "gguf"])
-def test_logits_and_greedy_tokens_match_transformers(family, source, tmp_path_factory):
-    name, folder = family
-    artifact = compiled_hybrid(tmp_path_factory, name, source)
+@pytest.fixture(scope="module")
+def greedy(family) -> tuple[list[int], np.ndarray]:
+    """transformers' greedy run (the prompt, then GREEDY tokens decoded with its own cache) and
+    the logits of every row from one forward over the whole sequence, once per family."""
+    import torch
+
+    _, folder = family
     reference = load_reference(folder)
-    harness = Harness(artifact, num_blocks=32)
-    prompt = np.random.default_rng(7).integers(0, reference.config.vocab_size, PROMPT).tolist()
+    rng = np.random.default_rng(7)
+    seq = rng.integers(0, reference.config.vocab_size, PROMPT).tolist()
+    with torch.no_grad():
+        out = reference(torch.tensor([seq]), use_cache=True)
+        for _ in range(GREEDY):
+            seq.append(int(out.logits[0, -1].argmax()))
+            out = reference(torch.tensor([seq[-1:]]), past_key_values=out.past_key_values)
+    logits = hf_logits(reference, seq)
+    # the cached decode chose what the whole-sequence forward chooses
+    assert logits[PROMPT - 1 : -1].argmax(-1).tolist() == seq[PROMPT:]
+    return seq, logits
+
+
+@pytest.mark.parametrize("source", ["hf", "gguf"])
+def test_logits_and_greedy_tokens_match_transformers(family, greedy, source, tmp_path_factory):
+    name, _ = family
+    seq, want = greedy
+    harness = Harness(compiled_hybrid(tmp_path_factory, name, source), num_blocks=32)
     steps = [
-        harness.step({0: prompt[i : i + CHUNK]}, all_rows=True)[0] for i in range(0, PROMPT, CHUNK)
+        harness.step({0: seq[i : min(i + CHUNK, PROMPT)]}, all_rows=True)[0]
+        for i in range(0, PROMPT, CHUNK)
     ]
     got = np.concatenate(steps)
-    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
-    seq, row = list(prompt), got[-1]
-    for _ in range(GREEDY):
-        seq.append(int(np.argmax(row)))
-        want = hf_logits(reference, seq)
-        assert int(np.argmax(want[-2])) == seq[-1]
-        row = harness.decode({0: seq[-1]})[0]
-        assert np.abs(row - want[-1]).max() <= TOL
+    assert np.abs(got - want[:PROMPT]).max() <= TOL
+    row = got[-1]
+    for pos in range(PROMPT, PROMPT + GREEDY):
+        assert int(np.argmax(row)) == seq[pos]  # the greedy token transformers chose
+        row = harness.decode({0: seq[pos]})[0]
+        assert np.abs(row - want[pos]).max() <= TOL

@@ -9,6 +9,7 @@ import shutil
 
 import numpy as np
 import pytest
+from safetensors import safe_open
 
 from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.source import load_source
@@ -27,19 +28,14 @@ VISION = {
 }
 
 
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    """The tiny Qwen3.5's text weights inside a multimodal checkpoint (random vision tower)."""
+def _multimodal(text, out, config_class, model_class):
+    """A multimodal checkpoint (random vision tower) of the text folder `text`'s weights."""
     import torch
     from safetensors.torch import load_file, save_file
-    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 
-    text = hybrid_folder(tmp_path_factory, "qwen3_5")
-    out = tmp_path_factory.mktemp("qwen3_5-released")
-    text_config = load_reference(text).config.to_dict()
-    config = Qwen3_5Config(text_config=text_config, vision_config=VISION)
+    config = config_class(text_config=load_reference(text).config.to_dict(), vision_config=VISION)
     torch.manual_seed(0)
-    Qwen3_5ForConditionalGeneration(config).save_pretrained(out)
+    model_class(config).save_pretrained(out)
     tensors = load_file(out / "model.safetensors")
     for name, value in load_file(text / "model.safetensors").items():
         mapped = name.replace("model.", "model.language_model.", 1)
@@ -48,14 +44,43 @@ def released(tmp_path_factory):
     save_file(tensors, out / "model.safetensors", metadata={"format": "pt"})
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(text / name, out / name)
-    return text, out
+    return out
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """The tiny Qwen3.5's text weights inside a multimodal checkpoint."""
+    from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
+
+    text = hybrid_folder(tmp_path_factory, "qwen3_5")
+    out = tmp_path_factory.mktemp("qwen3_5-released")
+    return text, _multimodal(text, out, Qwen3_5Config, Qwen3_5ForConditionalGeneration)
+
+
+def _read_alike(text, folder, family: str) -> None:
+    ours, theirs = load_source(str(folder)), load_source(str(text))
+    assert (ours.arch.name, theirs.arch.name) == (family + "_vl", family)
+    assert ours.config == theirs.config
+    renamed = [
+        tuple(n.replace("model.", "model.language_model.", 1) for n in spec.sources)
+        for spec in theirs.weights
+    ]
+    assert [spec.sources for spec in ours.weights] == renamed
+    stored = set(safe_open(folder / "model.safetensors", "np").keys())
+    assert {n for spec in ours.weights for n in spec.sources} <= stored
 
 
 def test_the_text_model_reads_as_the_text_only_folder(released):
-    text, folder = released
-    ours, theirs = load_source(str(folder)), load_source(str(text))
-    assert (ours.arch.name, theirs.arch.name) == ("qwen3_5_vl", "qwen3_5")
-    assert ours.config == theirs.config
+    _read_alike(*released, "qwen3_5")
+
+
+def test_the_moe_text_model_reads_as_the_text_only_folder(tmp_path_factory):
+    from transformers import Qwen3_5MoeConfig, Qwen3_5MoeForConditionalGeneration
+
+    text = hybrid_folder(tmp_path_factory, "qwen3_5_moe")
+    out = tmp_path_factory.mktemp("qwen3_5_moe-released")
+    folder = _multimodal(text, out, Qwen3_5MoeConfig, Qwen3_5MoeForConditionalGeneration)
+    _read_alike(text, folder, "qwen3_5_moe")
 
 
 def test_logits_match_the_multimodal_model_on_text(released, tmp_path):
