@@ -4,7 +4,7 @@ stay float in every one.
 - GGUF blocks kept: a tiny Qwen3.5 at K-quant shapes as llama.cpp's converter writes it, its
   matrices rewritten in a Q4_K_M-like mix (Q4_K, Q6_K, Q5_0, Q8_0 and Q4_0; the Gated DeltaNet's
   q|k|v, z, b and a rows a stack of two block types) against the same file dequantized to F32 by
-  the `gguf` package;
+  the `gguf` package (the float linear kernels: the blocks read exactly);
 - group formats from a Hugging Face folder (q4f32 on cpu): the tiny LFM2 against its q0f32
   artifact carrying the q4 weights unpacked in numpy.
 Each within 1e-4 over a prompt in three prefill steps and 8 decode steps.
@@ -22,7 +22,9 @@ from gguf import GGMLQuantizationType as GT
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import ShardWriter, load_arrays
 from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.quantization.formats import format_from_name
+from mlcx.targets.base import BuildOptions
 from tests.support.gguf_requantize import dequantized, requantize
 from tests.support.harness import Harness
 from tests.support.hybrid_models import CHUNK, PROMPT, QWEN35_K, compiled_hybrid, sharpened
@@ -66,8 +68,14 @@ def gguf_pair(tmp_path_factory):
     folder = sharpened(make_tiny_model(root / "raw", QWEN35_K), root / "hf", QWEN35_K.seed)
     mixed = requantize(convert(folder, root / "f32.gguf"), root / "mix.gguf", MIX)
     reference = dequantized(mixed, root / "reference.gguf")
+    # the float linear kernels compute exactly what the reference computes (the default int16
+    # ones round each activation to 1/32767 of its 32-feature group's largest, which the
+    # sharpened delta rule grows to ~3e-3 here; tests/models/test_gguf_kquants.py holds them)
+    options = BuildOptions(linear_kernels=LinearKernels.FLOAT)
     return [
-        compile_model(CompileRequest(str(path), output=root / path.stem, kv_dtype="float32"))
+        compile_model(
+            CompileRequest(str(path), output=root / path.stem, kv_dtype="float32", options=options)
+        )
         for path in (mixed, reference)
     ]
 
@@ -112,5 +120,6 @@ def test_q4f32_computes_as_its_weights_unpacked(tmp_path_factory, tmp_path):
     quantized = compiled_hybrid(tmp_path_factory, "lfm2", quantization="q4f32")
     formats = Artifact(quantized).config.weight_formats
     assert format_from_name(formats["layers.0.conv.in_proj"]).row_major.name.startswith("int4")
-    reference = _with_weights_of(compiled_hybrid(tmp_path_factory, "lfm2"), quantized, tmp_path)
+    dense = compiled_hybrid(tmp_path_factory, "lfm2")
+    reference = _with_weights_of(dense, quantized, tmp_path / "unpacked")
     _same_logits(reference, quantized, Artifact(quantized).config.model.vocab_size)

@@ -75,8 +75,9 @@ def _metadata(w: gguf.GGUFWriter, s: HybridShape) -> None:
     w.add_head_count_kv(s.kv_heads)
     w.add_key_length(s.head_dim)
     w.add_value_length(s.head_dim)
-    w.add_rope_dimension_count(s.rotary_dim or s.head_dim)
-    w.add_rope_dimension_sections([11, 11, 10, 0])  # text positions: plain RoPE
+    rotary = s.rotary_dim or s.head_dim
+    w.add_rope_dimension_count(rotary)
+    w.add_rope_dimension_sections(_mrope_sections(rotary))
     w.add_full_attention_interval(s.attention_layers[0] + 1)  # every n-th layer, n - 1 first
     w.add_ssm_conv_kernel(s.conv_kernel)
     w.add_ssm_state_size(s.linear_head_dim)
@@ -155,3 +156,12 @@ def write_hybrid_gguf(shape: HybridShape, out: Path, seed: int = 0) -> Path:
     writer.write_tensors_to_file()
     writer.close()
     return out
+
+
+def _mrope_sections(rotary: int) -> list[int]:
+    """Qwen3.5's t/h/w split of the rotary pairs (11, 11, 10 of 32), scaled to `rotary`: with
+    text positions every section rotates alike (plain RoPE), but llama.cpp requires the
+    sections to cover no more than the rotary pairs."""
+    pairs = rotary // 2
+    side = pairs * 11 // 32
+    return [side, side, pairs - 2 * side, 0]
