@@ -6,8 +6,9 @@ stay float in every one.
   q|k|v, z, b and a rows a stack of two block types) against the same file dequantized to F32 by
   the `gguf` package (the float linear kernels: the blocks read exactly);
 - group formats from a Hugging Face folder (q4f32 on cpu): the tiny LFM2 against its q0f32
-  artifact carrying the q4 weights unpacked in numpy.
-Each within 1e-4 over a prompt in three prefill steps and 8 decode steps.
+  artifact carrying the q4 weights unpacked in numpy;
+each within 1e-4 over a prompt in three prefill steps and 8 decode steps (float linear kernels);
+- q4f16 with the default kernels within 1% of the logits' scale of q4f32 (f16's rounding).
 """
 
 from __future__ import annotations
@@ -117,9 +118,31 @@ def _with_weights_of(dense: Path, quantized: Path, out: Path) -> Path:
 
 
 def test_q4f32_computes_as_its_weights_unpacked(tmp_path_factory, tmp_path):
-    quantized = compiled_hybrid(tmp_path_factory, "lfm2", quantization="q4f32")
+    quantized = compiled_hybrid(tmp_path_factory, "lfm2", quantization="q4f32", kernels="float")
     formats = Artifact(quantized).config.weight_formats
     assert format_from_name(formats["layers.0.conv.in_proj"]).row_major.name.startswith("int4")
     dense = compiled_hybrid(tmp_path_factory, "lfm2")
     reference = _with_weights_of(dense, quantized, tmp_path / "unpacked")
     _same_logits(reference, quantized, Artifact(quantized).config.model.vocab_size)
+
+
+def test_q4f16_with_the_default_kernels_follows_q4f32(tmp_path_factory):
+    """The same 4-bit codes and f16 scales with f16 activations and the default int16 kernels.
+    f16 keeps 11 significant bits (each rounding moves a value by up to 2^-11 of it); the ~20
+    roundings a token passes on its way through these 4 layers move a logit by up to
+    ~20 * 2^-11 ~ 1% of the logits' scale (the int16 activations' 2^-15 is below that)."""
+    exact = compiled_hybrid(tmp_path_factory, "lfm2", quantization="q4f32", kernels="float")
+    half = compiled_hybrid(tmp_path_factory, "lfm2", quantization="q4f16")
+    want, got = Harness(exact, num_blocks=32), Harness(half, num_blocks=32)
+    vocab = Artifact(half).config.model.vocab_size
+    prompt = np.random.default_rng(5).integers(0, vocab, PROMPT).tolist()
+    rows = [
+        (
+            want.step({0: prompt[i : i + CHUNK]}, True)[0],
+            got.step({0: prompt[i : i + CHUNK]}, True)[0],
+        )
+        for i in range(0, PROMPT, CHUNK)
+    ]
+    rows += [(want.decode({0: t})[0][None], got.decode({0: t})[0][None]) for t in prompt[:8]]
+    for w, g in rows:
+        assert np.abs(w - g).max() <= 0.01 * np.abs(w).max()

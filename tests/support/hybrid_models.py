@@ -11,6 +11,7 @@ what the state layers get wrong:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -137,15 +138,22 @@ def hybrid_gguf(factory, name: str) -> Path:
 
 
 def compiled_hybrid(
-    factory, name: str, source: str = "hf", target: str = "cpu", quantization: str | None = None
+    factory,
+    name: str,
+    source: str = "hf",
+    target: str = "cpu",
+    quantization: str | None = None,
+    kernels: str | None = None,
 ) -> Path:
     """The artifact of family `name` from its folder ("hf", q0f32 unless told) or its GGUF
     ("gguf"), compiled once per session with prefill chunks of CHUNK tokens (so a PROMPT
-    takes three steps) and f32 KV pages on cpu."""
+    takes three steps), f32 KV pages on cpu and the cpu linear `kernels` if told."""
     from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.kernels.cpu.kernel_config import LinearKernels
+    from mlcx.targets.base import BuildOptions
     from tests.support.reference_pages import reference_pages
 
-    key = (name, source, target, quantization)
+    key = (name, source, target, quantization) + ((kernels,) if kernels else ())
     if key not in _BUILT:
         model = hybrid_folder(factory, name) if source == "hf" else hybrid_gguf(factory, name)
         quant = quantization or ("q0f32" if source == "hf" else None)
@@ -153,6 +161,9 @@ def compiled_hybrid(
         request = CompileRequest(
             str(model), target, quant, out, prefill_chunk=CHUNK, **reference_pages(target)
         )
+        if kernels:
+            options = BuildOptions(linear_kernels=LinearKernels(kernels))
+            request = dataclasses.replace(request, options=options)
         _BUILT[key] = compile_model(request)
     return _BUILT[key]
 
