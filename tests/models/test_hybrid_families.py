@@ -86,7 +86,7 @@ def greedy(family) -> tuple[list[int], np.ndarray]:
         out = reference(torch.tensor([seq]), use_cache=True)
         for _ in range(GREEDY):
             seq.append(int(out.logits[0, -1].argmax()))
-            out = reference(torch.tensor([seq[-1:]]), past_key_values=out.past_key_values)
+            out = reference(torch.tensor([seq[-1:]]), cache=out.cache)
     logits = hf_logits(reference, seq)
     # the cached decode chose what the whole-sequence forward chooses
     assert logits[PROMPT - 1 : -1].argmax(-1).tolist() == seq[PROMPT:]

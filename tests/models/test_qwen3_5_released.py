@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 from safetensors import safe_open
 
-from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.source import load_source
 from tests.support.harness import Harness, hf_logits
-from tests.support.hybrid_models import CHUNK, hybrid_folder
+from tests.support.hybrid_models import CHUNK, compiled_hybrid, hybrid_folder
 from tests.support.tiny_models import load_reference
 
 TOL = 1e-4
@@ -68,6 +67,11 @@ def _read_alike(text, folder, family: str) -> None:
     assert [spec.sources for spec in ours.weights] == renamed
     stored = set(safe_open(folder / "model.safetensors", "np").keys())
     assert {n for spec in ours.weights for n in spec.sources} <= stored
+    # the same arrays: what compile makes of the folder is the text-only folder's artifact
+    for spec, names in zip(theirs.weights, renamed, strict=True):
+        for theirs_name, ours_name in zip(spec.sources, names, strict=True):
+            want = theirs.tensors.get(theirs_name).load()
+            assert np.array_equal(ours.tensors.get(ours_name).load(), want), ours_name
 
 
 def test_the_text_model_reads_as_the_text_only_folder(released):
@@ -83,16 +87,13 @@ def test_the_moe_text_model_reads_as_the_text_only_folder(tmp_path_factory):
     _read_alike(text, folder, "qwen3_5_moe")
 
 
-def test_logits_match_the_multimodal_model_on_text(released, tmp_path):
+def test_logits_match_the_multimodal_model_on_text(released, tmp_path_factory):
+    """The artifact of the text-only folder (which the multimodal folder reads as, arrays and
+    all: above) computes transformers' multimodal model on text."""
     from transformers import Qwen3_5ForConditionalGeneration
 
     _, folder = released
-    artifact = compile_model(
-        CompileRequest(
-            str(folder), output=tmp_path / "art", quantization="q0f32", kv_dtype="float32",
-            prefill_chunk=CHUNK,
-        )
-    )  # fmt: skip
+    artifact = compiled_hybrid(tmp_path_factory, "qwen3_5")
     reference = Qwen3_5ForConditionalGeneration.from_pretrained(folder).float().eval()
     harness = Harness(artifact, num_blocks=32)
     prompt = np.random.default_rng(9).integers(0, 380, 2 * CHUNK - 7).tolist()
