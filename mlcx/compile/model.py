@@ -96,6 +96,8 @@ class ExportedModel:
     kv_dtype: str  # of the KV pages
     context_window: int
     options: BuildOptions  # the request's, with the linear-kernel choice resolved
+    # a hybrid model's state tensors (mlcx.artifact.state_tensors); empty for a transformer
+    state_tensors: tuple[dict, ...] = ()
 
 
 def resolve_options(options: BuildOptions, target: Target) -> BuildOptions:
@@ -148,8 +150,19 @@ def export_model(req: CompileRequest) -> ExportedModel:
     mod = bound_step_shapes(req.prefill_chunk)(mod).with_attr(
         ACTIVATION_DTYPE, quant.activation_dtype
     )
+    states = tuple(model.state_tensors()) if hasattr(model, "state_tensors") else ()
     return ExportedModel(
-        source, target, quant, formats, tvm_target, mod, params, kv_dtype, context_window, options
+        source,
+        target,
+        quant,
+        formats,
+        tvm_target,
+        mod,
+        params,
+        kv_dtype,
+        context_window,
+        options,
+        states,
     )
 
 
@@ -201,6 +214,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         tuning_db=str(options.tuning_db.resolve()) if options.tuning_db else None,
         linear_kernels=_value(options.linear_kernels),
         decode_graph_batch=graph_max_batch(target.name, options.cuda_graphs),
+        state_tensors=exported.state_tensors,
     )
     (out / CONFIG_FILE).write_text(config.to_json())
     log.info(

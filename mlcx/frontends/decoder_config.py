@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mlcx.frontends.hybrid_config import ATTENTION, check_hybrid
 from mlcx.kernels.moe_options import GluActivation, MoEOptions
 from mlcx.kernels.mrope import check_sections
 from mlcx.kernels.rope_scaling import scaled_context
@@ -90,6 +91,23 @@ class DecoderConfig:
     glu_alpha: float = 1.0
     glu_limit: float = 0.0
     glu_up_shift: float = 0.0
+    # hybrid models: each layer's kind, attention or a state layer's (hybrid_config.LAYER_KINDS:
+    # a Gated DeltaNet, a short convolution); empty: every layer attends
+    layer_kinds: tuple[str, ...] = ()
+    # Gated DeltaNet layers: q/k heads, v heads, their widths, the conv's taps, and which k head
+    # a v head reads (mlcx.kernels.hybrid.shapes.HEAD_ORDERS; llama.cpp's files tile v heads)
+    delta_k_heads: int = 0
+    delta_v_heads: int = 0
+    delta_k_dim: int = 0
+    delta_v_dim: int = 0
+    delta_conv_kernel: int = 0
+    delta_head_order: str = "grouped"
+    conv_kernel: int = 0  # short convolution layers' taps (LFM2)
+    conv_bias: bool = False  # biases on their projections and taps
+    # attention output times sigmoid(gate), each q head followed by its gate's (Qwen3.5)
+    attn_output_gate: bool = False
+    # a shared expert beside the routed ones, scaled by sigmoid(x . w) (Qwen3.5-MoE); 0: none
+    shared_expert_size: int = 0
 
     def __post_init__(self) -> None:
         for name in (
@@ -118,6 +136,8 @@ class DecoderConfig:
         self._check_layer_options()
         self._check_experts()
         self._check_multimodal()
+        object.__setattr__(self, "layer_kinds", tuple(self.layer_kinds))
+        check_hybrid(self)
 
     def _check_rotary(self) -> None:
         dim = self.rotary_dim
@@ -221,6 +241,14 @@ class DecoderConfig:
             bad = [i for i in getattr(self, name) if not 0 <= i < self.num_layers]
             if bad:
                 raise ValueError(f"model config: {name} {bad} are not layers")
+
+    def layer_kind(self, layer: int) -> str:
+        return self.layer_kinds[layer] if self.layer_kinds else ATTENTION
+
+    @property
+    def state_layers(self) -> tuple[int, ...]:
+        """The layers that keep a per-sequence state instead of KV pages."""
+        return tuple(i for i in range(self.num_layers) if self.layer_kind(i) != ATTENTION)
 
     def layer_rope(self, layer: int) -> tuple[float, dict[str, Any]]:
         """(theta, scaling) of `layer`'s RoPE: local layers of a mixed model have their own

@@ -12,6 +12,7 @@ import numpy as np
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.permute import unpermute_rows
+from mlcx.frontends.state_weights import STATE_SPECS, shared_expert_specs
 from mlcx.frontends.weight_names import WeightNames
 from mlcx.frontends.weight_spec import RowTransform, WeightSpec
 from mlcx.quantization.schemes import Role
@@ -38,7 +39,8 @@ class _Layer:
         cfg = self.cfg
         norms = [self.vector(f"{n}.weight", n) for n in cfg.layer_norms]
         ffn = self._experts() if cfg.is_moe else self._mlp()
-        return [*norms, *self._attention(), *ffn]
+        mixer = STATE_SPECS.get(cfg.layer_kind(self.i), _Layer._attention)(self)
+        return [*norms, *mixer, *ffn]
 
     def _rope_rows(self) -> tuple[RowTransform | None, ...]:
         if not self.names.rope_permuted:
@@ -96,6 +98,7 @@ class _Layer:
             WeightSpec(self.dst + "moe.down", Role.LINEAR, each("expert_down")),
             *biases("moe.gate_up_bias", "expert_gate_bias", "expert_up_bias"),
             *biases("moe.down_bias", "expert_down_bias"),
+            *(shared_expert_specs(self) if self.cfg.shared_expert_size else ()),
         ]
 
 

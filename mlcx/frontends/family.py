@@ -21,7 +21,7 @@ from mlcx.frontends.decoder_weights import decoder_weights
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.hf_config import HFConfigReader
 from mlcx.frontends.nn.blocks import Formats
-from mlcx.frontends.nn.causal_lm import CausalLM
+from mlcx.frontends.nn.hybrid_lm import decoder_model
 from mlcx.frontends.rules import gguf as gguf_rules
 from mlcx.frontends.rules import hf as hf_rules
 from mlcx.frontends.tensors import TensorSource
@@ -106,7 +106,7 @@ class Family:
         return decoder_weights(cfg, self.gguf.names)
 
     def build(self, cfg: DecoderConfig, formats: Formats, kv: PagedKVOps) -> nn.Module:
-        return CausalLM(cfg, formats, kv, images=self.images)
+        return decoder_model(cfg, formats, kv, self.images)
 
     def with_images(self) -> Family:
         """The family's text model taking image rows (a GGUF text model with an mmproj)."""

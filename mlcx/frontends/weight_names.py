@@ -105,5 +105,19 @@ GGUF = WeightNames(
         "router_bias": "blk.{i}.ffn_gate_inp.bias",
         **{f"expert_{p}": f"blk.{{i}}.ffn_{p}_exps.weight" for p in ("gate", "up", "down")},
         **{f"expert_{p}_bias": f"blk.{{i}}.ffn_{p}_exps.bias" for p in ("gate", "up", "down")},
+        # hybrid models' state layers (mlcx.frontends.state_weights) and shared experts
+        "delta_qkv": "blk.{i}.attn_qkv.weight",
+        "delta_z": "blk.{i}.attn_gate.weight",
+        "delta_b": "blk.{i}.ssm_beta.weight",
+        "delta_a": "blk.{i}.ssm_alpha.weight",
+        "delta_conv": "blk.{i}.ssm_conv1d.weight",
+        "delta_dt_bias": "blk.{i}.ssm_dt.bias",
+        "delta_decay": "blk.{i}.ssm_a",
+        "delta_norm": "blk.{i}.ssm_norm.weight",
+        "delta_out": "blk.{i}.ssm_out.weight",
+        **{f"conv_{p}": f"blk.{{i}}.shortconv.{p}_proj.weight" for p in ("in", "out")},
+        "conv_taps": "blk.{i}.shortconv.conv.weight",
+        **{f"shared_{p}": f"blk.{{i}}.ffn_{p}_shexp.weight" for p in ("gate", "up", "down")},
+        "shared_router": "blk.{i}.ffn_gate_inp_shexp.weight",
     }
 )

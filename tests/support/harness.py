@@ -10,6 +10,8 @@ from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.kv import KVCacheManager
 
+STATE_SLOTS = 16  # a hybrid model's state slots: one per sequence id the test uses
+
 
 class Harness:
     def __init__(self, artifact_dir, num_blocks: int = 64, runner=None, release: bool = False):
@@ -17,7 +19,10 @@ class Harness:
         page = self.artifact.config.page_size
         # release pages outside the model's sliding window after each step, as the engine does
         self.window = self.artifact.config.model.kv_window if release else 0
-        self.runner = runner or create_runner(self.artifact, num_blocks)
+        # a hybrid model: each sequence keeps its state slot, in order of first appearance
+        self.slots: dict[int, int] | None = {} if self.artifact.config.state_tensors else None
+        slots = STATE_SLOTS if self.slots is not None else 0
+        self.runner = runner or create_runner(self.artifact, num_blocks, num_state_slots=slots)
         self.kv = KVCacheManager(num_blocks, page, enable_prefix_caching=False)
         self.tokens: dict[int, list[int]] = {}  # each sequence's tokens, as the scheduler keeps
 
@@ -37,7 +42,11 @@ class Harness:
             start += len(tokens)
         tables = self.kv.build_arrays([(seq, len(t)) for seq, t in feeds.items()])
         batch = ForwardBatch(
-            np.array(ids, np.int32), tables, copies, logit_rows=np.array(rows, np.int32)
+            np.array(ids, np.int32),
+            tables,
+            copies,
+            logit_rows=np.array(rows, np.int32),
+            state_slots=self._state_slots(feeds),
         )
         logits = self.runner.forward(batch)
         self._commit(feeds)
@@ -56,9 +65,18 @@ class Harness:
             self.tokens[seq].append(token)
             ids.append(token)
         tables = self.kv.build_arrays([(seq, 1) for seq in feeds])
-        logits = self.runner.forward(ForwardBatch(np.array(ids, np.int32), tables, copies))
+        slots = self._state_slots(feeds)
+        batch = ForwardBatch(np.array(ids, np.int32), tables, copies, state_slots=slots)
+        logits = self.runner.forward(batch)
         self._commit(feeds)
         return {seq: logits[i] for i, seq in enumerate(feeds)}
+
+    def _state_slots(self, feeds) -> np.ndarray | None:
+        if self.slots is None:
+            return None
+        for seq in feeds:
+            self.slots.setdefault(seq, len(self.slots))
+        return np.array([self.slots[seq] for seq in feeds], np.int32)
 
     def _commit(self, feeds) -> None:
         for seq in feeds:
@@ -67,6 +85,8 @@ class Harness:
                 self.kv.release_outside_window(seq, self.window)
 
     def fork(self, parent: int, child: int) -> None:
+        if self.slots is not None:
+            raise NotImplementedError("the harness forks no state slots (hybrid models)")
         self.kv.fork(parent, child)
         self.tokens[child] = list(self.tokens[parent])
 

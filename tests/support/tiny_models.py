@@ -82,6 +82,9 @@ def _hf_config(spec: TinySpec, vocab: int):
         "granite": "GraniteConfig",
         "smollm3": "SmolLM3Config",
         "ministral3": "Ministral3Config",
+        "qwen3_5": "Qwen3_5TextConfig",
+        "qwen3_5_moe": "Qwen3_5MoeTextConfig",
+        "lfm2": "Lfm2Config",
     }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(

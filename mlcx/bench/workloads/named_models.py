@@ -1,6 +1,6 @@
 """The random-weight models `mlcx bench` knows by name, and their GGUF files (written once into
-the mlcx cache): Llama-family shapes (mlcx.bench.workloads.random_models, Q4_0) and gpt-oss
-(mlcx.bench.workloads.random_gpt_oss, MXFP4 experts)."""
+the mlcx cache): Llama-family shapes (mlcx.bench.workloads.random_models, Q4_0), gpt-oss
+(mlcx.bench.workloads.random_gpt_oss, MXFP4 experts) and hybrids (random_hybrids, Q4_0)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mlcx.bench.workloads.random_gpt_oss import GptOssShape, write_random_gpt_oss
+from mlcx.bench.workloads.random_hybrids import HYBRID_MODELS, HybridShape, write_hybrid_gguf
 from mlcx.bench.workloads.random_models import RANDOM_MODELS as LLAMA_SHAPED
 from mlcx.bench.workloads.random_models import LlamaShape, write_random_gguf
 from mlcx.cache import cache_dir
@@ -18,11 +19,16 @@ GPT_OSS_SHAPED = {
     # the same layers, 4 of them (about 3 GB): for machines without the memory for 24
     "gpt-oss-20b-4l-random": GptOssShape(layers=4),
 }
-RANDOM_MODELS: dict[str, LlamaShape | GptOssShape] = {**LLAMA_SHAPED, **GPT_OSS_SHAPED}
+RANDOM_MODELS: dict[str, LlamaShape | GptOssShape | HybridShape] = {
+    **LLAMA_SHAPED,
+    **GPT_OSS_SHAPED,
+    **HYBRID_MODELS,
+}
 # shape kind -> (the writer of its file, the file's weight type as its name says)
 _WRITERS: dict[type, tuple[Callable[..., Path], str]] = {
     LlamaShape: (write_random_gguf, "Q4_0"),
     GptOssShape: (write_random_gpt_oss, "MXFP4"),
+    HybridShape: (write_hybrid_gguf, "Q4_0"),
 }
 
 

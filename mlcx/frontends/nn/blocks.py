@@ -61,7 +61,9 @@ class PagedAttention(nn.Module):
         self.uses_rope = index not in cfg.nope_layers
         # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
         self.q_scale = cfg.attn_scale * math.sqrt(cfg.head_dim) if cfg.attn_scale else 1.0
-        fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
+        # a gated attention's q projection gives each head's q, then its gate (Qwen3.5)
+        self.q_heads = cfg.num_heads * (2 if cfg.attn_output_gate else 1)
+        fused = (self.q_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
         self.o = QLinear(
             cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
@@ -77,8 +79,12 @@ class PagedAttention(nn.Module):
     ) -> tuple[nn.Tensor, nn.Tensor]:
         cfg = self.cfg
         tokens = x.shape[0]
-        qkv = op.reshape(self.qkv(x), (tokens, cfg.num_heads + 2 * cfg.num_kv_heads, cfg.head_dim))
-        q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
+        heads, dim = self.q_heads, cfg.head_dim
+        qkv = op.reshape(self.qkv(x), (tokens, heads + 2 * cfg.num_kv_heads, dim))
+        q, k, v = op.split(qkv, [heads, heads + cfg.num_kv_heads], axis=1)
+        gate = None
+        if cfg.attn_output_gate:
+            q, gate = op.split(op.reshape(q, (tokens, cfg.num_heads, 2 * dim)), 2, axis=-1)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
         if self.uses_rope:
@@ -95,7 +101,10 @@ class PagedAttention(nn.Module):
         pages = self.kv.append(pages, k, v, step.slots)
         options = (self.window, self.cfg.attn_logit_softcap, self.sinks)
         out = self.kv.attend(q, pages, step, decode, *options)
-        return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
+        out = op.reshape(out, (tokens, cfg.num_heads * dim))
+        if gate is not None:
+            out = out * op.sigmoid(op.reshape(gate, (tokens, cfg.num_heads * dim)))
+        return self.o(out), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
         theta, scaling = self.rope

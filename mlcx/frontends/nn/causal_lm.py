@@ -24,6 +24,7 @@ from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.nn.layer import DecoderLayer
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.kernels.hybrid.ops import StateOps, StateStep
 from mlcx.kernels.image_rows import add_rows_te, replace_rows_te
 from mlcx.kernels.kv_layout import NUM_PAGES
 from mlcx.kernels.linear import gather_rows_te
@@ -38,28 +39,31 @@ from mlcx.kernels.step_params import (
     PREFILL,
     PREFILL_IMAGE,
     ROPE_POSITIONS,
+    STATES,
     TOKENS,
     param_shape,
     step_params,
 )
 
-LayerFactory = Callable[[DecoderConfig, Formats, int, PagedKVOps], nn.Module]
+LayerFactory = Callable[..., nn.Module]  # (cfg, formats, index, kv, states=StateOps)
 
 
 class _StepMethod:
     """CausalLM.prefill or .decode: takes step_params(function) (rope_positions too for an
-    M-RoPE model), then kv_pages.
+    M-RoPE model), then kv_pages (then a hybrid model's `states`).
 
     nn's exporter names and orders the exported function's parameters by the method's
     signature, so the signature is built from the one definition of the step parameters."""
 
-    def __init__(self, function: str):
+    def __init__(self, function: str, states: bool = False):
         self.function = function
+        self.states = states
 
     def __get__(self, model, owner=None):
         if model is None:
             return self
-        names = (*step_params(self.function, mrope=model.mrope), KV_PAGES)
+        params = step_params(self.function, self.states, mrope=model.mrope)
+        names = (*params, KV_PAGES, *((STATES,) if self.states else ()))
 
         def method(*args):
             return model._step(self.function, dict(zip(names, args, strict=True)))
@@ -86,7 +90,12 @@ class CausalLM(nn.Module):
         self.images = images  # export prefill_image too (models with an image encoder)
         self.mrope = bool(cfg.mrope_sections)  # the steps take 3-row rope positions
         self.embed = QEmbedding(cfg.vocab_size, cfg.hidden_size, formats["embed"], dtype)
-        self.layers = nn.ModuleList([layer(cfg, formats, i, kv) for i in range(cfg.num_layers)])
+        # a hybrid model's state layers share one StateOps (their kernels, once per shape)
+        self.state_ops = StateOps(kv.kind, kv.target) if cfg.state_layers else None
+        extra = {"states": self.state_ops} if self.state_ops else {}
+        self.layers = nn.ModuleList(
+            [layer(cfg, formats, i, kv, **extra) for i in range(cfg.num_layers)]
+        )
         self.norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
         self.lm_head = None
         if not cfg.tie_word_embeddings:
@@ -94,19 +103,21 @@ class CausalLM(nn.Module):
                 cfg.hidden_size, cfg.vocab_size, formats["lm_head"], dtype, False
             )
 
-    def _body(self, input_ids, kv_pages, step: StepTensors, decode: bool, image=None):
+    def _body(self, input_ids, caches, step: StepTensors, decode: bool, image=None, state=None):
+        """The layers over the embeddings; `caches`: each layer's KV pages or state tensors
+        (`state`: the state layers' step arrays), returned updated."""
         x = self.embed(input_ids)
         if self.cfg.embed_scale != 1.0:
             x = x * self.cfg.embed_scale
         if image is not None:  # image rows replace the (scaled) image-token embeddings
             x = op.tensor_expr_op(replace_rows_te, "image_rows", [x, *image])
-        new_pages = []
-        for i, (layer, pages) in enumerate(zip(self.layers, kv_pages, strict=True)):
-            x, pages = layer(x, pages, step, decode)
-            new_pages.append(pages)
+        updated = []
+        for i, (layer, cache) in enumerate(zip(self.layers, caches, strict=True)):
+            x, cache = layer(x, cache, step, decode, state)
+            updated.append(cache)
             if image is not None and i < self.cfg.deepstack_layers:
                 x = self._deepstack(x, image, i)
-        return x, tuple(new_pages)
+        return x, updated
 
     def _deepstack(self, x: nn.Tensor, image, layer: int) -> nn.Tensor:
         """Block layer + 1 of the image rows added to the image tokens' hidden states."""
@@ -130,10 +141,21 @@ class CausalLM(nn.Module):
             step = dataclasses.replace(step, positions=args[ROPE_POSITIONS])
         decode = function == DECODE
         image = (args[IMAGE_ROWS], args[IMAGE_EMBEDS]) if function == PREFILL_IMAGE else None
-        x, pages = self._body(args[TOKENS], args[KV_PAGES], step, decode, image)
+        caches = self._caches(args)
+        x, caches = self._body(args[TOKENS], caches, step, decode, image, self._state_step(args))
         if not decode:
             x = op.tensor_expr_op(gather_rows_te, "gather_rows", [x, args[LOGIT_ROWS]])
-        return self._logits(x), pages
+        return (self._logits(x), *self._outputs(caches))
+
+    # What a hybrid model (nn.hybrid_lm) changes: its state layers take state tensors.
+    def _caches(self, args: dict[str, nn.Tensor]) -> list:
+        return list(args[KV_PAGES])
+
+    def _state_step(self, args: dict[str, nn.Tensor]) -> StateStep | None:
+        return None
+
+    def _outputs(self, caches: list) -> tuple:
+        return (tuple(caches),)
 
     prefill = _StepMethod(PREFILL)
     decode = _StepMethod(DECODE)

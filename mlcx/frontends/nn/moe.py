@@ -6,6 +6,9 @@ Parameters of layer i's MoE (`layers.i.moe.`): `router` [experts, hidden], dense
 stacked over experts (mlcx.kernels.moe's layout) in any weight format; where the config's
 MoEOptions have them, `router_bias` [experts], `gate_up_bias` and `down_bias` (a value per
 stacked row).
+A shared expert where the config has one (Qwen3.5-MoE): `shared_gate_up`, `shared_down`, a
+gated MLP every token takes, scaled by sigmoid(x . `shared_router`) ([1, hidden], dense as the
+router).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import ACTIVATIONS, Formats
+from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.linear import matmul_te
 from mlcx.kernels.moe import (
     expert_glu_te,
@@ -64,12 +68,23 @@ class MoEMLP(nn.Module):
         biased = self.options.expert_bias
         self.gate_up_bias = nn.Parameter((2 * experts * width,), dtype) if biased else None
         self.down_bias = nn.Parameter((experts * cfg.hidden_size,), dtype) if biased else None
+        shared, hidden = cfg.shared_expert_size, cfg.hidden_size
+        if shared:
+            self.shared_gate_up = QLinear(
+                hidden, 2 * shared, formats[prefix + "shared_gate_up"], dtype, False
+            )
+            self.shared_down = QLinear(
+                shared, hidden, formats[prefix + "shared_down"], dtype, False
+            )
+            self.shared_router = nn.Parameter((1, hidden), dtype)
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         ids, weights = self._route(x)
         h = self._activation(self._gate_up(x, ids))
         y = self._down(h, ids)  # [tokens, k, hidden]
         mixed = op.sum(y.astype("float32") * op.unsqueeze(weights, -1), axis=1)
+        if self.cfg.shared_expert_size:
+            mixed = mixed + self._shared(x)
         return mixed.astype(x.dtype)
 
     def _route(self, x: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor]:
@@ -98,16 +113,24 @@ class MoEMLP(nn.Module):
             return self.act(gate) * up
         return op.tensor_expr_op(lambda t: expert_glu_te(t, glu), "expert_glu", [both])
 
-    def _router(self, x: nn.Tensor) -> nn.Tensor:
+    def _shared(self, x: nn.Tensor) -> nn.Tensor:
+        """The shared expert's output times its sigmoid gate, in float32."""
+        gate, up = op.split(self.shared_gate_up(x), 2, axis=-1)
+        y = self.shared_down(self.act(gate) * up)
+        y = y if y.dtype == "float32" else y.astype("float32")
+        return y * op.sigmoid(self._router(x, self.shared_router))
+
+    def _router(self, x: nn.Tensor, weight: nn.Parameter | None = None) -> nn.Tensor:
         """Router logits in float32, as a linear layer of float weights: targets swap it for
         their linear kernels (a transpose and a plain matmul cost a quarter of a CPU decode)."""
-        fmt, experts = format_from_name(self.router.dtype), self.cfg.num_experts
+        weight = self.router if weight is None else weight
+        fmt, rows = format_from_name(weight.dtype), int(weight.shape[0])
         x32 = x if x.dtype == "float32" else x.astype("float32")
 
         def compute(xt, wt):
-            return matmul_te(xt, {"weight": wt}, fmt, experts)
+            return matmul_te(xt, {"weight": wt}, fmt, rows)
 
-        return op.tensor_expr_op(compute, "router", [x32, self.router])
+        return op.tensor_expr_op(compute, "router", [x32, weight])
 
     def _gate_up(self, x: nn.Tensor, ids: nn.Tensor) -> nn.Tensor:
         stack, cfg, bias = self.gate_up, self.cfg, self.gate_up_bias
