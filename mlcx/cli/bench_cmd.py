@@ -53,7 +53,8 @@ def bench_command(
         typer.Argument(
             help="Artifact directory, or a model to compile first (preset, .gguf, HF folder, "
             "or a random-weight shape: llama-3.2-1b-random, llama-3.1-8b-random, "
-            "olmoe-1b-7b-random, gpt-oss-20b-random, gpt-oss-20b-4l-random, qwen3.5-2b-random, lfm2-1.2b-random)."
+            "olmoe-1b-7b-random, gpt-oss-20b-random, gpt-oss-20b-4l-random, "
+            "qwen3.5-2b-random, lfm2-1.2b-random)."
         ),
     ] = "smollm2-135m",
     target: Annotated[
