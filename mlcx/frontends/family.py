@@ -27,6 +27,7 @@ from mlcx.frontends.rules import hf as hf_rules
 from mlcx.frontends.weight_names import GGUF, LLAMA_HF, WeightNames
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.kernels.attention import PagedKVOps
+from mlcx.kernels.lora_layout import LoraLayout
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,11 @@ class Family:
             raise ValueError(f"{self.name} has no GGUF side")
         return decoder_weights(cfg, self.gguf.names)
 
-    def build(self, cfg: DecoderConfig, formats: Formats, kv: PagedKVOps) -> nn.Module:
-        return CausalLM(cfg, formats, kv, images=self.images)
+    def build(
+        self, cfg: DecoderConfig, formats: Formats, kv: PagedKVOps, lora: LoraLayout | None = None
+    ) -> nn.Module:
+        """`lora`: adapter slots the step functions take (mlcx.kernels.lora_layout)."""
+        return CausalLM(cfg, formats, kv, images=self.images, lora=lora)
 
     def with_images(self) -> Family:
         """The family's text model taking image rows (a GGUF text model with an mmproj)."""

@@ -26,6 +26,11 @@ KV_PAGES = "kv_pages"
 IMAGE_ROWS = "image_rows"  # int32 [tokens]: the row of image_embeds for each token, or -1
 IMAGE_EMBEDS = "image_embeds"  # float32 [image_tokens, hidden]: embed_image's output rows
 PARAMS = "packed_params"  # the weights tuple, as TVM's exporter names it in packed mode
+# Models compiled with LoRA adapter slots (mlcx.kernels.lora_layout) take three more inputs:
+LORA_ROWS = "lora_slots"  # int32 [tokens]: the adapter slot of each token (0: none)
+LORA_SCALES = "lora_scales"  # float32 [tokens]: the scale of each token's adapter
+LORA_WEIGHTS = "lora_weights"  # the stacked A and B of every layer, after kv_pages
+LORA_PARAMS = (LORA_ROWS, LORA_SCALES)
 
 # The page-table arrays of one step, in parameter order, with their shapes; PageTableArrays
 # (runtime.kv.page_tables) has a field of each name.
@@ -43,6 +48,8 @@ _SHAPES = {
     LOGIT_ROWS: ("num_logits",),
     IMAGE_ROWS: ("tokens",),
     IMAGE_EMBEDS: ("image_tokens", "hidden"),
+    LORA_ROWS: ("tokens",),
+    LORA_SCALES: ("tokens",),
 }
 _PARAMS = {
     # logits for the rows named by logit_positions: any ragged batch of new tokens
@@ -53,12 +60,13 @@ _PARAMS = {
 }
 
 
-def step_params(function: str) -> tuple[str, ...]:
-    """The array parameters of `function` (prefill, decode, prefill_image), in order; all
-    int32 but IMAGE_EMBEDS (float32)."""
+def step_params(function: str, lora: bool = False) -> tuple[str, ...]:
+    """The array parameters of `function` (prefill, decode, prefill_image), in order, the
+    LoRA rows and scales last in a model with adapter slots; all int32 but IMAGE_EMBEDS and
+    LORA_SCALES (float32)."""
     if function not in _PARAMS:
         raise ValueError(f"{function!r} is not a step function ({PREFILL} or {DECODE})")
-    return _PARAMS[function]
+    return (*_PARAMS[function], *LORA_PARAMS) if lora else _PARAMS[function]
 
 
 def step_function(num_tokens: int, batch_size: int, explicit_rows: bool) -> str:
@@ -72,6 +80,7 @@ def param_shape(name: str) -> tuple[str, ...]:
     return _SHAPES[name]
 
 
-def entry_inputs(function: str) -> tuple[str, ...]:
+def entry_inputs(function: str, lora: bool = False) -> tuple[str, ...]:
     """Every input of an exported step function, in order, as a WebGPU plan lists them."""
-    return (*step_params(function), KV_PAGES, PARAMS)
+    weights = (LORA_WEIGHTS,) if lora else ()
+    return (*step_params(function, lora), KV_PAGES, *weights, PARAMS)

@@ -11,6 +11,7 @@ from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
+from mlcx.frontends.nn.lora import LoraStep
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.rope import rope_te
 from mlcx.kernels.rope_scaling import rope_for_context
@@ -60,9 +61,16 @@ class PagedAttention(nn.Module):
         # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
         self.q_scale = cfg.attn_scale * math.sqrt(cfg.head_dim) if cfg.attn_scale else 1.0
         fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
-        self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
+        self.qkv = QLinear(
+            cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias, prefix + "qkv"
+        )
         self.o = QLinear(
-            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
+            cfg.num_heads * cfg.head_dim,
+            cfg.hidden_size,
+            formats[prefix + "o"],
+            dtype,
+            cfg.o_bias,
+            prefix + "o",
         )
         self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
         self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
@@ -72,7 +80,8 @@ class PagedAttention(nn.Module):
     ) -> tuple[nn.Tensor, nn.Tensor]:
         cfg = self.cfg
         tokens = x.shape[0]
-        qkv = op.reshape(self.qkv(x), (tokens, cfg.num_heads + 2 * cfg.num_kv_heads, cfg.head_dim))
+        qkv = self.qkv(x, step.lora)
+        qkv = op.reshape(qkv, (tokens, cfg.num_heads + 2 * cfg.num_kv_heads, cfg.head_dim))
         q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
@@ -82,7 +91,8 @@ class PagedAttention(nn.Module):
             q = q * self.q_scale
         pages = self.kv.append(pages, k, v, step.slots)
         out = self.kv.attend(q, pages, step, decode, self.window, self.cfg.attn_logit_softcap)
-        return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
+        out = op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))
+        return self.o(out, step.lora), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
         theta, scaling = self.rope
@@ -97,13 +107,11 @@ class GatedMLP(nn.Module):
 
     def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, dtype: str):
         self.act = ACTIVATIONS[cfg.hidden_act]
-        self.gate_up = QLinear(
-            cfg.hidden_size, 2 * cfg.intermediate_size, formats[prefix + "gate_up"], dtype, False
-        )
-        self.down = QLinear(
-            cfg.intermediate_size, cfg.hidden_size, formats[prefix + "down"], dtype, False
-        )
+        inter, hidden = cfg.intermediate_size, cfg.hidden_size
+        names = (prefix + "gate_up", prefix + "down")
+        self.gate_up = QLinear(hidden, 2 * inter, formats[names[0]], dtype, False, names[0])
+        self.down = QLinear(inter, hidden, formats[names[1]], dtype, False, names[1])
 
-    def forward(self, x: nn.Tensor) -> nn.Tensor:
-        gate, up = op.split(self.gate_up(x), 2, axis=-1)
-        return self.down(self.act(gate) * up)
+    def forward(self, x: nn.Tensor, lora: LoraStep | None = None) -> nn.Tensor:
+        gate, up = op.split(self.gate_up(x, lora), 2, axis=-1)
+        return self.down(self.act(gate) * up, lora)

@@ -37,5 +37,7 @@ class DecoderLayer(nn.Module):
     ) -> tuple[nn.Tensor, nn.Tensor]:
         attn, pages = self.attn(self._norm("attn_norm", x), pages, step, decode)
         x = x + self._norm("attn_post_norm", attn)
-        ffn = getattr(self, self.ffn_name)(self._norm("mlp_norm", x))
+        h = self._norm("mlp_norm", x)
+        # experts take no adapters (mlcx.frontends.lora.layout refuses them)
+        ffn = self.mlp(h, step.lora) if self.ffn_name == "mlp" else self.moe(h)
         return x + self._norm("mlp_post_norm", ffn), pages

@@ -10,12 +10,21 @@ from mlcx.kernels.step_params import (
     IMAGE_EMBEDS,
     IMAGE_ROWS,
     LOGIT_ROWS,
+    LORA_ROWS,
+    LORA_SCALES,
     PREFILL_IMAGE,
     TOKENS,
     step_function,
     step_params,
 )
 from mlcx.runtime.kv import PageTableArrays
+
+_FIELDS = {
+    IMAGE_ROWS: "image_rows",
+    IMAGE_EMBEDS: "image_embeds",
+    LORA_ROWS: "lora_rows",
+    LORA_SCALES: "lora_scales",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,6 +39,9 @@ class ForwardBatch:
     # images: the embeddings row of each new token (-1: its own token's), and the rows
     image_rows: np.ndarray | None = None  # int32 [t]
     image_embeds: np.ndarray | None = None  # float32 [image tokens, hidden]
+    # a model with LoRA adapter slots: each token's slot (0: none) and scale (runtime.lora)
+    lora_rows: np.ndarray | None = None  # int32 [t]
+    lora_scales: np.ndarray | None = None  # float32 [t]
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != self.tables.num_new_tokens:
@@ -47,16 +59,17 @@ class ForwardBatch:
 
     def step_inputs(self) -> dict[str, np.ndarray]:
         """The arrays `function` takes before the KV pages, by parameter name, in order."""
-        return {name: self._array(name) for name in step_params(self.function)}
+        lora = self.lora_rows is not None
+        return {name: self._array(name) for name in step_params(self.function, lora)}
 
     def _array(self, name: str) -> np.ndarray:
         if name == TOKENS:
             return self.input_ids
         if name == LOGIT_ROWS:
             return self.rows
-        if name in (IMAGE_ROWS, IMAGE_EMBEDS):
-            array = self.image_rows if name == IMAGE_ROWS else self.image_embeds
-            assert array is not None  # function is PREFILL_IMAGE only with both
+        if name in (IMAGE_ROWS, IMAGE_EMBEDS, LORA_ROWS, LORA_SCALES):
+            array = getattr(self, _FIELDS[name])
+            assert array is not None  # function is PREFILL_IMAGE only with both; lora: both set
             return array
         return getattr(self.tables, name)
 

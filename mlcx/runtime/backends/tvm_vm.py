@@ -70,6 +70,8 @@ class TVMRunner:
         # Converted to FFI arrays once: a Python list would be converted on every call.
         self._kv_arg = tvm_ffi.convert(self.kv_pages)
         self._params_arg = tvm_ffi.convert(self.params)
+        self.lora: list[tvm.runtime.Tensor] = []  # adapter slots' weights (set_lora_weights)
+        self._lora_args: tuple = ()
         self._on_host = kind == "cpu"
         self.graphs = None
         if graphs:
@@ -79,7 +81,12 @@ class TVMRunner:
             )
 
     def memory(self) -> RunnerMemory:
-        return RunnerMemory(_nbytes(self.params), _nbytes(self.kv_pages))
+        return RunnerMemory(_nbytes(self.params) + _nbytes(self.lora), _nbytes(self.kv_pages))
+
+    def set_lora_weights(self, arrays: list[np.ndarray]) -> None:
+        """The stacked adapter weights the step functions take after the KV pages."""
+        self.lora = [tvm.runtime.tensor(np.ascontiguousarray(a), self.device) for a in arrays]
+        self._lora_args = (tvm_ffi.convert(self.lora),)
 
     def _i32(self, array: np.ndarray) -> tvm.runtime.Tensor:
         if array.dtype == np.float32:  # prefill_image's embedding rows
@@ -104,7 +111,7 @@ class TVMRunner:
                 return logits.numpy()[: batch.tables.batch_size]
             batch = self.graphs.through_prefill(batch)
         args = [self._i32(a) for a in batch.step_inputs().values()]
-        logits, _ = self.vm[batch.function](*args, self._kv_arg, self._params_arg)
+        logits, _ = self.vm[batch.function](*args, self._kv_arg, *self._lora_args, self._params_arg)
         if self._on_host:
             # A view, not a copy: copying 16 rows of the default model's 49152 logits took
             # about 0.2 ms a step. The view keeps the VM's tensor alive while it is read.

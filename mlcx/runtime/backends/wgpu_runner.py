@@ -13,7 +13,15 @@ import numpy as np
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
-from mlcx.kernels.step_params import COPY_PAGES, DECODE, KV_PAGES, PARAMS, PREFILL, entry_inputs
+from mlcx.kernels.step_params import (
+    COPY_PAGES,
+    DECODE,
+    KV_PAGES,
+    LORA_WEIGHTS,
+    PARAMS,
+    PREFILL,
+    entry_inputs,
+)
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.runner import RunnerMemory
 from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
@@ -41,10 +49,11 @@ def _check_inputs(plan: Plan, name: str, artifact: Artifact) -> None:
     """The plan's step function takes the inputs this runtime passes (step_params)."""
     func = plan.functions.get(name)
     got = tuple(i.name for i in func.inputs) if func else ()
-    if got != entry_inputs(name):
+    want = entry_inputs(name, artifact.config.lora is not None)
+    if got != want:
         raise ArtifactError(
             f"{artifact.library_path}: {name} takes ({', '.join(got)}), this mlcx passes "
-            f"({', '.join(entry_inputs(name))}); recompile the model"
+            f"({', '.join(want)}); recompile the model"
         )
 
 
@@ -73,12 +82,18 @@ class WgpuRunner:
             for _ in range(config.model.num_layers)
         ]
         self.num_blocks = num_blocks
+        self.lora: dict[str, list[GpuTensor]] = {}  # the adapter slots' weights, if any
+
+    def set_lora_weights(self, arrays: list[np.ndarray]) -> None:
+        """The stacked adapter weights the step functions take after the KV pages."""
+        self.lora = {LORA_WEIGHTS: [self._persistent(a) for a in arrays]}
 
     def memory(self) -> RunnerMemory:
         def total(tensors):
             return sum(t.buffer.size for t in tensors)
 
-        return RunnerMemory(total(self.params), total(self.kv_pages), self.pool.bytes)
+        weights = total(self.params) + total(self.lora.get(LORA_WEIGHTS, []))
+        return RunnerMemory(weights, total(self.kv_pages), self.pool.bytes)
 
     def _check_binding(self, nbytes: int, what: str) -> None:
         limit = self.gpu.limits.get("max-storage-buffer-binding-size", 1 << 27)
@@ -112,7 +127,7 @@ class WgpuRunner:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
         steps = {name: self._i32(a) for name, a in batch.step_inputs().items()}
-        inputs = {**steps, KV_PAGES: self.kv_pages, PARAMS: self.params}
+        inputs = {**steps, KV_PAGES: self.kv_pages, **self.lora, PARAMS: self.params}
         logits = self.executor.run(batch.function, inputs)[0]
         out = self.gpu.download(logits.buffer, logits.nbytes).view(np.float32)
         for tensor in [logits, *steps.values()]:

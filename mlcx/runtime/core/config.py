@@ -18,6 +18,9 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     device: str | None = None  # runner device override ("cpu", "cuda", "metal")
     speculative: SpeculativeConfig | None = None  # None: no speculative decoding
+    # LoRA adapters a request may pick, as (name, PEFT folder or GGUF adapter) pairs; the
+    # artifact must have adapter slots for them (runtime.lora)
+    lora: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("max_batch", "max_waiting", "kv_cache_bytes"):

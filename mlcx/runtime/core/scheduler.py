@@ -35,6 +35,7 @@ from mlcx.runtime.core.images import PromptImage, cache_ids, chunk_tokens
 from mlcx.runtime.core.scheduler_output import Scheduled, SchedulerOutput, SchedulerStats
 from mlcx.runtime.core.sequence import Request, Sequence, SequenceStatus
 from mlcx.runtime.kv import KVCacheManager
+from mlcx.runtime.lora.slots import LoraRef
 
 RUNNING, WAITING = SequenceStatus.RUNNING, SequenceStatus.WAITING
 
@@ -62,15 +63,18 @@ class Scheduler:
         n: int = 1,
         stop_token_ids: Iterable[int] = (),
         images: tuple[PromptImage, ...] = (),
+        lora: LoraRef | None = None,
     ) -> Sequence:
-        """Queue a request's first choice; returns its sequence."""
+        """Queue a request's first choice; returns its sequence. `lora`: its adapter, which
+        keys its prefix-cache blocks apart from other adapters' (and the base model's)."""
         if request_id in self.requests:
             raise ValueError(f"request {request_id!r} is already in flight")
         if not prompt_ids:
             raise ValueError("the prompt is empty; give at least one token")
         if n < 1 or max_new_tokens < 1:
             raise ValueError(f"n ({n}) and max_new_tokens ({max_new_tokens}) must be positive")
-        request = Request(request_id, n, max_new_tokens, frozenset(stop_token_ids), images=images)
+        stops = frozenset(stop_token_ids)
+        request = Request(request_id, n, max_new_tokens, stops, images=images, lora=lora)
         self.requests[request_id] = request
         seq = self._new_sequence(request, 0, [int(t) for t in prompt_ids], len(prompt_ids))
         self.waiting.append(seq)
@@ -244,7 +248,9 @@ class Scheduler:
         return chunk_tokens(self.requests[seq.request_id].images, seq.num_computed, n)
 
     def _cache_ids(self, seq: Sequence) -> list[int]:
-        return cache_ids(seq.token_ids, self.requests[seq.request_id].images)
+        request = self.requests[seq.request_id]
+        ids = cache_ids(seq.token_ids, request.images)
+        return ids if request.lora is None else request.lora.salted(ids)
 
     def _schedule(
         self, seq: Sequence, n: int, out: SchedulerOutput, draft: tuple[int, ...] = ()

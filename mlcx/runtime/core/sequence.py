@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass, field
 
 from mlcx.runtime.core.images import PromptImage
+from mlcx.runtime.lora.slots import LoraRef
 
 
 class SequenceStatus(enum.Enum):
@@ -73,6 +74,7 @@ class Request:
     stop_token_ids: frozenset[int]  # end a choice (eos unless ignored, and stop_token_ids)
     seqs: list[Sequence] = field(default_factory=list)
     images: tuple[PromptImage, ...] = ()  # in the prompt, in order
+    lora: LoraRef | None = None  # the adapter it runs with (runtime.lora), None: none
 
     @property
     def forked(self) -> bool:
