@@ -49,7 +49,7 @@ def scripted(llm: LLM, text: str, stop: str) -> LLM:
 
 def test_completions_carry_the_split_reply(harmony_artifact):
     llm = scripted(LLM(harmony_artifact), ANSWER, "<|return|>")
-    [[c]] = llm.generate([llm.chat_prompt(MESSAGES)], PARAMS)
+    [c] = llm.generate([llm.chat_prompt(MESSAGES)], PARAMS)[0].outputs
     assert c.text == ANSWER  # as the model wrote it, markers and all
     assert (c.reasoning_content, c.content) == ("The user wants the weather.", "It is sunny.")
     assert c.tool_calls == [] and c.finish_reason == "stop"
@@ -57,14 +57,14 @@ def test_completions_carry_the_split_reply(harmony_artifact):
 
 def test_completions_carry_harmony_tool_calls(harmony_artifact):
     llm = scripted(LLM(harmony_artifact), CALL, "<|call|>")
-    [[c]] = llm.generate([llm.chat_prompt(MESSAGES)], PARAMS)
+    [c] = llm.generate([llm.chat_prompt(MESSAGES)], PARAMS)[0].outputs
     assert c.tool_calls == [ToolCall("get_weather", '{"location": "Tokyo"}')]
     assert c.content == "" and c.reasoning_content is None
 
 
 def test_reasoning_format_none_leaves_the_text_whole(harmony_artifact):
     llm = scripted(LLM(harmony_artifact, reasoning_format="none"), ANSWER, "<|return|>")
-    [[c]] = llm.generate([llm.chat_prompt(MESSAGES)], PARAMS)
+    [c] = llm.generate([llm.chat_prompt(MESSAGES)], PARAMS)[0].outputs
     assert c.content == c.text == ANSWER and c.reasoning_content is None
     with pytest.raises(ValueError, match="reasoning_format must be one of"):
         LLM(harmony_artifact, reasoning_format="r1")
