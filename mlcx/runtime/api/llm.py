@@ -42,6 +42,7 @@ Prompt = str | list[int]
 Messages = list[dict[str, Any]]
 Params = SamplingParams | Sequence[SamplingParams] | None
 Lora = LoraRequest | str | None
+Loras = Lora | Sequence[Lora]
 
 
 def _prompts(prompts: Prompt | Sequence[Prompt] | Mapping) -> list[Prompt]:
@@ -59,6 +60,15 @@ def _prompt(prompt: Any) -> Prompt:
             return list(prompt["prompt_token_ids"])
         return prompt["prompt"]
     return prompt
+
+
+def _each(given: Any, count: int, what: str, one: Any) -> list:
+    """`given` for each of `count` prompts: one for all (or None), or a sequence of one each."""
+    if given is None or isinstance(given, one):
+        return [given] * count
+    if len(given) != count:
+        raise ValueError(f"{len(given)} {what} for {count} prompts; give one, or one per prompt")
+    return list(given)
 
 
 def _lora(lora: Lora) -> LoraRequest | None:
@@ -137,20 +147,21 @@ class LLM:
         self,
         prompts: Prompt | Sequence[Prompt],
         sampling_params: Params = None,
-        lora_request: Lora = None,
+        lora_request: Loras = None,
         images: Sequence[Sequence[Image.Image]] | None = None,
     ) -> list[RequestOutput]:
         """Every prompt (text, token ids or {"prompt_token_ids": ids}) runs in one continuous
-        batch; one RequestOutput per prompt, in order, with its n choices. `sampling_params`:
-        one for all prompts or one per prompt (default: the model's). `images[i]`: the images
-        of prompt i, one per run of image tokens in it."""
+        batch; one RequestOutput per prompt, in order, with its n choices. `sampling_params`
+        and `lora_request` (an adapter `lora=` loaded, by name or LoraRequest): one for all
+        prompts or one per prompt (default: the model's sampling, no adapter). `images[i]`:
+        the images of prompt i, one per run of image tokens in it."""
         return self._run(_prompts(prompts), sampling_params, lora_request, images)
 
     def chat(
         self,
         messages: Messages | Sequence[Messages],
         sampling_params: Params = None,
-        lora_request: Lora = None,
+        lora_request: Loras = None,
         tools: list[dict] | None = None,
     ) -> list[RequestOutput]:
         """One conversation (a list of messages) or many, each answered in the model's chat
@@ -165,14 +176,15 @@ class LLM:
         self, prompts: list[Prompt], sampling_params, lora, images, rendered: bool = False
     ) -> list[RequestOutput]:
         """`rendered`: the prompts are conversations' ids, whose text the outputs show."""
-        params = self._params(sampling_params, len(prompts))
-        lora = _lora(lora)
+        params = _each(sampling_params, len(prompts), "sampling params", SamplingParams)
+        params = [p or self.default_params() for p in params]
+        loras = [_lora(x) for x in _each(lora, len(prompts), "LoRA requests", LoraRequest | str)]
         outputs: list[RequestOutput] = []
         choices: dict[tuple[str, int], Completion] = {}
         for i, (prompt, p) in enumerate(zip(prompts, params, strict=True)):
             request_id = f"req-{next(self._ids)}"
             given = images[i] if images else ()
-            ids = self.engine.add_request(request_id, prompt, p, given, lora)
+            ids = self.engine.add_request(request_id, prompt, p, given, loras[i])
             mine = [Completion(request_id, k, ids, reply=self.reply(ids)) for k in range(p.n)]
             choices.update({(request_id, c.index): c for c in mine})
             text = prompt if isinstance(prompt, str) else None
@@ -183,13 +195,6 @@ class LLM:
             for delta in self.engine.step():
                 choices[(delta.request_id, delta.index)].add(delta)
         return outputs
-
-    def _params(self, given: Params, count: int) -> list[SamplingParams]:
-        if given is None or isinstance(given, SamplingParams):
-            return [given or self.default_params()] * count
-        if len(given) != count:
-            raise ValueError(f"{len(given)} sampling params for {count} prompts; give one or each")
-        return list(given)
 
     def stream(
         self,
