@@ -8,7 +8,8 @@ For a projection y = x @ W.T with fused parts (q/k/v, gate/up):
 which is x @ A_p.T @ B_p.T * scale for the part p that output feature n belongs to (vLLM's
 shrink/expand; S-LoRA's and Punica's batched gather). Slot 0 is zeros: a token without an
 adapter adds nothing. On CPU both kernels are vectorized along their contiguous axis (the
-rows of A, the output features of B); on GPU targets dlight schedules them like any reduction.
+rows of A, the output features of B); on GPU targets a block's threads share each shrink dot
+product (a cross-thread reduction) and expand runs a thread per output feature.
 """
 
 from __future__ import annotations
@@ -106,6 +107,39 @@ def _expand_cpu(func: tirx.PrimFunc, out: int) -> tirx.PrimFunc:
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
+THREADS = 64  # GPU threads per block: a shrink row's dot product, or output features
+
+
+def _shrink_gpu(func: tirx.PrimFunc, features: int) -> tirx.PrimFunc:
+    """A block per (token, rank row): each thread sums its share of the dot product, then
+    the block reduces the partial sums across its threads."""
+    sch = s_tir.Schedule(func)
+    block = sch.get_sblock("lora_u")
+    t, j, k = sch.get_loops(block)
+    lanes = THREADS if features >= 2 * THREADS else features // 2  # each thread 2+ products
+    partial = sch.rfactor(sch.split(k, [None, lanes])[1], 0)
+    sch.bind(t, "blockIdx.y")
+    sch.bind(j, "blockIdx.x")
+    sch.bind(sch.get_loops(block)[-1], "threadIdx.x")
+    sch.compute_at(partial, j)
+    sch.set_scope(partial, 0, "local")
+    sch.bind(sch.get_loops(partial)[2], "threadIdx.x")
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
+def _expand_gpu(func: tirx.PrimFunc, out: int) -> tirx.PrimFunc:
+    """A thread per (token, output feature), the rank loop its own, the add fused in."""
+    sch = s_tir.Schedule(func)
+    block = sch.get_sblock("lora_delta")
+    t, n, _ = sch.get_loops(block)
+    blocks, threads = sch.split(sch.fuse(t, n), [None, THREADS])
+    sch.bind(blocks, "blockIdx.x")
+    sch.bind(threads, "threadIdx.x")
+    sch.reverse_compute_at(sch.get_sblock("lora_add"), threads)
+    sch.set_scope(block, 0, "local")  # each thread's own delta, in a register
+    return sch.mod["main"].with_attr("tirx.is_scheduled", True)
+
+
 @dataclass(frozen=True)
 class LoraOps:
     """The LoRA kernels of one model: `kind` "cpu" or "gpu", activations in `dtype`."""
@@ -150,10 +184,14 @@ class LoraOps:
         scales = te.placeholder((t,), "float32", "scales")
         out = expand_te(y, ut, b, rows, scales, parts, rank)
         expand = te.create_prim_func([y, ut, b, rows, scales, out])
-        if self.kind == "cpu":
-            shrink = _shrink_cpu(shrink, target.in_features)
-            expand = _expand_cpu(expand, target.out_features)
+        schedule = SCHEDULES[self.kind]
+        shrink = schedule[0](shrink, target.in_features)
+        expand = schedule[1](expand, target.out_features)
         return _opaque(shrink), _opaque(expand)
+
+
+# kernel kind -> (shrink schedule, expand schedule)
+SCHEDULES = {"cpu": (_shrink_cpu, _expand_cpu), "gpu": (_shrink_gpu, _expand_gpu)}
 
 
 def _opaque(func: tirx.PrimFunc) -> tirx.PrimFunc:
