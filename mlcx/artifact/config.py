@@ -15,6 +15,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mlcx.artifact.state_tensors import (
+    StateTensor,
+    check_state_tensors,
+    parse_state_tensors,
+    state_layers,
+    state_slot_bytes,
+)
 from mlcx.errors import ArtifactError
 from mlcx.formats import FORMAT_VERSION, check_format_version
 from mlcx.frontends.decoder_config import DecoderConfig
@@ -55,6 +62,9 @@ class ArtifactConfig:
     # LoRA adapter slots the step functions take (`mlcx compile --lora-slots`), or None
     lora: LoraSpec | None = None
     lora_merged: str | None = None  # the adapter merged into the weights (`--lora DIR`)
+    # hybrid models: each state layer's per-sequence tensors, in the step functions' order
+    # (artifact/state_tensors.py); empty for a pure transformer
+    state_tensors: tuple[StateTensor, ...] = ()
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
@@ -68,6 +78,9 @@ class ArtifactConfig:
                 f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "
                 "the model (`mlcx compile --kv-dtype`)"
             )
+        # the compile side may hand dicts, as the config file holds them
+        object.__setattr__(self, "state_tensors", parse_state_tensors(self.state_tensors))
+        check_state_tensors(self.state_tensors, self.model.num_layers)
 
     @property
     def cache_dtype(self) -> str:
@@ -81,15 +94,26 @@ class ArtifactConfig:
         return KVLayout(*heads, self.page_size, self.activation_dtype, self.cache_dtype, kind)
 
     @property
+    def kv_layers(self) -> int:
+        """Layers with KV pages: all but the state layers (one page tensor each)."""
+        return self.model.num_layers - len(state_layers(self.state_tensors))
+
+    @property
     def kv_block_bytes(self) -> int:
-        """Device bytes of one KV block (page_size tokens) across all layers: what every
+        """Device bytes of one KV block (page_size tokens) across the KV layers: what every
         runner allocates per block, and what budgets count in."""
-        return self.model.num_layers * self.kv_layout.pages_bytes(1)
+        return self.kv_layers * self.kv_layout.pages_bytes(1)
+
+    @property
+    def state_slot_bytes(self) -> int:
+        """Device bytes of one sequence's state (one state slot); 0 without state layers."""
+        return state_slot_bytes(self.state_tensors)
 
     def to_json(self) -> str:
         data = asdict(self)
         data["model"] = self.model.to_dict()
         data["kv_block_bytes"] = self.kv_block_bytes  # derived; for readers in other languages
+        data["state_slot_bytes"] = self.state_slot_bytes
         return json.dumps(data, indent=2)
 
     @classmethod

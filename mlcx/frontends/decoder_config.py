@@ -57,6 +57,15 @@ class DecoderConfig:
     attn_scale: float = 0.0  # scores = q.k * attn_scale; 0: 1 / sqrt(head_dim)
     final_logit_softcap: float = 0.0  # logits = cap * tanh(logits / cap); 0: none
     attn_logit_softcap: float = 0.0  # attention scores, likewise (after the scale); 0: none
+    residual_scale: float = 1.0  # each sub-block's output scaled before its residual add (Granite)
+    logits_divisor: float = 1.0  # logits divided by it (Granite's logits_scaling)
+    nope_layers: tuple[int, ...] = ()  # layers whose attention applies no RoPE (SmolLM3)
+    # queries scaled by 1 + beta * log(1 + floor(position / period)) (Ministral 3's
+    # llama_4_scaling_beta over its pretraining context); 0: none
+    q_position_beta: float = 0.0
+    q_position_period: int = 0
+    # a learned logit per query head in each attention softmax's denominator (gpt-oss)
+    attn_sinks: bool = False
     # mixture of experts (0 experts: a dense MLP in every layer); every layer's MLP is the MoE
     num_experts: int = 0
     experts_per_token: int = 0
@@ -159,9 +168,17 @@ class DecoderConfig:
         caps = (self.final_logit_softcap, self.attn_logit_softcap)
         if self.embed_scale <= 0 or self.attn_scale < 0 or min(caps) < 0:
             raise ValueError("model config: embed_scale, attn_scale and softcaps must be positive")
-        bad = [i for i in self.full_attention_layers if not 0 <= i < self.num_layers]
-        if bad:
-            raise ValueError(f"model config: full-attention layers {bad} are not layers")
+        if self.residual_scale <= 0 or self.logits_divisor <= 0:
+            raise ValueError("model config: residual_scale and logits_divisor must be positive")
+        if self.q_position_beta < 0 or (self.q_position_beta and self.q_position_period <= 0):
+            raise ValueError(
+                "model config: a query position scale needs beta >= 0 and a positive period"
+            )
+        object.__setattr__(self, "nope_layers", tuple(self.nope_layers))
+        for name in ("full_attention_layers", "nope_layers"):
+            bad = [i for i in getattr(self, name) if not 0 <= i < self.num_layers]
+            if bad:
+                raise ValueError(f"model config: {name} {bad} are not layers")
 
     def layer_rope(self, layer: int) -> tuple[float, dict[str, Any]]:
         """(theta, scaling) of `layer`'s RoPE: local layers of a mixed model have their own

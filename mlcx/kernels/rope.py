@@ -105,3 +105,15 @@ def rope_te(
 
     params = {"theta": theta, "scaling": rope_scaling, "rotary_dim": rotary}
     return te.compute(x.shape, rotate, name="rope", attrs={ROPE_ATTR: json.dumps(params)})
+
+
+def position_scale_te(x: te.Tensor, positions: te.Tensor, beta: float, period: int) -> te.Tensor:
+    """x [tokens, heads, dim] times 1 + beta * log(1 + floor(position / period)) per token
+    (Ministral 3 scales its queries so over contexts past its pretraining length)."""
+
+    def scaled(s, h, d):
+        blocks = tirx.floor(positions[s].astype("float32") / float(period))
+        factor = 1.0 + beta * tirx.log(1.0 + blocks)
+        return (x[s, h, d].astype("float32") * factor).astype(x.dtype)
+
+    return te.compute(x.shape, scaled, name="q_position_scale")

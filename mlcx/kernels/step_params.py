@@ -6,6 +6,12 @@ pass a step's arrays in this order (runtime.forward_batch), and a WebGPU plan li
 function, where the browser runtime reads them (web/src/step.js). Each function takes its
 `step_params`, then the KV pages of every layer (`kv_pages`, see kv_layout), then the weights.
 No TVM import here: the runtime reads this without TVM's compiler.
+
+Models with state layers (hybrids: Gated DeltaNet, short convolutions) take one more array,
+`state_slots` [batch] (each sequence's state slot, in q_indptr's order) right after the page
+tables, and their state tensors (`states`, a tuple: per state layer in layer order its tensors,
+the slot axis first; mlcx.kernels.hybrid.shapes) right after `kv_pages`; they also export
+`copy_states(states, pairs [n, 2])`. Models without state layers keep the parameters above.
 """
 
 from __future__ import annotations
@@ -19,17 +25,20 @@ PREFILL_IMAGE = "prefill_image"
 EMBED_IMAGE = "embed_image"
 PIXELS = "pixels"
 ENTRY_FUNCTIONS = (PREFILL, DECODE, COPY_PAGES)
+COPY_STATES = "copy_states"  # models with state layers: state rows src -> dst for each pair
 
 TOKENS = "input_ids"
 LOGIT_ROWS = "logit_positions"
 KV_PAGES = "kv_pages"
 IMAGE_ROWS = "image_rows"  # int32 [tokens]: the row of image_embeds for each token, or -1
 IMAGE_EMBEDS = "image_embeds"  # float32 [image_tokens, hidden]: embed_image's output rows
+STATE_SLOTS = "state_slots"  # int32 [batch]: each sequence's state slot (state layers only)
+STATES = "states"  # the state tensors of every state layer, after kv_pages (state layers only)
 PARAMS = "packed_params"  # the weights tuple, as TVM's exporter names it in packed mode
 # Models compiled with LoRA adapter slots (mlcx.kernels.lora_layout) take three more inputs:
 LORA_ROWS = "lora_slots"  # int32 [tokens]: the adapter slot of each token (0: none)
 LORA_SCALES = "lora_scales"  # float32 [tokens]: the scale of each token's adapter
-LORA_WEIGHTS = "lora_weights"  # the stacked A and B of every layer, after kv_pages
+LORA_WEIGHTS = "lora_weights"  # the stacked A and B of every layer, after kv_pages (and states)
 LORA_PARAMS = (LORA_ROWS, LORA_SCALES)
 
 # The page-table arrays of one step, in parameter order, with their shapes; PageTableArrays
@@ -45,6 +54,7 @@ PAGE_TABLES: dict[str, tuple[str, ...]] = {
 _SHAPES = {
     TOKENS: ("tokens",),
     **PAGE_TABLES,
+    STATE_SLOTS: ("batch",),
     LOGIT_ROWS: ("num_logits",),
     IMAGE_ROWS: ("tokens",),
     IMAGE_EMBEDS: ("image_tokens", "hidden"),
@@ -60,13 +70,18 @@ _PARAMS = {
 }
 
 
-def step_params(function: str, lora: bool = False) -> tuple[str, ...]:
-    """The array parameters of `function` (prefill, decode, prefill_image), in order, the
-    LoRA rows and scales last in a model with adapter slots; all int32 but IMAGE_EMBEDS and
+def step_params(function: str, states: bool = False, lora: bool = False) -> tuple[str, ...]:
+    """The array parameters of `function` (prefill, decode, prefill_image), in order: for a
+    model with state layers when `states` (STATE_SLOTS after the page tables), the LoRA rows and
+    scales last for a model with adapter slots when `lora`; all int32 but IMAGE_EMBEDS and
     LORA_SCALES (float32)."""
     if function not in _PARAMS:
         raise ValueError(f"{function!r} is not a step function ({PREFILL} or {DECODE})")
-    return (*_PARAMS[function], *LORA_PARAMS) if lora else _PARAMS[function]
+    params = _PARAMS[function]
+    if states:
+        after = params.index(tuple(PAGE_TABLES)[-1]) + 1
+        params = (*params[:after], STATE_SLOTS, *params[after:])
+    return (*params, *LORA_PARAMS) if lora else params
 
 
 def step_function(num_tokens: int, batch_size: int, explicit_rows: bool) -> str:
@@ -80,7 +95,8 @@ def param_shape(name: str) -> tuple[str, ...]:
     return _SHAPES[name]
 
 
-def entry_inputs(function: str, lora: bool = False) -> tuple[str, ...]:
+def entry_inputs(function: str, states: bool = False, lora: bool = False) -> tuple[str, ...]:
     """Every input of an exported step function, in order, as a WebGPU plan lists them."""
+    held = (KV_PAGES, STATES) if states else (KV_PAGES,)
     weights = (LORA_WEIGHTS,) if lora else ()
-    return (*step_params(function, lora), KV_PAGES, *weights, PARAMS)
+    return (*step_params(function, states, lora), *held, *weights, PARAMS)

@@ -76,6 +76,12 @@ def _hf_config(spec: TinySpec, vocab: int):
         "qwen3_moe": "Qwen3MoeConfig",
         "mixtral": "MixtralConfig",
         "olmoe": "OlmoeConfig",
+        "gemma2": "Gemma2Config",
+        "olmo2": "Olmo2Config",
+        "olmo3": "Olmo3Config",
+        "granite": "GraniteConfig",
+        "smollm3": "SmolLM3Config",
+        "ministral3": "Ministral3Config",
     }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(

@@ -13,7 +13,7 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
 from mlcx.frontends.nn.lora import LoraStep
 from mlcx.kernels.attention import PagedKVOps, StepTensors
-from mlcx.kernels.rope import rope_te
+from mlcx.kernels.rope import position_scale_te, rope_te
 from mlcx.kernels.rope_scaling import rope_for_context
 from mlcx.quantization.formats import WeightFormat
 
@@ -58,6 +58,7 @@ class PagedAttention(nn.Module):
         self.window = cfg.layer_window(index)
         theta, scaling = cfg.layer_rope(index)
         self.rope = (theta, rope_for_context(dict(scaling), cfg.context_window))
+        self.uses_rope = index not in cfg.nope_layers
         # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
         self.q_scale = cfg.attn_scale * math.sqrt(cfg.head_dim) if cfg.attn_scale else 1.0
         fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
@@ -74,6 +75,9 @@ class PagedAttention(nn.Module):
         )
         self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
         self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
+        # attention sinks in the activations' dtype, like the other vectors (bf16 sinks are
+        # exact in f16)
+        self.sinks = nn.Parameter((cfg.num_heads,), dtype) if cfg.attn_sinks else None
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
@@ -85,14 +89,21 @@ class PagedAttention(nn.Module):
         q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
         if self.q_norm is not None and self.k_norm is not None:
             q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
-        q = self._rope(q, step.positions)
-        k = self._rope(k, step.positions)
+        if self.uses_rope:
+            q, k = self._rope(q, step.positions), self._rope(k, step.positions)
+        if cfg.q_position_beta:
+            beta, period = cfg.q_position_beta, cfg.q_position_period
+            q = op.tensor_expr_op(
+                lambda xt, pt: position_scale_te(xt, pt, beta, period),
+                "q_position_scale",
+                [q, step.positions],
+            )
         if self.q_scale != 1.0:
             q = q * self.q_scale
         pages = self.kv.append(pages, k, v, step.slots)
-        out = self.kv.attend(q, pages, step, decode, self.window, self.cfg.attn_logit_softcap)
-        out = op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))
-        return self.o(out, step.lora), pages
+        options = (self.window, self.cfg.attn_logit_softcap, self.sinks)
+        out = self.kv.attend(q, pages, step, decode, *options)
+        return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim)), step.lora), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
         theta, scaling = self.rope

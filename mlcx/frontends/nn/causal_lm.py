@@ -45,6 +45,7 @@ from mlcx.kernels.step_params import (
     PREFILL,
     PREFILL_IMAGE,
     TOKENS,
+    entry_inputs,
     param_shape,
     step_params,
 )
@@ -58,7 +59,7 @@ def _step_method(function: str, lora: bool = False):
 
     nn's exporter names and orders the exported function's parameters by the method's
     signature, so the signature is built from the one definition of the step parameters."""
-    names = (*step_params(function, lora), KV_PAGES, *((LORA_WEIGHTS,) if lora else ()))
+    names = entry_inputs(function, lora=lora)[:-1]  # all but the weights (PARAMS)
 
     def method(self, *args):
         return self._step(function, dict(zip(names, args, strict=True)))
@@ -113,6 +114,8 @@ class CausalLM(nn.Module):
         x = self.norm(x)
         logits = self.embed.as_head(x) if self.lm_head is None else self.lm_head(x)
         logits = logits if logits.dtype == "float32" else logits.astype("float32")
+        if self.cfg.logits_divisor != 1.0:
+            logits = logits / self.cfg.logits_divisor
         cap = self.cfg.final_logit_softcap
         return op.tanh(logits / cap) * cap if cap else logits
 
@@ -157,7 +160,7 @@ class CausalLM(nn.Module):
         functions = (PREFILL, DECODE, PREFILL_IMAGE) if self.images else (PREFILL, DECODE)
         steps = {
             name: {
-                **{p: self._param_spec(p) for p in step_params(name, self.lora is not None)},
+                **{p: self._param_spec(p) for p in step_params(name, lora=self.lora is not None)},
                 KV_PAGES: kv,
                 **self._lora_spec(),
                 "$": packed,

@@ -20,6 +20,7 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps):
         prefix = f"layers.{index}."
         dtype = kv.layout.dtype
+        self.residual_scale = cfg.residual_scale
         for name in cfg.layer_norms:
             norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
             setattr(self, name, norm)
@@ -36,8 +37,11 @@ class DecoderLayer(nn.Module):
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
     ) -> tuple[nn.Tensor, nn.Tensor]:
         attn, pages = self.attn(self._norm("attn_norm", x), pages, step, decode)
-        x = x + self._norm("attn_post_norm", attn)
+        x = x + self._scaled(self._norm("attn_post_norm", attn))
         h = self._norm("mlp_norm", x)
         # experts take no adapters (mlcx.frontends.lora.layout refuses them)
         ffn = self.mlp(h, step.lora) if self.ffn_name == "mlp" else self.moe(h)
-        return x + self._norm("mlp_post_norm", ffn), pages
+        return x + self._scaled(self._norm("mlp_post_norm", ffn)), pages
+
+    def _scaled(self, x: nn.Tensor) -> nn.Tensor:
+        return x if self.residual_scale == 1.0 else x * self.residual_scale

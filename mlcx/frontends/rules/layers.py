@@ -40,9 +40,12 @@ def hf_window(key: str = "sliding_window") -> HFRule:
 
 
 def hf_layer_types(every: int) -> HFRule:
-    """`layer_types` where the config lists them, else `sliding_window_pattern` (or `every`)."""
+    """`layer_types` where the config lists them, else `sliding_window_pattern` (or `every`);
+    nothing for a config with neither layer types nor a window (OLMo 2 beside OLMo 3)."""
 
     def rule(r: HFConfigReader, cfg: DecoderConfig) -> Mapping[str, Any]:
+        if r.config.get("layer_types") is None and r.config.get("sliding_window") is None:
+            return {}
         kinds = r.config.get("layer_types") or _pattern(
             cfg.num_layers, int(r.config.get("sliding_window_pattern") or every)
         )
@@ -51,13 +54,17 @@ def hf_layer_types(every: int) -> HFRule:
     return rule
 
 
-def hf_local_rope(default_theta: float) -> HFRule:
-    """The RoPE base of the windowed layers: transformers 5's `rope_parameters` per layer kind,
-    or `rope_local_base_freq`."""
+def hf_local_rope(default_theta: float | None = None) -> HFRule:
+    """The RoPE base of the windowed layers, which take no RoPE scaling: transformers 5's
+    `rope_parameters` per layer kind, or `rope_local_base_freq`, else `default_theta` (None:
+    the global base). Nothing where the model has no local and global layers."""
 
     def rule(r: HFConfigReader, cfg: DecoderConfig) -> Mapping[str, Any]:
+        if not cfg.full_attention_layers:
+            return {}
         local = (r.config.get("rope_parameters") or {}).get("sliding_attention") or {}
-        theta = local.get("rope_theta") or r.config.get("rope_local_base_freq") or default_theta
+        default = cfg.rope_theta if default_theta is None else default_theta
+        theta = local.get("rope_theta") or r.config.get("rope_local_base_freq") or default
         return {"local_rope_theta": float(theta)}
 
     return rule
@@ -72,6 +79,8 @@ def gguf_layer_types(every: int) -> GGUFRule:
 
     def rule(ckpt: GGUFCheckpoint, cfg: DecoderConfig) -> Mapping[str, Any]:
         pattern = ckpt.arch_meta("attention.sliding_window_pattern")
+        if pattern is None and ckpt.arch_meta("attention.sliding_window") is None:
+            return {}
         if isinstance(pattern, list):
             kinds = [_KINDS[not local] for local in pattern]
         else:
@@ -81,7 +90,13 @@ def gguf_layer_types(every: int) -> GGUFRule:
     return rule
 
 
-def gguf_local_rope(default_theta: float) -> GGUFRule:
-    return lambda ckpt, cfg: {
-        "local_rope_theta": float(ckpt.arch_meta("rope.freq_base_swa", default_theta))
-    }
+def gguf_local_rope(default_theta: float | None = None) -> GGUFRule:
+    """`rope.freq_base_swa`, as hf_local_rope."""
+
+    def rule(ckpt: GGUFCheckpoint, cfg: DecoderConfig) -> Mapping[str, Any]:
+        if not cfg.full_attention_layers:
+            return {}
+        default = cfg.rope_theta if default_theta is None else default_theta
+        return {"local_rope_theta": float(ckpt.arch_meta("rope.freq_base_swa", default))}
+
+    return rule

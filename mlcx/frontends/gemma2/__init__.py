@@ -1,0 +1,1 @@
+"""Gemma 2 (family.py)."""

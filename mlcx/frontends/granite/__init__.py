@@ -1,0 +1,1 @@
+"""Granite 3 (family.py)."""

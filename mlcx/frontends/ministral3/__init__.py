@@ -1,0 +1,1 @@
+"""Ministral 3 (family.py)."""

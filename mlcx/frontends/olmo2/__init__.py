@@ -1,0 +1,1 @@
+"""OLMo 2 and OLMo 3 (family.py)."""

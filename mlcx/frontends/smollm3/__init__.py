@@ -1,0 +1,1 @@
+"""SmolLM3 (family.py)."""
