@@ -14,10 +14,12 @@ from safetensors.numpy import save_file
 from mlcx.cache import cache_dir
 from mlcx.frontends.lora.adapter import slot_shape
 from mlcx.frontends.source import load_source
+from mlcx.frontends.weight_names import WeightNames
 
-# PEFT's target modules on q, v and the MLP, the usual fine-tuning choice (a family whose
-# checkpoints fuse q/k/v or gate/up has the fused module instead)
-SLOTS = ("q", "v", "qkv", "gate", "up", "gate_up", "down")
+# PEFT's target modules on q, v and the MLP, the usual fine-tuning choice; a family whose
+# checkpoints fuse q/k/v or gate/up (phi3) has the fused module instead
+SLOTS = ("q", "v", "gate", "up", "down")
+FUSED = {"q": "qkv", "v": "qkv", "gate": "gate_up", "up": "gate_up"}
 
 
 def random_adapter(model: str, rank: int = 8, seed: int = 0) -> Path:
@@ -32,7 +34,7 @@ def random_adapter(model: str, rank: int = 8, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     tensors, modules = {}, set()
     for layer in range(cfg.num_layers):
-        for slot in filter(names.has, SLOTS):
+        for slot in _slots(names):
             out, features = slot_shape(cfg, slot)
             module = names.name(slot, layer).removesuffix(".weight")
             modules.add(module.rsplit(".", 1)[1])
@@ -44,6 +46,12 @@ def random_adapter(model: str, rank: int = 8, seed: int = 0) -> Path:
     (folder / "adapter_config.json").write_text(json.dumps(config))
     save_file(tensors, str(folder / "adapter_model.safetensors"))
     return folder
+
+
+def _slots(names: WeightNames) -> tuple[str, ...]:
+    """SLOTS as the checkpoint names them: a fused module once, in place of its parts."""
+    named = (FUSED[s] if s in FUSED and names.has(FUSED[s]) else s for s in SLOTS)
+    return tuple(dict.fromkeys(named))
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
