@@ -1,6 +1,7 @@
 """The adapter kernels on the GPU targets: a WebGPU plan with adapter slots runs on wgpu
 (lavapipe here) as the CPU artifact does, every row with its own adapter; the CUDA build
-carries the shrink and expand kernels, GPU-shaped (thread-bound)."""
+carries the shrink and expand kernels, GPU-shaped (thread-bound). (A plan without slots keeps
+the plain step inputs: tests/webgpu/test_plan.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from mlcx.artifact.config import Artifact
 from mlcx.kernels.lora_layout import LoraSpec
-from mlcx.kernels.step_params import LORA_WEIGHTS, entry_inputs
+from mlcx.kernels.step_params import LORA_WEIGHTS
 from mlcx.runtime.backends.wgpu_runner import load_plan
 from mlcx.runtime.lora.slots import LoraSlots
 from mlcx.targets.cuda import SOURCE
@@ -55,10 +56,3 @@ def test_the_cuda_build_has_thread_bound_adapter_kernels(compiled):
     assert {re.sub(r"\d*_kernel$", "", n) for n in names} == {"lora_shrink", "lora_expand"}
     assert all(bounds in ("32", "64") for bounds, _ in kernels)  # a block of threads each
     assert Artifact(artifact).config.decode_graph_batch is None  # no graphs of one batch's rows
-
-
-def test_an_artifact_without_slots_keeps_its_step_functions(compiled):
-    plain = Artifact(compiled(SPEC, "q0f32", target="webgpu"))
-    for function in ("prefill", "decode"):
-        inputs = tuple(i.name for i in load_plan(plain).functions[function].inputs)
-        assert inputs == entry_inputs(function)
