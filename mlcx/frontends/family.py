@@ -28,6 +28,7 @@ from mlcx.frontends.tensors import TensorSource
 from mlcx.frontends.weight_names import GGUF, LLAMA_HF, WeightNames
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.kernels.attention import PagedKVOps
+from mlcx.kernels.lora_layout import LoraLayout
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,11 @@ class Family:
             raise ValueError(f"{self.name} has no GGUF side")
         return decoder_weights(cfg, self.gguf.names)
 
-    def build(self, cfg: DecoderConfig, formats: Formats, kv: PagedKVOps) -> nn.Module:
-        return decoder_model(cfg, formats, kv, self.images)
+    def build(
+        self, cfg: DecoderConfig, formats: Formats, kv: PagedKVOps, lora: LoraLayout | None = None
+    ) -> nn.Module:
+        """`lora`: adapter slots the step functions take (mlcx.kernels.lora_layout)."""
+        return decoder_model(cfg, formats, kv, self.images, lora)
 
     def with_images(self) -> Family:
         """The family's text model taking image rows (a GGUF text model with an mmproj)."""

@@ -3,6 +3,8 @@ way the engine does, but with the test choosing every token and reading every lo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from mlcx.artifact.config import Artifact
@@ -26,9 +28,12 @@ class Harness:
         self.kv = KVCacheManager(num_blocks, page, enable_prefix_caching=False)
         self.tokens: dict[int, list[int]] = {}  # each sequence's tokens, as the scheduler keeps
 
-    def step(self, feeds: dict[int, list[int]], all_rows: bool = False) -> dict[int, np.ndarray]:
+    def step(
+        self, feeds: dict[int, list[int]], all_rows: bool = False, lora: dict | None = None
+    ) -> dict[int, np.ndarray]:
         """Append `feeds[seq]` tokens to each sequence in one forward; returns the logits of
-        each sequence's new tokens (all rows, or only the last)."""
+        each sequence's new tokens (all rows, or only the last). `lora`: seq -> (adapter
+        slot, scale) in a model with adapter slots (every other sequence: slot 0)."""
         copies, ids, rows, start = [], [], [], 0
         for seq, tokens in feeds.items():
             if seq not in self.kv:
@@ -48,7 +53,7 @@ class Harness:
             logit_rows=np.array(rows, np.int32),
             state_slots=self._state_slots(feeds),
         )
-        logits = self.runner.forward(batch)
+        logits = self.runner.forward(self._lora(batch, feeds, lora))
         self._commit(feeds)
         out, pos = {}, 0
         for seq, tokens in feeds.items():
@@ -57,7 +62,17 @@ class Harness:
             pos += n
         return out
 
-    def decode(self, feeds: dict[int, int]) -> dict[int, np.ndarray]:
+    def _lora(self, batch: ForwardBatch, feeds: dict, lora: dict | None) -> ForwardBatch:
+        if self.artifact.config.lora is None:
+            return batch
+        lora = lora or {}
+        counts = [len(t) if isinstance(t, list) else 1 for t in feeds.values()]
+        slots = [lora.get(seq, (0, 0.0))[0] for seq in feeds]
+        scales = [lora.get(seq, (0, 0.0))[1] for seq in feeds]
+        rows = np.repeat(slots, counts).astype(np.int32)
+        return replace(batch, lora_rows=rows, lora_scales=np.repeat(scales, counts).astype("f4"))
+
+    def decode(self, feeds: dict[int, int], lora: dict | None = None) -> dict[int, np.ndarray]:
         """One token per sequence through the `decode` entry (no explicit logit rows)."""
         copies, ids = [], []
         for seq, token in feeds.items():
@@ -67,7 +82,7 @@ class Harness:
         tables = self.kv.build_arrays([(seq, 1) for seq in feeds])
         slots = self._state_slots(feeds)
         batch = ForwardBatch(np.array(ids, np.int32), tables, copies, state_slots=slots)
-        logits = self.runner.forward(batch)
+        logits = self.runner.forward(self._lora(batch, feeds, lora))
         self._commit(feeds)
         return {seq: logits[i] for i, seq in enumerate(feeds)}
 

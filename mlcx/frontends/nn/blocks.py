@@ -11,6 +11,7 @@ from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
+from mlcx.frontends.nn.lora import LoraStep
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.mrope_te import mrope_te
 from mlcx.kernels.rope import position_scale_te, rope_te
@@ -64,9 +65,16 @@ class PagedAttention(nn.Module):
         # a gated attention's q projection gives each head's q, then its gate (Qwen3.5)
         self.q_heads = cfg.num_heads * (2 if cfg.attn_output_gate else 1)
         fused = (self.q_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
-        self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
+        self.qkv = QLinear(
+            cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias, prefix + "qkv"
+        )
         self.o = QLinear(
-            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
+            cfg.num_heads * cfg.head_dim,
+            cfg.hidden_size,
+            formats[prefix + "o"],
+            dtype,
+            cfg.o_bias,
+            prefix + "o",
         )
         self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
         self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
@@ -80,7 +88,7 @@ class PagedAttention(nn.Module):
         cfg = self.cfg
         tokens = x.shape[0]
         heads, dim = self.q_heads, cfg.head_dim
-        qkv = op.reshape(self.qkv(x), (tokens, heads + 2 * cfg.num_kv_heads, dim))
+        qkv = op.reshape(self.qkv(x, step.lora), (tokens, heads + 2 * cfg.num_kv_heads, dim))
         q, k, v = op.split(qkv, [heads, heads + cfg.num_kv_heads], axis=1)
         gate = None
         if cfg.attn_output_gate:
@@ -104,7 +112,7 @@ class PagedAttention(nn.Module):
         out = op.reshape(out, (tokens, cfg.num_heads * dim))
         if gate is not None:
             out = out * op.sigmoid(op.reshape(gate, (tokens, cfg.num_heads * dim)))
-        return self.o(out), pages
+        return self.o(out, step.lora), pages
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
         theta, scaling = self.rope
@@ -126,13 +134,11 @@ class GatedMLP(nn.Module):
 
     def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, dtype: str):
         self.act = ACTIVATIONS[cfg.hidden_act]
-        self.gate_up = QLinear(
-            cfg.hidden_size, 2 * cfg.intermediate_size, formats[prefix + "gate_up"], dtype, False
-        )
-        self.down = QLinear(
-            cfg.intermediate_size, cfg.hidden_size, formats[prefix + "down"], dtype, False
-        )
+        inter, hidden = cfg.intermediate_size, cfg.hidden_size
+        names = (prefix + "gate_up", prefix + "down")
+        self.gate_up = QLinear(hidden, 2 * inter, formats[names[0]], dtype, False, names[0])
+        self.down = QLinear(inter, hidden, formats[names[1]], dtype, False, names[1])
 
-    def forward(self, x: nn.Tensor) -> nn.Tensor:
-        gate, up = op.split(self.gate_up(x), 2, axis=-1)
-        return self.down(self.act(gate) * up)
+    def forward(self, x: nn.Tensor, lora: LoraStep | None = None) -> nn.Tensor:
+        gate, up = op.split(self.gate_up(x, lora), 2, axis=-1)
+        return self.down(self.act(gate) * up, lora)

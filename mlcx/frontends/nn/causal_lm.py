@@ -7,7 +7,9 @@ Entry points (all take the KV pages of every layer and update them in place):
 - decode(input_ids, the page tables, kv_pages, params), one new token per sequence
   -> logits [b, vocab];
 - copy_pages(kv_pages, pairs [n, 2]) copies whole pages (copy-on-write).
-mlcx.kernels.step_params defines the step parameters (names, order, shapes) once.
+mlcx.kernels.step_params defines the step parameters (names, order, shapes) once. A model
+built with a LoRA layout (adapter slots) takes each token's slot and scale among the step
+parameters and the stacked adapter weights after kv_pages (mlcx.kernels.lora_layout).
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.nn.layer import DecoderLayer
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
+from mlcx.frontends.nn.lora import LoraStep
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.hybrid.ops import StateOps, StateStep
 from mlcx.kernels.image_rows import add_rows_te, replace_rows_te
 from mlcx.kernels.kv_layout import NUM_PAGES
 from mlcx.kernels.linear import gather_rows_te
+from mlcx.kernels.lora_layout import LoraLayout
 from mlcx.kernels.step_params import (
     COPY_PAGES,
     DECODE,
@@ -35,12 +39,15 @@ from mlcx.kernels.step_params import (
     IMAGE_ROWS,
     KV_PAGES,
     LOGIT_ROWS,
+    LORA_ROWS,
+    LORA_SCALES,
+    LORA_WEIGHTS,
     PAGE_TABLES,
     PREFILL,
     PREFILL_IMAGE,
     ROPE_POSITIONS,
-    STATES,
     TOKENS,
+    entry_inputs,
     param_shape,
     step_params,
 )
@@ -50,7 +57,8 @@ LayerFactory = Callable[..., nn.Module]  # (cfg, formats, index, kv, states=Stat
 
 class _StepMethod:
     """CausalLM.prefill or .decode: takes step_params(function) (rope_positions too for an
-    M-RoPE model), then kv_pages (then a hybrid model's `states`).
+    M-RoPE model, the LoRA rows and scales with adapter slots), then kv_pages (then a hybrid
+    model's `states`, then the LoRA weights).
 
     nn's exporter names and orders the exported function's parameters by the method's
     signature, so the signature is built from the one definition of the step parameters."""
@@ -62,8 +70,9 @@ class _StepMethod:
     def __get__(self, model, owner=None):
         if model is None:
             return self
-        params = step_params(self.function, self.states, mrope=model.mrope)
-        names = (*params, KV_PAGES, *((STATES,) if self.states else ()))
+        lora = model.lora is not None
+        # all but the weights (PARAMS), which the exporter adds
+        names = entry_inputs(self.function, self.states, lora, mrope=model.mrope)[:-1]
 
         def method(*args):
             return model._step(self.function, dict(zip(names, args, strict=True)))
@@ -83,12 +92,14 @@ class CausalLM(nn.Module):
         kv: PagedKVOps,
         layer: LayerFactory = DecoderLayer,
         images: bool = False,
+        lora: LoraLayout | None = None,
     ):
         dtype = kv.layout.dtype
         self.cfg = cfg
         self.kv = kv
         self.images = images  # export prefill_image too (models with an image encoder)
         self.mrope = bool(cfg.mrope_sections)  # the steps take 3-row rope positions
+        self.lora = lora  # adapter slots: the step functions take LoRA inputs
         self.embed = QEmbedding(cfg.vocab_size, cfg.hidden_size, formats["embed"], dtype)
         # a hybrid model's state layers share one StateOps (their kernels, once per shape)
         self.state_ops = StateOps(kv.kind, kv.target) if cfg.state_layers else None
@@ -136,7 +147,7 @@ class CausalLM(nn.Module):
         return op.tanh(logits / cap) * cap if cap else logits
 
     def _step(self, function: str, args: dict[str, nn.Tensor]):
-        step = StepTensors(**{name: args[name] for name in PAGE_TABLES})
+        step = StepTensors(**{name: args[name] for name in PAGE_TABLES}, lora=self._lora(args))
         if self.mrope:  # RoPE turns by the 3-row positions
             step = dataclasses.replace(step, positions=args[ROPE_POSITIONS])
         decode = function == DECODE
@@ -157,6 +168,12 @@ class CausalLM(nn.Module):
     def _outputs(self, caches: list) -> tuple:
         return (tuple(caches),)
 
+    def _lora(self, args: dict[str, nn.Tensor]) -> LoraStep | None:
+        if self.lora is None:
+            return None
+        rows, scales, weights = args[LORA_ROWS], args[LORA_SCALES], list(args[LORA_WEIGHTS])
+        return LoraStep.of(self.lora, self.kv.kind, rows, scales, weights)
+
     prefill = _StepMethod(PREFILL)
     decode = _StepMethod(DECODE)
     prefill_image = _StepMethod(PREFILL_IMAGE)
@@ -168,7 +185,14 @@ class CausalLM(nn.Module):
         if name == IMAGE_EMBEDS:  # deepstack blocks after the rows that replace embeddings
             width = self.cfg.hidden_size * (1 + self.cfg.deepstack_layers)
             return spec.Tensor(("image_tokens", width), "float32")
-        return spec.Tensor(param_shape(name), "int32")
+        dtype = "float32" if name == LORA_SCALES else "int32"
+        return spec.Tensor(param_shape(name), dtype)
+
+    def _lora_spec(self) -> dict:
+        if self.lora is None:
+            return {}
+        dtype = self.lora.dtype
+        return {LORA_WEIGHTS: [spec.Tensor(s, dtype) for _, s in self.lora.arrays()]}
 
     def export_spec(self) -> dict:
         lay = self.kv.layout
@@ -177,8 +201,12 @@ class CausalLM(nn.Module):
         functions = (PREFILL, DECODE, PREFILL_IMAGE) if self.images else (PREFILL, DECODE)
         steps = {
             name: {
-                **{p: self._param_spec(p) for p in step_params(name, mrope=self.mrope)},
+                **{
+                    p: self._param_spec(p)
+                    for p in step_params(name, lora=self.lora is not None, mrope=self.mrope)
+                },
                 KV_PAGES: kv,
+                **self._lora_spec(),
                 "$": packed,
             }
             for name in functions

@@ -103,10 +103,18 @@ class HybridLM(CausalLM):
         }
 
 
-def decoder_model(cfg: DecoderConfig, formats: Formats, kv: PagedKVOps, images: bool) -> nn.Module:
-    """The shared decoder for `cfg`: a HybridLM where it has state layers."""
+def decoder_model(
+    cfg: DecoderConfig, formats: Formats, kv: PagedKVOps, images: bool, lora=None
+) -> nn.Module:
+    """The shared decoder for `cfg`: a HybridLM where it has state layers. `lora`: adapter
+    slots (mlcx.kernels.lora_layout.LoraLayout), for models without state layers."""
     if not cfg.state_layers:
-        return CausalLM(cfg, formats, kv, images=images)
+        return CausalLM(cfg, formats, kv, images=images, lora=lora)
     if images:
         raise ValueError("image inputs are not implemented for hybrid models")
+    if lora is not None:
+        raise ValueError(
+            "LoRA adapter slots are not implemented for hybrid models (state layers); "
+            "merge the adapter at compile time (`mlcx compile --lora`) instead"
+        )
     return HybridLM(cfg, formats, kv)

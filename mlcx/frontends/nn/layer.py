@@ -67,7 +67,9 @@ class DecoderLayer(nn.Module):
         else:
             h, cache = getattr(self, self.kind)(h, cache, state_step, decode)
         x = x + self._scaled(self._norm("attn_post_norm", h))
-        ffn = getattr(self, self.ffn_name)(self._norm("mlp_norm", x))
+        h = self._norm("mlp_norm", x)
+        # experts take no adapters (mlcx.frontends.lora.layout refuses them)
+        ffn = self.mlp(h, step.lora) if self.ffn_name == "mlp" else self.moe(h)
         return x + self._scaled(self._norm("mlp_post_norm", ffn)), cache
 
     def _scaled(self, x: nn.Tensor) -> nn.Tensor:

@@ -41,6 +41,8 @@ from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
 from mlcx.runtime.core.sequence import Sequence, SequenceStatus
 from mlcx.runtime.core.stats import EngineStats, state_stats
 from mlcx.runtime.kv import KVCacheManager
+from mlcx.runtime.lora.request import LoraRequest
+from mlcx.runtime.lora.slots import LoraSlots
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import SampleResult
 from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget
@@ -85,6 +87,7 @@ class Engine:
         self.num_blocks = self.sizes.num_blocks
         slots = self.sizes.num_state_slots
         self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device, slots)
+        self.lora = LoraSlots.load(self.artifact, config.lora, self.runner)  # adapters by name
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
         budget = step_budget(config, art.prefill_chunk)
         self.images = ImageInputs(ImageEncoder.for_artifact(self.artifact.path), budget)
@@ -139,17 +142,19 @@ class Engine:
         prompt: str | list[int],
         params: SamplingParams,
         images: Seq[Image.Image] = (),
+        lora: LoraRequest | None = None,
     ) -> list[int]:
         """Validate and queue a request; returns its prompt token ids. A constraint is
         compiled here: one llguidance refuses raises InvalidFieldError naming its param.
-        `images`: one per run of image tokens in the prompt, in order."""
+        `images`: one per run of image tokens in the prompt, in order; `lora`: the adapter."""
+        ref = self.lora.ref(lora)
         prompt_ids = self.tokenize_prompt(prompt)
         self.images.check(prompt_ids, images)
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         self.scheduler.states.check_choices(params.n)
         params.validate_vocab(self.tokenizer.vocab_size)
         constraint = self.constraints.compile(params.constraint) if params.constraint else None
-        request = NewRequest(request_id, prompt_ids, params, max_new, constraint, tuple(images))
+        request = NewRequest(request_id, prompt_ids, params, max_new, constraint, (*images,), ref)
         self.inbox.add(request, self.scheduler.requests, lambda: len(self.scheduler.waiting))
         return prompt_ids
 
@@ -171,7 +176,7 @@ class Engine:
             plan = self.scheduler.schedule({i: d.tokens for i, d in drafts.items()})
         self.snapshot = self.stats()
         if plan.scheduled:
-            batch = self._batch(plan)
+            batch = self.lora.attach(self._batch(plan), plan, self.scheduler.requests)
             with self.hooks.phase(FORWARD):
                 logits = self.runner.forward(batch)
             deltas += self._apply(plan, logits, drafts)
@@ -258,7 +263,7 @@ class Engine:
         stop_ids = [*params.stop_token_ids, *eos]
         images = self.images.encode(req.prompt_ids, req.images)
         self.scheduler.add_request(
-            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids, images
+            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids, images, req.lora
         )
         self.outputs.add_request(req.request_id, req.prompt_ids, params, req.constraint)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mlcx.runtime.openai_api.tool_calls import CallList, ToolReply
+from mlcx.runtime.openai_api.tools import ToolPlan
 from mlcx.runtime.text.reasoning import (
     Content,
     Reasoning,
@@ -22,8 +24,6 @@ from mlcx.runtime.text.reasoning import (
     ToolCallArguments,
     ToolCallStart,
 )
-from mlcx.server.tool_calls import CallList, ToolReply
-from mlcx.server.tools import ToolPlan
 
 Part = dict[str, Any]
 TEXT_FIELDS = ("content", "reasoning_content")

@@ -22,10 +22,10 @@ from typing import Any
 import llguidance
 
 from mlcx.errors import InvalidFieldError
+from mlcx.runtime.openai_api.errors import bad_request
+from mlcx.runtime.openai_api.schemas import ChatCompletionRequest, Tool
 from mlcx.runtime.structured.constraint import Constraint
 from mlcx.runtime.structured.matcher import grammar_text, one_line
-from mlcx.server.errors import bad_request
-from mlcx.server.schemas import ChatCompletionRequest, Tool
 
 NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 NO_ARGUMENTS = {"type": "object", "properties": {}}

@@ -1,8 +1,9 @@
-"""What the routes need from the served model: one interface, two implementations.
+"""What the OpenAI layer needs from the served model: one interface, two implementations.
 
-`AsyncEngine` (mlcx.runtime) serves an engine in this process; `RayEngineClient`
+`AsyncEngine` (mlcx.runtime.api) serves an engine in this process; `RayEngineClient`
 (mlcx.server.replicas) sends each request to one of several engine replicas on Ray Serve.
-The routes, generation and metrics see only this surface, so there is one code path for both.
+The serving path (serving.py), AsyncMLCEngine and the server's metrics see only this surface,
+so there is one code path for both.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 from mlcx.artifact.config import Artifact
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.lora.request import LoraRequest
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.text.tokenizer import Tokenizer
 
@@ -38,6 +40,10 @@ class EngineClient(Protocol):
     def tokenizer(self) -> Tokenizer: ...
     @property
     def sampling_defaults(self) -> Mapping[str, Any]: ...
+    @property
+    def adapters(self) -> tuple[str, ...]:
+        """The names of the LoRA adapters a request may pick (mlcx.runtime.lora)."""
+        ...
 
     async def prepare(self, prompts: Sequence[str | list[int]]) -> list[list[int]]: ...
     async def prepare_chat(
@@ -56,9 +62,10 @@ class EngineClient(Protocol):
         prompts: Sequence[list[int]],
         params: SamplingParams,
         images: Sequence[Sequence[Any]] | None = None,
+        lora: LoraRequest | None = None,
     ) -> EngineStream:
-        """Validate and queue the prompts (with `images[i]` for prompt i): raises ValueError
-        (400) or QueueFullError (503)."""
+        """Validate and queue the prompts (with `images[i]` for prompt i, each run with the
+        adapter `lora` names): raises ValueError (400) or QueueFullError (503)."""
         ...
 
     async def replica_stats(self) -> dict[str, EngineStats]:

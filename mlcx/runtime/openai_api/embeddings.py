@@ -5,16 +5,26 @@ client decodes it); `dimensions` for models trained to be truncated."""
 from __future__ import annotations
 
 import base64
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.api.async_embedder import AsyncEmbedder, Embeddings
-from mlcx.server.errors import bad_request
-from mlcx.server.schemas import _Body
+from mlcx.runtime.openai_api.errors import bad_request
+from mlcx.runtime.openai_api.schemas import _Body
 
 EmbeddingInput = str | list[str] | list[int] | list[list[int]]
+
+
+class Embeddings(Protocol):
+    vectors: np.ndarray  # float32 [inputs, dimensions]
+    prompt_tokens: int
+
+
+class EmbeddingClient(Protocol):
+    """What answers embeddings (mlcx.runtime.api.async_embedder.AsyncEmbedder)."""
+
+    async def embed(self, inputs: list, dimensions: int | None) -> Embeddings: ...
 
 
 class EmbeddingRequest(_Body):
@@ -49,7 +59,7 @@ def _body(result: Embeddings, model: str, encoding: str) -> dict:
     return {"object": "list", "data": data, "model": model, "usage": usage}
 
 
-async def create_embeddings(embedder: AsyncEmbedder, body: EmbeddingRequest) -> dict:
+async def create_embeddings(embedder: EmbeddingClient, body: EmbeddingRequest) -> dict:
     try:
         result = await embedder.embed(_inputs(body.input), body.dimensions)
     except InvalidFieldError as err:

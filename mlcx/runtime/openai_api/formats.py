@@ -7,11 +7,11 @@ import uuid
 from typing import Any
 
 from mlcx.runtime.core.outputs import Completion, Delta
+from mlcx.runtime.openai_api.logprobs import chat_logprobs, completion_logprobs
+from mlcx.runtime.openai_api.reply import ChoiceReply
+from mlcx.runtime.openai_api.tools import ToolPlan
 from mlcx.runtime.text.reasoning import FORMATS, ReasoningFormat
 from mlcx.runtime.text.tokenizer import Tokenizer
-from mlcx.server.logprobs import chat_logprobs, completion_logprobs
-from mlcx.server.reply import ChoiceReply
-from mlcx.server.tools import ToolPlan
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
@@ -115,7 +115,11 @@ class ChatFormat(ResponseFormat):
         parts = reply.feed(delta.text) + (reply.finish() if delta.finished else [])
         if delta.finished and reply.called:
             parts.append({})  # OpenAI ends calls with an empty delta and the reason
-        if not parts and (delta.finished or delta.logprobs):
+        if not parts and delta.finished:
+            # as vLLM and MLC-LLM end a reply: its text so far was all there is (a caller
+            # printing each delta's content prints nothing more, not None)
+            parts = [{"content": ""}]
+        if not parts and delta.logprobs:
             parts = [{}]
         return parts, reply
 

@@ -22,6 +22,11 @@ class StreamOptions(_Body):
     include_usage: bool = False
 
 
+class LoraField(_Body):
+    name: str
+    scale: float = 1.0
+
+
 class SamplingFields(_Body):
     """Fields shared by /v1/completions and /v1/chat/completions."""
 
@@ -46,6 +51,8 @@ class SamplingFields(_Body):
     # mlcx extensions (extra body fields): the whole output matches this regex / Lark grammar
     regex: str | None = None
     grammar: str | None = None
+    # the LoRA adapter to run with (a name, or a name and a scale); `model="base:name"` too
+    lora: str | LoraField | None = None
 
 
 class CompletionRequest(SamplingFields):

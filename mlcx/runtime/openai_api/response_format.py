@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mlcx.errors import InvalidFieldError
+from mlcx.runtime.openai_api.errors import bad_request
+from mlcx.runtime.openai_api.schemas import SamplingFields
 from mlcx.runtime.structured.constraint import Constraint
-from mlcx.server.errors import bad_request
-from mlcx.server.schemas import SamplingFields
 
 PARAM = "response_format"
 

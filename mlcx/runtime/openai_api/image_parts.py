@@ -8,15 +8,30 @@ naming its part, e.g. `messages.0.content.1`."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from mlcx.errors import ImageError
+from mlcx.runtime.openai_api.schemas import ImagePart, TextPart
 from mlcx.runtime.vision.decode import decode_data_url, decode_image
-from mlcx.server.config import ServerConfig
-from mlcx.server.schemas import ImagePart, TextPart
 
 URL_PART = "image_url"
 _TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    """Which images a request may give (a server operator's choice: `mlcx serve` flags)."""
+
+    max_image_bytes: int = 20 * 1024 * 1024  # of one image (decoded)
+    allow_remote_images: bool = False  # fetch http(s) image URLs (off: data: URLs only)
+
+    def __post_init__(self) -> None:
+        if self.max_image_bytes < 1:
+            raise ValueError(f"max_image_bytes must be positive, got {self.max_image_bytes}")
+
+
+ANY_DATA_URL = ImagePolicy()  # the default: data: URLs up to 20 MiB, no fetching
 
 
 def message_content(index: int, parts: list[TextPart | ImagePart]) -> str | list[dict]:
@@ -38,20 +53,20 @@ def has_images(content: Any) -> bool:
     return isinstance(content, list) and any(p.get("type") == URL_PART for p in content)
 
 
-async def load_images(messages: list[dict], config: ServerConfig) -> list[dict]:
+async def load_images(messages: list[dict], config: ImagePolicy) -> list[dict]:
     """The messages with every image part decoded ({"type": "image", "image": ...})."""
     return await asyncio.to_thread(_load_all, messages, config)
 
 
-def _load_all(messages: list[dict], config: ServerConfig) -> list[dict]:
+def _load_all(messages: list[dict], config: ImagePolicy) -> list[dict]:
     return [_load_message(m, config) if has_images(m["content"]) else m for m in messages]
 
 
-def _load_message(message: dict, config: ServerConfig) -> dict:
+def _load_message(message: dict, config: ImagePolicy) -> dict:
     return {**message, "content": [_load(part, config) for part in message["content"]]}
 
 
-def _load(part: dict, config: ServerConfig) -> dict:
+def _load(part: dict, config: ImagePolicy) -> dict:
     if part.get("type") != URL_PART:
         return part
     url, where = part["url"], part["where"]
@@ -64,7 +79,7 @@ def _load(part: dict, config: ServerConfig) -> dict:
     return {"type": "image", "image": image, "where": where}
 
 
-def _fetch(url: str, where: str, config: ServerConfig) -> bytes:
+def _fetch(url: str, where: str, config: ImagePolicy) -> bytes:
     if not config.allow_remote_images:
         raise ImageError(
             f"{where}: remote image URLs are refused; send the image as a data: URL (base64), "

@@ -1,7 +1,7 @@
 """Tool calls out of a reply's text, piece by piece as it streams or all at once.
 
 A call is the JSON object `{"name": "...", "arguments": {...}}` with the name first: what a
-constrained reply is (a call or an array of calls, mlcx/server/tools.py) and what the generic
+constrained reply is (a call or an array of calls, tools.py) and what the generic
 format puts in each `<tool_call>` block (mlcx/runtime/text/tool_prompt.py). Text around the calls
 (brackets, commas, the block tags) is skipped. An unconstrained reply holds calls only when it
 begins with `<tool_call>`; otherwise it is content, and so is a reply in which no call is found.

@@ -11,22 +11,22 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mlcx.errors import InvalidFieldError
-from mlcx.runtime.sample.params import SamplingParams
-from mlcx.runtime.text.reasoning import check_format
-from mlcx.server.errors import APIError, bad_request
-from mlcx.server.image_parts import has_images, message_content
-from mlcx.server.response_format import (
+from mlcx.runtime.openai_api.errors import bad_request
+from mlcx.runtime.openai_api.image_parts import has_images, message_content
+from mlcx.runtime.openai_api.response_format import (
     extension_constraints,
     only_one,
     response_format_constraint,
 )
-from mlcx.server.schemas import (
+from mlcx.runtime.openai_api.schemas import (
     ChatCompletionRequest,
     ChatMessage,
     CompletionRequest,
     SamplingFields,
 )
-from mlcx.server.tools import ToolPlan, plan_tools
+from mlcx.runtime.openai_api.tools import ToolPlan, plan_tools
+from mlcx.runtime.sample.params import SamplingParams
+from mlcx.runtime.text.reasoning import check_format
 
 Prompt = str | list[int]
 Messages = list[dict[str, Any]]
@@ -64,10 +64,10 @@ def plan_completion(body: CompletionRequest, defaults: Mapping[str, Any]) -> Gen
     logprobs["constraint"] = only_one(extension_constraints(body))
     try:
         params = sampling_params(body, defaults, body.max_tokens, logprobs)
-    except APIError as err:  # completions call top_logprobs "logprobs"
-        if err.body["param"] != "top_logprobs":
+    except InvalidFieldError as err:  # completions call top_logprobs "logprobs"
+        if err.param != "top_logprobs":
             raise
-        raise bad_request(err.body["message"].removeprefix("top_"), "logprobs") from None
+        raise bad_request(str(err).removeprefix("top_"), "logprobs") from None
     return _plan(body, params, prompts=_completion_prompts(body.prompt))
 
 
