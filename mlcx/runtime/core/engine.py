@@ -21,7 +21,7 @@ from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.backends.runner import Runner
-from mlcx.runtime.core.cache_budget import cache_sizes
+from mlcx.runtime.core.cache_budget import cache_sizes, step_budget
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.hooks import (
     DETOKENIZE,
@@ -53,19 +53,6 @@ from mlcx.runtime.text.prompt_encoder import PromptEncoder
 from mlcx.runtime.text.reasoning import model_format
 from mlcx.runtime.text.tokenizer import Tokenizer
 from mlcx.runtime.vision.encoder import ImageEncoder
-
-
-def step_budget(config: EngineConfig, compiled_chunk: int) -> int:
-    """Tokens one step may hold: the prefill chunk, or the batch where that is larger. The step
-    functions' memory is planned for at most the compiled chunk (mlcx.passes.step_bounds)."""
-    budget = max(config.prefill_chunk or compiled_chunk, config.max_batch)
-    if budget > compiled_chunk:
-        raise ValueError(
-            f"steps of {budget} tokens (prefill_chunk {config.prefill_chunk}, max_batch "
-            f"{config.max_batch}) exceed the {compiled_chunk} this artifact's step functions "
-            f"were compiled for: lower them, or recompile with --prefill-chunk {budget}"
-        )
-    return budget
 
 
 class Engine:
