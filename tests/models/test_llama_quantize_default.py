@@ -122,7 +122,7 @@ def test_greedy_tokens_follow_transformers_on_the_same_file(built, transformers_
     prompt_ids, want = transformers_greedy(path)
     llm = LLM(art)
     params = SamplingParams.greedy(max_tokens=TOKENS, ignore_eos=True)
-    [[ours]] = llm.generate([prompt_ids], params)
+    [ours] = llm.generate([prompt_ids], params)[0].outputs
     same = sum(a == b for a, b in zip(ours.token_ids, want, strict=True))
     print(f"{mix}: {same} of {TOKENS} greedy tokens equal transformers'")
     assert same >= 20, (same, ours.token_ids, want)

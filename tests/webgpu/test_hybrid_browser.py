@@ -29,7 +29,7 @@ def test_two_chat_turns_stream_the_python_backend_s_tokens(mlcx_web, tmp_path_fa
     llm = LLM(str(artifact), EngineConfig(enable_prefix_caching=False))
     greedy = SamplingParams.greedy(max_tokens=MAX_TOKENS)
     for reply in replies:
-        [[want]] = llm.generate([reply["promptIds"]], greedy)
+        [want] = llm.generate([reply["promptIds"]], greedy)[0].outputs
         assert reply["tokenIds"] == want.token_ids
     first, second = replies
     assert second["promptIds"][: len(first["promptIds"])] == first["promptIds"]
