@@ -8,6 +8,7 @@ from pathlib import Path
 import tvm
 from tvm.target import codegen
 
+from mlcx.passes import tir_pipeline
 from mlcx.passes.pipeline_cpu import cpu_pipeline
 from mlcx.targets.base import BuildOptions
 
@@ -31,7 +32,9 @@ class CpuTarget:
         if options.linear_kernels is None:  # a bug, not a user's mistake
             raise ValueError("build options come from mlcx.compile.model.resolve_options")
         pipeline = cpu_pipeline(target, options.linear_kernels, options.tuning_db)
-        return tvm.compile(mod, target=target, relax_pipeline=pipeline)
+        return tvm.compile(
+            mod, target=target, relax_pipeline=pipeline, tir_pipeline=tir_pipeline.NAME
+        )
 
     def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
         name = "model-cpu.so"

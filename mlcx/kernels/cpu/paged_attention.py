@@ -40,6 +40,7 @@ from mlcx.kernels.cpu.paged_decode import (
     uses_decode,
     verify_rows,
 )
+from mlcx.kernels.exact_buffers import EXACT_BUFFERS
 
 SLICES = 4  # row-block slices per head: work items = h_q * SLICES
 NEG_INF = -3.0e38
@@ -241,7 +242,7 @@ def paged_attention_cpu(
         variant += f"_cap{softcap:g}".replace(".", "p") if softcap else ""
         variant += "_sinks" if sinks else ""
         T.func_name("paged_attention_cpu" + variant)
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, EXACT_BUFFERS: True})
         bufs = _params(blocked)
         with T.If(uses_decode(bufs["tokens"], bufs["batch"])):
             with T.Then():

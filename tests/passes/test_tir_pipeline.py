@@ -1,0 +1,88 @@
+"""The TIR pipeline "mlcx" skips buffer compaction only where compaction changes nothing: every
+scratch buffer of a kernel marked EXACT_BUFFERS keeps its shape through TVM's
+CompactBufferAllocation (which only rewrites its indices by a 0 offset). A marked kernel built
+beside an unmarked function through the pipeline computes what the default pipeline's build does."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import tvm
+from tvm import s_tir
+
+from mlcx.kernels.cpu.attention import copy_pages
+from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
+from mlcx.kernels.exact_buffers import EXACT_BUFFERS
+from mlcx.kernels.kv_layout import kv_pages_shape
+from mlcx.passes import tir_pipeline
+
+BEFORE_COMPACTION = (
+    s_tir.transform.CanonicalizeLoop(),
+    s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+    s_tir.transform.ConvertBlocksToOpaque(),
+)
+
+
+def _allocations(mod: tvm.IRModule) -> list[int]:
+    """Every scratch buffer's element count, in order, at sample sizes of the kernel's
+    symbolic extents (TVMScript prints a shape as Python arithmetic)."""
+    sizes = {"tokens": 7, "nnz": 5, "batch": 3}
+    counts = []
+    for text in re.findall(r"T\.alloc_buffer\((.*)\)", mod.script()):
+        shape = eval(_first_argument(text), {}, sizes)  # noqa: S307 (TVM's own printout)
+        counts.append(int(np.prod(shape if isinstance(shape, tuple) else (shape,))))
+    return counts
+
+
+def _first_argument(text: str) -> str:
+    depth = 0
+    for i, c in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if depth == 0 and c in ",)":
+            return text[: i + (c == ")")]
+    return text
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        lambda: paged_attention_cpu(2, 4, 16, "float32", 16),
+        lambda: paged_attention_cpu(1, 2, 16, "int8", 16, "float16", window=24, sinks=True),
+    ],
+    ids=["plain", "int8-window-sinks"],
+)
+def test_marked_kernels_are_what_compaction_would_leave(kernel):
+    func = kernel()
+    assert func.attrs[EXACT_BUFFERS]
+    mod = tvm.IRModule({"main": func})
+    for lower in BEFORE_COMPACTION:
+        mod = lower(mod)
+    shapes = _allocations(mod)
+    assert shapes and _allocations(s_tir.transform.CompactBufferAllocation()(mod)) == shapes
+
+
+def test_marked_and_unmarked_functions_build_together():
+    attention = paged_attention_cpu(1, 2, 8, "float32", 16).with_attr("global_symbol", "attend")
+    copy = copy_pages(1, 8, "float32", 16).with_attr("global_symbol", "copy")
+    assert EXACT_BUFFERS not in (copy.attrs or {})
+    mod = tvm.IRModule({"attend": attention, "copy": copy})
+    ours = tvm.tirx.build(mod, target={"kind": "llvm"}, pipeline=tir_pipeline.NAME)
+    plain = tvm.tirx.build(mod, target={"kind": "llvm"})
+    rng = np.random.default_rng(0)
+    shape = tuple(int(x) for x in kv_pages_shape(3, 1, 16, 8))
+    pages = rng.standard_normal(shape).astype("float32")
+    q = rng.standard_normal((5, 2, 8)).astype("float32")
+    args = [np.array(a, "int32") for a in ([0, 5], [0, 2], [2, 0], [4])]
+    outputs = []
+    for lib in (ours, plain):
+        out = tvm.runtime.tensor(np.zeros_like(q))
+        tensors = [tvm.runtime.tensor(a) for a in (q, args[0], pages, *args[1:])]
+        lib["attend"](*tensors, out)
+        moved = tvm.runtime.tensor(pages.copy())
+        lib["copy"](moved, tvm.runtime.tensor(np.array([[0, 1]], "int32")))
+        outputs.append((out.numpy(), moved.numpy()))
+    np.testing.assert_array_equal(outputs[0][0], outputs[1][0])
+    np.testing.assert_array_equal(outputs[0][1], outputs[1][1])
+    assert np.isfinite(outputs[0][0]).all() and (outputs[0][1][1] == pages[0]).all()
