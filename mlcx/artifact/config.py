@@ -70,17 +70,29 @@ class ArtifactConfig:
         return self.kv_dtype or self.activation_dtype
 
     @property
-    def kv_layout(self) -> KVLayout:
+    def kv_layouts(self) -> tuple[KVLayout, ...]:
+        """The pages of each layer that owns pages (DecoderConfig.kv_layers), in the order the
+        compiled functions take them: what runners allocate. Layers may differ in head
+        geometry (Gemma 4's global layers); a layer reading another's pages has none."""
         m = self.model
-        heads = (m.num_heads, m.num_kv_heads, m.head_dim)
         kind = "cpu" if self.target == CPU_TARGET else "gpu"
-        return KVLayout(*heads, self.page_size, self.activation_dtype, self.cache_dtype, kind)
+        dtypes = (self.page_size, self.activation_dtype, self.cache_dtype, kind)
+        return tuple(
+            KVLayout(m.num_heads, m.layer_kv_heads(i), m.layer_head_dim(i), *dtypes)
+            for i in m.kv_layers
+        )
+
+    @property
+    def kv_layout(self) -> KVLayout:
+        """The first KV layer's pages: every layer's, unless the model's layers differ in head
+        geometry (allocate from kv_layouts)."""
+        return self.kv_layouts[0]
 
     @property
     def kv_block_bytes(self) -> int:
         """Device bytes of one KV block (page_size tokens) across all layers: what every
         runner allocates per block, and what budgets count in."""
-        return self.model.num_layers * self.kv_layout.pages_bytes(1)
+        return sum(layout.pages_bytes(1) for layout in self.kv_layouts)
 
     def to_json(self) -> str:
         data = asdict(self)

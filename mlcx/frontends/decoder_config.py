@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mlcx.frontends.decoder_layers import LayerOptions
 from mlcx.kernels.rope_scaling import scaled_context
 
 # The RMSNorms of a decoder layer, by layout (the norm parameters' names, in order):
@@ -19,10 +20,13 @@ NORM_LAYOUTS: dict[str, tuple[str, ...]] = {
     "sandwich": ("attn_norm", "attn_post_norm", "mlp_norm", "mlp_post_norm"),
     "post": ("attn_post_norm", "mlp_post_norm"),
 }
+# and with Gemma 4's experts beside the dense MLP: the MLP's output norm, the experts' input and
+# output norms (the sum then takes mlp_post_norm)
+DENSE_MOE_NORMS = ("dense_post_norm", "moe_norm", "moe_post_norm")
 
 
 @dataclass(frozen=True)
-class DecoderConfig:
+class DecoderConfig(LayerOptions):
     vocab_size: int
     hidden_size: int
     intermediate_size: int
@@ -69,6 +73,25 @@ class DecoderConfig:
     experts_per_token: int = 0
     expert_intermediate_size: int = 0  # each expert's MLP width
     norm_topk_prob: bool = False  # the chosen experts' router weights renormalized to sum 1
+    # per-layer options (mlcx.frontends.decoder_layers; Gemma 4): the full-attention layers'
+    # head width and kv heads (0: as the others'); per layer, the layer whose KV pages it
+    # attends over (empty: its own); layers whose values are their keys' projection; per-layer
+    # MLP widths (empty: intermediate_size)
+    global_head_dim: int = 0
+    global_kv_heads: int = 0
+    kv_sources: tuple[int, ...] = ()
+    k_eq_v_layers: tuple[int, ...] = ()
+    layer_intermediate_sizes: tuple[int, ...] = ()
+    v_norm: bool = False  # values RMS-normalized (no weight) before they are stored (Gemma 4)
+    # per-layer inputs (Gemma 4): each layer gates in a vector of this width, made from its own
+    # embedding table (per_layer_vocab_size rows) and a projection of the embeddings
+    per_layer_input_size: int = 0
+    per_layer_vocab_size: int = 0
+    layer_scalar: bool = False  # each layer's output times a learned scalar (Gemma 4)
+    # Gemma 4's experts: beside the dense MLP (each output normed, then summed), routed from the
+    # RMS-normalized residual times a learned scale / sqrt(hidden), outputs times a learned
+    # scale per expert
+    moe_dense_mlp: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -96,6 +119,11 @@ class DecoderConfig:
         self._check_rotary()
         self._check_layer_options()
         self._check_experts()
+        self._check_layer_geometry()
+        if self.per_layer_input_size < 0 or self.per_layer_vocab_size < 0:
+            raise ValueError("model config: per-layer input sizes must be >= 0")
+        if self.per_layer_input_size and not self.per_layer_vocab_size:
+            raise ValueError("model config: per-layer inputs need their vocabulary size")
 
     def _check_rotary(self) -> None:
         dim = self.rotary_dim
@@ -128,6 +156,8 @@ class DecoderConfig:
         if self.qk_norm_scope not in ("head", "all"):
             raise ValueError(f"model config: qk_norm_scope {self.qk_norm_scope!r} is not head/all")
         if self.num_experts == 0:
+            if self.moe_dense_mlp:
+                raise ValueError("model config: moe_dense_mlp needs experts")
             return
         if not 0 < self.experts_per_token <= self.num_experts:
             raise ValueError(
@@ -143,8 +173,8 @@ class DecoderConfig:
 
     @property
     def layer_norms(self) -> tuple[str, ...]:
-        """The names of each layer's RMSNorms (NORM_LAYOUTS)."""
-        return NORM_LAYOUTS[self.norm_layout]
+        """The names of each layer's RMSNorms (NORM_LAYOUTS, DENSE_MOE_NORMS)."""
+        return NORM_LAYOUTS[self.norm_layout] + (DENSE_MOE_NORMS if self.moe_dense_mlp else ())
 
     def _check_layer_options(self) -> None:
         # JSON gives a list back; the config stays hashable and comparable as a tuple
@@ -172,7 +202,8 @@ class DecoderConfig:
             raise ValueError(
                 "model config: a query position scale needs beta >= 0 and a positive period"
             )
-        object.__setattr__(self, "nope_layers", tuple(self.nope_layers))
+        for name in ("nope_layers", "kv_sources", "k_eq_v_layers", "layer_intermediate_sizes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("full_attention_layers", "nope_layers"):
             bad = [i for i in getattr(self, name) if not 0 <= i < self.num_layers]
             if bad:

@@ -1,9 +1,10 @@
 """The WeightSpecs of the shared decoder for a config, from a family's weight-name table.
 
 What the decoder holds follows from the config alone (its norms by `norm_layout`, biases, q/k
-norms, a dense MLP or experts, a tied head); where each piece comes from is the table's
-(mlcx.frontends.weight_names). A fused slot (`qkv`, `gate_up`) in the table is read as one
-tensor, else its parts are concatenated by rows.
+norms, a dense MLP and/or experts, per-layer inputs, a tied head); where each piece comes from
+is the table's (mlcx.frontends.weight_names). A fused slot (`qkv`, `gate_up`) in the table is
+read as one tensor, else its parts are concatenated by rows. A layer reading another's KV
+pages holds only its query projection; one whose values are its keys, no value projection.
 """
 
 from __future__ import annotations
@@ -13,6 +14,17 @@ from mlcx.frontends.gguf.permute import unpermute_rows
 from mlcx.frontends.weight_names import WeightNames
 from mlcx.frontends.weight_spec import RowTransform, WeightSpec
 from mlcx.quantization.schemes import Role
+
+
+def experts_gate_up_rows(experts: int) -> RowTransform:
+    """Each expert's gate rows then its up rows (one fused tensor stacked over experts) to
+    every expert's gate rows, then every expert's up rows (mlcx.kernels.moe's layout); raw
+    block rows alike."""
+
+    def apply(rows):
+        return rows.reshape(experts, 2, -1, *rows.shape[1:]).swapaxes(0, 1).reshape(rows.shape)
+
+    return apply
 
 
 class _Layer:
@@ -34,32 +46,42 @@ class _Layer:
 
     def specs(self) -> list[WeightSpec]:
         cfg = self.cfg
-        norms = [self.vector(f"{n}.weight", n) for n in cfg.layer_norms]
-        ffn = self._experts() if cfg.is_moe else self._mlp()
-        return [*norms, *self._attention(), *ffn]
+        specs = [self.vector(f"{n}.weight", n) for n in cfg.layer_norms]
+        specs += self._attention()
+        if not cfg.is_moe or cfg.moe_dense_mlp:
+            specs += self._mlp()
+        if cfg.is_moe:
+            specs += self._experts()
+        if cfg.per_layer_input_size:
+            specs += [self.linear("ple.gate", "ple_gate"), self.linear("ple.out", "ple_out")]
+            specs.append(self.vector("ple.post_norm.weight", "ple_post_norm"))
+        if cfg.layer_scalar:
+            specs.append(self.vector("layer_scalar", "layer_scalar"))
+        return specs
 
-    def _rope_rows(self) -> tuple[RowTransform | None, ...]:
+    def _rope_rows(self, slots: tuple[str, ...]) -> tuple[RowTransform | None, ...]:
         if not self.names.rope_permuted:
             return ()
-        cfg = self.cfg
-        return (unpermute_rows(cfg.num_heads), unpermute_rows(cfg.num_kv_heads), None)
+        heads = {"q": self.cfg.num_heads, "k": self.cfg.layer_kv_heads(self.i)}
+        return tuple(unpermute_rows(heads[s]) if s in heads else None for s in slots)
 
     def _attention(self) -> list[WeightSpec]:
-        cfg, names = self.cfg, self.names
+        cfg, names, i = self.cfg, self.names, self.i
         fused = names.has("qkv")
-        rope = () if fused else self._rope_rows()
-        qkv = ("qkv",) if fused else ("q", "k", "v")
-        specs = [self.linear("attn.qkv", *qkv, transforms=rope)]
+        owns = cfg.owns_kv(i)
+        slots = ("q", "k", "v") if owns else ("q",)
+        if i in cfg.k_eq_v_layers and owns:
+            slots = ("q", "k")
+        rope = () if fused else self._rope_rows(slots)
+        specs = [self.linear("attn.qkv", *(("qkv",) if fused else slots), transforms=rope)]
         if cfg.qkv_bias:
-            slots = ("qkv_bias",) if fused else ("q_bias", "k_bias", "v_bias")
-            specs.append(
-                WeightSpec(self.dst + "attn.qkv.bias", Role.VECTOR, self.src(*slots), rope)
-            )
+            bias = ("qkv_bias",) if fused else tuple(f"{s}_bias" for s in slots)
+            specs.append(WeightSpec(self.dst + "attn.qkv.bias", Role.VECTOR, self.src(*bias), rope))
         specs.append(self.linear("attn.o", "o"))
         if cfg.o_bias:
             specs.append(self.vector("attn.o.bias", "o_bias"))
         if cfg.qk_norm:
-            specs += [self.vector(f"attn.{p}_norm.weight", f"{p}_norm") for p in "qk"]
+            specs += [self.vector(f"attn.{p}_norm.weight", f"{p}_norm") for p in "qk"[: len(slots)]]
         return specs
 
     def _mlp(self) -> list[WeightSpec]:
@@ -67,27 +89,46 @@ class _Layer:
         return [self.linear("mlp.gate_up", *gate_up), self.linear("mlp.down", "down")]
 
     def _experts(self) -> list[WeightSpec]:
-        names, i = self.names, self.i
-        experts = range(1 if names.stacked("expert_down") else self.cfg.num_experts)
+        cfg, names, i = self.cfg, self.names, self.i
+        experts = range(1 if names.stacked("expert_down") else cfg.num_experts)
 
         def each(slot: str) -> tuple[str, ...]:
             return tuple(names.name(slot, i, e) for e in experts)
 
-        return [
-            # dense (VECTOR role: the activation dtype, never quantized; llama.cpp keeps the
-            # router in float too: top-k choices are sensitive to rounding)
-            WeightSpec(self.dst + "moe.router", Role.VECTOR, self.src("router")),
-            # every expert's gate rows, then every expert's up rows (mlcx.kernels.moe's layout)
-            WeightSpec(
+        if names.has("expert_gate_up"):  # one tensor, each expert's gate then up rows
+            fused = experts_gate_up_rows(cfg.num_experts)
+            gate_up = WeightSpec(
+                self.dst + "moe.gate_up", Role.LINEAR, self.src("expert_gate_up"), (fused,)
+            )
+        else:  # every expert's gate rows, then every expert's up rows
+            gate_up = WeightSpec(
                 self.dst + "moe.gate_up", Role.LINEAR, each("expert_gate") + each("expert_up")
-            ),
-            WeightSpec(self.dst + "moe.down", Role.LINEAR, each("expert_down")),
+            )
+        # the router is dense (VECTOR role: the activation dtype, never quantized; llama.cpp
+        # keeps it in float too: top-k choices are sensitive to rounding)
+        specs = [WeightSpec(self.dst + "moe.router", Role.VECTOR, self.src("router")), gate_up]
+        specs.append(WeightSpec(self.dst + "moe.down", Role.LINEAR, each("expert_down")))
+        if cfg.moe_dense_mlp:
+            specs.append(self.vector("moe.router_norm.weight", "router_scale"))
+            specs.append(self.vector("moe.expert_scale", "expert_scale"))
+        return specs
+
+
+def _model_specs(cfg: DecoderConfig, names: WeightNames, norm) -> list[WeightSpec]:
+    """What the model holds outside its layers: the embeddings, per-layer inputs."""
+    specs = [WeightSpec("embed", Role.EMBEDDING, (names.name("embed"),))]
+    if cfg.per_layer_input_size:
+        specs += [
+            WeightSpec("ple.embed", Role.EMBEDDING, (names.name("ple_embed"),)),
+            WeightSpec("ple.proj", Role.LINEAR, (names.name("ple_proj"),)),
+            WeightSpec("ple.norm.weight", Role.VECTOR, (names.name("ple_norm"),), norm),
         ]
+    return specs
 
 
 def decoder_weights(cfg: DecoderConfig, names: WeightNames) -> list[WeightSpec]:
     norm = (names.norm_transform,) if names.norm_transform else ()
-    specs = [WeightSpec("embed", Role.EMBEDDING, (names.name("embed"),))]
+    specs = _model_specs(cfg, names, norm)
     for i in range(cfg.num_layers):
         specs += _Layer(cfg, names, i).specs()
     specs.append(WeightSpec("norm.weight", Role.VECTOR, (names.name("norm"),), norm))

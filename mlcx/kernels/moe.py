@@ -96,6 +96,15 @@ def topk_weights_te(probs: te.Tensor, k: int, renormalize: bool) -> te.Tensor:
     )
 
 
+def expert_scaled_te(weights: te.Tensor, ids: te.Tensor, scale: te.Tensor) -> te.Tensor:
+    """weights [tokens, k] times each chosen expert's own scale (Gemma 4's per_expert_scale)."""
+    return te.compute(
+        weights.shape,
+        lambda t, j: weights[t, j] * scale[ids[t, j]].astype(weights.dtype),
+        name="expert_scaled",
+    )
+
+
 def _gathered(x_at, in_features, ids, weights, fmt: WeightFormat, shape, row, dtype, name):
     """out[t, j, c] = sum_i x_at(t, j, i) * W[row(ids[t, j], c), i], W read through fmt."""
     i = te.reduce_axis((0, in_features), name="i")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+import numpy as np
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
@@ -25,18 +26,20 @@ ACTIVATIONS: dict[str, Callable[[nn.Tensor], nn.Tensor]] = {
 }
 
 
-def _head_norm(cfg: DecoderConfig, dtype: str, heads: int) -> nn.RMSNorm | None:
-    """RMSNorm over each head's features (q/k norm), or over all `heads` heads' features
+def _head_norm(cfg: DecoderConfig, dtype: str, heads: int, dim: int) -> nn.RMSNorm | None:
+    """RMSNorm over each head's `dim` features (q/k norm), or over all `heads` heads' features
     together (scope "all"); None where the model has none."""
     if not cfg.qk_norm:
         return None
-    width = cfg.head_dim * (heads if cfg.qk_norm_scope == "all" else 1)
+    width = dim * (heads if cfg.qk_norm_scope == "all" else 1)
     return nn.RMSNorm(width, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
 
 
-def _apply_norm(norm: nn.RMSNorm, x: nn.Tensor) -> nn.Tensor:
+def _apply_norm(norm: nn.RMSNorm | None, x: nn.Tensor) -> nn.Tensor:
     """norm over x [tokens, heads, head_dim]: per head, or over all heads where its width
-    says so."""
+    says so; x where there is none."""
+    if norm is None:
+        return x
     tokens, heads, dim = x.shape
     if norm.weight.shape[0] == dim:
         return norm(x)
@@ -44,41 +47,74 @@ def _apply_norm(norm: nn.RMSNorm, x: nn.Tensor) -> nn.Tensor:
 
 
 class PagedAttention(nn.Module):
-    """Fused qkv projection, per-head q/k RMSNorm where the model has it, RoPE by position
-    (layer `index`'s base and scaling, over the first cfg.rope_dim features of each head), KV
-    append into pages, paged attention (layer `index`'s sliding window), o_proj."""
+    """Fused q[kv] projection, per-head q/k RMSNorm where the model has it, RoPE by position
+    (layer `index`'s base, scaling and rotary features), KV append into pages, paged attention
+    (layer `index`'s sliding window), o_proj. Layer `index`'s heads may have a width of their
+    own (DecoderConfig.layer_head_dim); a layer reading another's pages projects only its
+    queries, and one whose values are its keys (k_eq_v_layers) projects no values."""
 
     def __init__(
         self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps, index: int
     ):
         dtype = kv.layout.dtype
         self.cfg = cfg
-        self.kv = kv
+        self.heads, self.kv_heads = cfg.num_heads, cfg.layer_kv_heads(index)
+        self.head_dim = dim = cfg.layer_head_dim(index)
+        self.kv = kv.reshaped(self.kv_heads, dim)
         self.window = cfg.layer_window(index)
         theta, scaling = cfg.layer_rope(index)
         self.rope = (theta, rope_for_context(dict(scaling), cfg.context_window))
+        self.rope_dim = cfg.layer_rope_dim(index)
         self.uses_rope = index not in cfg.nope_layers
         # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
-        self.q_scale = cfg.attn_scale * math.sqrt(cfg.head_dim) if cfg.attn_scale else 1.0
-        fused = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
+        self.q_scale = cfg.attn_scale * math.sqrt(dim) if cfg.attn_scale else 1.0
+        # heads of the fused projection's output: queries, then keys and values it computes
+        self.parts = [self.heads]
+        if cfg.owns_kv(index):
+            self.parts += [self.kv_heads] * (1 if index in cfg.k_eq_v_layers else 2)
+        fused = sum(self.parts) * dim
         self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
         self.o = QLinear(
-            cfg.num_heads * cfg.head_dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
+            self.heads * dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
         )
-        self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
-        self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
+        self.q_norm = _head_norm(cfg, dtype, self.heads, dim)
+        self.k_norm = _head_norm(cfg, dtype, self.kv_heads, dim) if len(self.parts) > 1 else None
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
     ) -> tuple[nn.Tensor, nn.Tensor]:
         cfg = self.cfg
         tokens = x.shape[0]
-        qkv = op.reshape(self.qkv(x), (tokens, cfg.num_heads + 2 * cfg.num_kv_heads, cfg.head_dim))
-        q, k, v = op.split(qkv, [cfg.num_heads, cfg.num_heads + cfg.num_kv_heads], axis=1)
-        if self.q_norm is not None and self.k_norm is not None:
+        qkv = op.reshape(self.qkv(x), (tokens, sum(self.parts), self.head_dim))
+        if len(self.parts) == 1:  # keys and values are another layer's, in its pages
+            q = self._position(_apply_norm(self.q_norm, qkv), step)
+        else:
+            q, k, v = self._split(qkv)
             q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
-        if self.uses_rope:
-            q, k = self._rope(q, step.positions), self._rope(k, step.positions)
+            q, k = self._position(q, step), self._rope(k, step.positions)
+            pages = self.kv.append(pages, k, self._values(v), step.slots)
+        if self.q_scale != 1.0:
+            q = q * self.q_scale
+        out = self.kv.attend(q, pages, step, decode, self.window, cfg.attn_logit_softcap)
+        return self.o(op.reshape(out, (tokens, self.heads * self.head_dim))), pages
+
+    def _split(self, qkv: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor, nn.Tensor]:
+        if len(self.parts) == 2:  # the values are the keys' projection, before their norm
+            q, k = op.split(qkv, [self.heads], axis=1)
+            return q, k, k
+        q, k, v = op.split(qkv, [self.heads, self.heads + self.kv_heads], axis=1)
+        return q, k, v
+
+    def _values(self, v: nn.Tensor) -> nn.Tensor:
+        if not self.cfg.v_norm:
+            return v
+        ones = nn.Tensor.from_const(np.ones(self.head_dim, dtype=v.dtype))
+        return op.rms_norm(v, ones, axes=[-1], epsilon=self.cfg.rms_norm_eps)
+
+    def _position(self, q: nn.Tensor, step: StepTensors) -> nn.Tensor:
+        """The queries' RoPE and position scale."""
+        cfg = self.cfg
+        q = self._rope(q, step.positions)
         if cfg.q_position_beta:
             beta, period = cfg.q_position_beta, cfg.q_position_period
             q = op.tensor_expr_op(
@@ -86,31 +122,36 @@ class PagedAttention(nn.Module):
                 "q_position_scale",
                 [q, step.positions],
             )
-        if self.q_scale != 1.0:
-            q = q * self.q_scale
-        pages = self.kv.append(pages, k, v, step.slots)
-        out = self.kv.attend(q, pages, step, decode, self.window, self.cfg.attn_logit_softcap)
-        return self.o(op.reshape(out, (tokens, cfg.num_heads * cfg.head_dim))), pages
+        return q
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
+        if not self.uses_rope:
+            return x
         theta, scaling = self.rope
-        rotary = self.cfg.rope_dim
+        rotary = self.rope_dim
         return op.tensor_expr_op(
             lambda xt, pt: rope_te(xt, pt, theta, scaling, rotary), "rope", [x, positions]
         )
 
 
 class GatedMLP(nn.Module):
-    """down(act(gate) * up) with gate and up in one fused projection (SwiGLU, GeGLU)."""
+    """down(act(gate) * up) with gate and up in one fused projection (SwiGLU, GeGLU), of
+    `width` features (the config's intermediate size where None)."""
 
-    def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, dtype: str):
+    def __init__(
+        self,
+        cfg: DecoderConfig,
+        formats: Formats,
+        prefix: str,
+        dtype: str,
+        width: int | None = None,
+    ):
+        width = width or cfg.intermediate_size
         self.act = ACTIVATIONS[cfg.hidden_act]
         self.gate_up = QLinear(
-            cfg.hidden_size, 2 * cfg.intermediate_size, formats[prefix + "gate_up"], dtype, False
+            cfg.hidden_size, 2 * width, formats[prefix + "gate_up"], dtype, False
         )
-        self.down = QLinear(
-            cfg.intermediate_size, cfg.hidden_size, formats[prefix + "down"], dtype, False
-        )
+        self.down = QLinear(width, cfg.hidden_size, formats[prefix + "down"], dtype, False)
 
     def forward(self, x: nn.Tensor) -> nn.Tensor:
         gate, up = op.split(self.gate_up(x), 2, axis=-1)

@@ -1,6 +1,7 @@
 """A decoder-only language model with the entry points every mlcx artifact exports.
 
-Entry points (all take the KV pages of every layer and update them in place):
+Entry points (all take the KV pages of every layer that owns pages, DecoderConfig.kv_layers,
+and update them in place):
 - prefill(input_ids, the page tables, logit_positions, kv_pages, params) -> logits [n, vocab]
   for the rows named by logit_positions (ragged runs of new tokens, with or without cached
   prefixes: chunked prefill, batched prefill, mixed steps);
@@ -22,6 +23,7 @@ from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.nn.layer import DecoderLayer
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
+from mlcx.frontends.nn.per_layer_inputs import PerLayerInputs
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.image_rows import replace_rows_te
 from mlcx.kernels.kv_layout import NUM_PAGES
@@ -76,6 +78,7 @@ class CausalLM(nn.Module):
         self.images = images  # export prefill_image too (models with an image encoder)
         self.embed = QEmbedding(cfg.vocab_size, cfg.hidden_size, formats["embed"], dtype)
         self.layers = nn.ModuleList([layer(cfg, formats, i, kv) for i in range(cfg.num_layers)])
+        self.ple = PerLayerInputs(cfg, formats, dtype) if cfg.per_layer_input_size else None
         self.norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
         self.lm_head = None
         if not cfg.tie_word_embeddings:
@@ -89,11 +92,23 @@ class CausalLM(nn.Module):
             x = x * self.cfg.embed_scale
         if image is not None:  # image rows replace the (scaled) image-token embeddings
             x = op.tensor_expr_op(replace_rows_te, "image_rows", [x, *image])
-        new_pages = []
-        for layer, pages in zip(self.layers, kv_pages, strict=True):
-            x, pages = layer(x, pages, step, decode)
-            new_pages.append(pages)
-        return x, tuple(new_pages)
+        per_layer = self._per_layer_inputs(input_ids, x)
+        # a layer sharing another's pages reads them as that layer left them this step
+        pages = dict(zip(self.cfg.kv_layers, kv_pages, strict=True))
+        for i, layer in enumerate(self.layers):
+            source = self.cfg.kv_source(i)
+            x, written = layer(x, pages[source], step, decode, per_layer[i])
+            pages[source] = written
+        return x, tuple(pages[i] for i in self.cfg.kv_layers)
+
+    def _per_layer_inputs(self, input_ids, x) -> list[nn.Tensor | None]:
+        """Each layer's per-layer input [tokens, width] (None each where the model has none)."""
+        cfg = self.cfg
+        if self.ple is None:
+            return [None] * cfg.num_layers
+        inputs = self.ple(input_ids, x)
+        parts = op.split(inputs, cfg.num_layers, axis=1) if cfg.num_layers > 1 else [inputs]
+        return [op.squeeze(p, axis=1) for p in parts]
 
     def _logits(self, x: nn.Tensor) -> nn.Tensor:
         x = self.norm(x)
@@ -117,8 +132,15 @@ class CausalLM(nn.Module):
     decode = _step_method(DECODE)
     prefill_image = _step_method(PREFILL_IMAGE)
 
+    def _kv_ops(self) -> list[PagedKVOps]:
+        """The kernels of each KV layer's pages (their head geometry may differ)."""
+        cfg = self.cfg
+        return [
+            self.kv.reshaped(cfg.layer_kv_heads(i), cfg.layer_head_dim(i)) for i in cfg.kv_layers
+        ]
+
     def copy_pages(self, kv_pages, pairs):
-        return tuple(self.kv.copy(pages, pairs) for pages in kv_pages)
+        return tuple(ops.copy(p, pairs) for ops, p in zip(self._kv_ops(), kv_pages, strict=True))
 
     def _param_spec(self, name: str) -> spec.Tensor:
         if name == IMAGE_EMBEDS:
@@ -126,8 +148,8 @@ class CausalLM(nn.Module):
         return spec.Tensor(param_shape(name), "int32")
 
     def export_spec(self) -> dict:
-        lay = self.kv.layout
-        kv = [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.element) for _ in self.layers]
+        layouts = [ops.layout for ops in self._kv_ops()]
+        kv = [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.element) for lay in layouts]
         packed = {"param_mode": "packed", "effect_mode": "none"}
         functions = (PREFILL, DECODE, PREFILL_IMAGE) if self.images else (PREFILL, DECODE)
         steps = {

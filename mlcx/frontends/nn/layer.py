@@ -1,6 +1,8 @@
 """The decoder layer every generative family shares: attention, then a feed-forward block (a
-gated MLP, or a mixture of experts where the config has experts), each residual, with the
-RMSNorms the config's `norm_layout` names around them (DecoderConfig.layer_norms)."""
+gated MLP, or a mixture of experts where the config has experts, or Gemma 4's both), each
+residual, with the RMSNorms the config's `norm_layout` names around them
+(DecoderConfig.layer_norms); then, where the config has them, Gemma 4's per-layer input and
+output scalar."""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ from tvm.relax.frontend import nn
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.blocks import Formats, GatedMLP, PagedAttention
 from mlcx.frontends.nn.moe import MoEMLP
+from mlcx.frontends.nn.per_layer_inputs import PerLayerGate
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 
 
 class DecoderLayer(nn.Module):
     """x + post(attn(pre(x))), then x + post(ffn(pre(x))); a norm the layout lacks is skipped.
-    Parameters: `attn_norm`, `attn.*`, `attn_post_norm`, `mlp_norm`, `mlp.*` or `moe.*`,
-    `mlp_post_norm` (mlcx.frontends.decoder_weights reads the same names)."""
+    Parameters: `attn_norm`, `attn.*`, `attn_post_norm`, `mlp_norm`, `mlp.*` and/or `moe.*`,
+    `mlp_post_norm`, Gemma 4's DENSE_MOE_NORMS, `ple.*` and `layer_scalar`
+    (mlcx.frontends.decoder_weights reads the same names)."""
 
     def __init__(self, cfg: DecoderConfig, formats: Formats, index: int, kv: PagedKVOps):
         prefix = f"layers.{index}."
@@ -25,21 +29,48 @@ class DecoderLayer(nn.Module):
             norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
             setattr(self, name, norm)
         self.attn = PagedAttention(cfg, formats, prefix + "attn.", kv, index)
-        self.ffn_name = "moe" if cfg.is_moe else "mlp"
-        block = MoEMLP if cfg.is_moe else GatedMLP
-        setattr(self, self.ffn_name, block(cfg, formats, f"{prefix}{self.ffn_name}.", dtype))
+        self.mlp = self.moe = self.ple = self.layer_scalar = None
+        if not cfg.is_moe or cfg.moe_dense_mlp:
+            width = cfg.layer_intermediate(index)
+            self.mlp = GatedMLP(cfg, formats, prefix + "mlp.", dtype, width)
+        if cfg.is_moe:
+            self.moe = MoEMLP(cfg, formats, prefix + "moe.", dtype)
+        if cfg.per_layer_input_size:
+            self.ple = PerLayerGate(cfg, formats, prefix + "ple.", dtype)
+        if cfg.layer_scalar:
+            self.layer_scalar = nn.Parameter((1,), dtype)
 
     def _norm(self, name: str, x: nn.Tensor) -> nn.Tensor:
         norm = getattr(self, name, None)
         return x if norm is None else norm(x)
 
     def forward(
-        self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
+        self,
+        x: nn.Tensor,
+        pages: nn.Tensor,
+        step: StepTensors,
+        decode: bool,
+        per_layer: nn.Tensor | None = None,
     ) -> tuple[nn.Tensor, nn.Tensor]:
+        """`per_layer`: this layer's per-layer input [tokens, width], where the model has them."""
         attn, pages = self.attn(self._norm("attn_norm", x), pages, step, decode)
         x = x + self._scaled(self._norm("attn_post_norm", attn))
-        ffn = getattr(self, self.ffn_name)(self._norm("mlp_norm", x))
-        return x + self._scaled(self._norm("mlp_post_norm", ffn)), pages
+        x = x + self._scaled(self._norm("mlp_post_norm", self._ffn(x)))
+        if self.ple is not None and per_layer is not None:
+            x = self.ple(x, per_layer)
+        if self.layer_scalar is not None:
+            x = x * self.layer_scalar
+        return x, pages
+
+    def _ffn(self, x: nn.Tensor) -> nn.Tensor:
+        h = self._norm("mlp_norm", x)
+        if self.moe is None:
+            return self.mlp(h)
+        if self.mlp is None:
+            return self.moe(h)
+        # Gemma 4: the experts read x under their own norm, routed from x itself
+        dense = self._norm("dense_post_norm", self.mlp(h))
+        return dense + self._norm("moe_post_norm", self.moe(self._norm("moe_norm", x), x))
 
     def _scaled(self, x: nn.Tensor) -> nn.Tensor:
         return x if self.residual_scale == 1.0 else x * self.residual_scale

@@ -31,6 +31,12 @@ def _head_dims(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> tuple[int, int]
     return head_dim, rotary
 
 
+def first_layer(value: Any) -> Any:
+    """A value llama.cpp may write per layer (Gemma 4's feed_forward_length, head_count_kv):
+    the first layer's; the family's rules read the others."""
+    return value[0] if isinstance(value, list) else value
+
+
 def base_config(ckpt: GGUFCheckpoint, default_rms_eps: float) -> DecoderConfig:
     """What every decoder's GGUF says; `default_rms_eps` is llama.cpp's for the architecture
     where the file leaves it out."""
@@ -41,10 +47,10 @@ def base_config(ckpt: GGUFCheckpoint, default_rms_eps: float) -> DecoderConfig:
     return DecoderConfig(
         vocab_size=int(ckpt.arch_meta("vocab_size", len(tokens))),
         hidden_size=hidden,
-        intermediate_size=int(need_arch_meta(ckpt, "feed_forward_length")),
+        intermediate_size=int(first_layer(need_arch_meta(ckpt, "feed_forward_length"))),
         num_layers=int(need_arch_meta(ckpt, "block_count")),
         num_heads=heads,
-        num_kv_heads=int(ckpt.arch_meta("attention.head_count_kv", heads)),
+        num_kv_heads=int(first_layer(ckpt.arch_meta("attention.head_count_kv", heads))),
         head_dim=head_dim,
         context_window=int(need_arch_meta(ckpt, "context_length")),
         rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),
