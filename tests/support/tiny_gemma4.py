@@ -1,11 +1,11 @@
 """Tiny random Gemma 4 text models (transformers' Gemma4ForCausalLM) with everything its text
 model adds to Gemma 3 switched on: per-layer inputs, KV-shared layers, global layers with wider
 heads, fewer kv heads and proportional RoPE, keys as values, doubled MLPs in the shared layers,
-experts beside the MLP; and a dense one with those switches off that can be.
+experts beside the MLP; and a dense one with those switches off.
 
-Six layers (local, local, global, local, local, global), the last two reading the pages of
-layers 3 and 2: four page tensors, of two geometries. A 16-token window, shorter than the
-prompts the tests feed.
+Six layers (local, local, global, local, local, global); in the first, the last two read the
+pages of layers 3 and 2: four page tensors, of two geometries. A 16-token window, shorter than
+the prompts the tests feed.
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ EVERYTHING = TinySpec(
         "moe_intermediate_size": 32,
     },
 )
-# no experts, per-layer inputs, keys as values or doubled MLPs; an untied head
+# as Gemma 4 31B: no experts, per-layer inputs, shared layers, keys as values or doubled MLPs
+# (transformers 5.24 cannot run shared layers without per-layer inputs: its prefill slices
+# the per-layer inputs it does not have); an untied head
 DENSE = TinySpec(
     arch="gemma4",
     layers=6,
     seed=142,
-    extra={**_COMMON, "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 1},
+    extra={**_COMMON, "hidden_size_per_layer_input": 0, "num_kv_shared_layers": 0},
 )
 SPECS = {"everything": EVERYTHING, "dense": DENSE}
 
