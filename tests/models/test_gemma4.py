@@ -74,3 +74,17 @@ def test_shared_layers_own_no_pages(case):
     pages = Harness(artifacts["hf"], num_blocks=8).runner.kv_pages
     assert [tuple(p.shape) for p in pages] == [lay.pages_shape(8) for lay in config.kv_layouts]
     assert config.kv_block_bytes == sum(lay.pages_bytes(1) for lay in config.kv_layouts)
+
+
+def test_copy_pages_copies_every_kv_layers_page(case):
+    """Copy-on-write copies a page in each page tensor, whatever its head geometry."""
+    _, _, _, artifacts = case
+    harness = Harness(artifacts["hf"], num_blocks=8)
+    harness.step({0: list(range(3, 40))})  # fills pages 0..2 of every KV layer
+    runner = harness.runner
+    before = [p.numpy() for p in runner.kv_pages]
+    runner.copy_pages([(1, 5), (0, 6)])
+    for old, new in zip(before, (p.numpy() for p in runner.kv_pages), strict=True):
+        np.testing.assert_array_equal(new[5], old[1])
+        np.testing.assert_array_equal(new[6], old[0])
+        np.testing.assert_array_equal(np.delete(new, [5, 6], 0), np.delete(old, [5, 6], 0))

@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-import numpy as np
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.kernels.norm import rms_normalize_te
 from mlcx.kernels.rope import position_scale_te, rope_te
 from mlcx.kernels.rope_scaling import rope_for_context
 from mlcx.quantization.formats import WeightFormat
@@ -108,8 +108,8 @@ class PagedAttention(nn.Module):
     def _values(self, v: nn.Tensor) -> nn.Tensor:
         if not self.cfg.v_norm:
             return v
-        ones = nn.Tensor.from_const(np.ones(self.head_dim, dtype=v.dtype))
-        return op.rms_norm(v, ones, axes=[-1], epsilon=self.cfg.rms_norm_eps)
+        eps = self.cfg.rms_norm_eps
+        return op.tensor_expr_op(lambda vt: rms_normalize_te(vt, eps), "v_norm", [v])
 
     def _position(self, q: nn.Tensor, step: StepTensors) -> nn.Tensor:
         """The queries' RoPE and position scale."""
