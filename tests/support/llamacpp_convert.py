@@ -33,7 +33,13 @@ def vocab(self, *args, **kwargs):
     return self._set_vocab_gpt2()
 base.TextModel._set_vocab_sentencepiece = vocab
 from conversion import gemma
-gemma.Gemma4Model.set_vocab = lambda self: self._set_vocab_gpt2()
+gemma4_vocab = gemma.Gemma4Model.set_vocab
+def gemma4_or_byte_level(self):
+    try:
+        gemma4_vocab(self)
+    except FileNotFoundError:  # not the Llama-style BPE Gemma 4's converter reads
+        self._set_vocab_gpt2()
+gemma.Gemma4Model.set_vocab = gemma4_or_byte_level
 sys.argv = [tree + "/convert_hf_to_gguf.py", *sys.argv[3:]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
