@@ -31,6 +31,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("mlcx.compile",),
     # the engine every front door shares, by concept (mlcx/runtime/__init__.py)
     ("mlcx.runtime.kv",),  # KV block ids, page tables, prefix sharing: no tensors
+    ("mlcx.runtime.state",),  # state slots and checkpoints of hybrid models: no tensors
     ("mlcx.runtime.backends",),  # runners: a compiled step on a device
     ("mlcx.runtime.text",),  # tokenizer, chat template, prompt encoding, detokenizing
     ("mlcx.runtime.vision",),  # images: decoding, preprocessing, the encoder, prompt layout

@@ -15,6 +15,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from mlcx.artifact.state_tensors import (
+    StateTensor,
+    check_state_tensors,
+    parse_state_tensors,
+    state_layers,
+    state_slot_bytes,
+)
 from mlcx.errors import ArtifactError
 from mlcx.formats import FORMAT_VERSION, check_format_version
 from mlcx.frontends.decoder_config import DecoderConfig
@@ -51,6 +58,9 @@ class ArtifactConfig:
     linear_kernels: str | None = None
     # cuda: decode batches up to this many rows replay CUDA graphs (runtime.backends.decode_graph)
     decode_graph_batch: int | None = None
+    # hybrid models: each state layer's per-sequence tensors, in the step functions' order
+    # (artifact/state_tensors.py); empty for a pure transformer
+    state_tensors: tuple[StateTensor, ...] = ()
     format_version: int = FORMAT_VERSION
 
     def __post_init__(self) -> None:
@@ -64,6 +74,9 @@ class ArtifactConfig:
                 f"kv_dtype {self.kv_dtype!r} is not one of {', '.join(KV_DTYPES)}; recompile "
                 "the model (`mlcx compile --kv-dtype`)"
             )
+        # the compile side may hand dicts, as the config file holds them
+        object.__setattr__(self, "state_tensors", parse_state_tensors(self.state_tensors))
+        check_state_tensors(self.state_tensors, self.model.num_layers)
 
     @property
     def cache_dtype(self) -> str:
@@ -71,15 +84,18 @@ class ArtifactConfig:
 
     @property
     def kv_layouts(self) -> tuple[KVLayout, ...]:
-        """The pages of each layer that owns pages (DecoderConfig.kv_layers), in the order the
-        compiled functions take them: what runners allocate. Layers may differ in head
-        geometry (Gemma 4's global layers); a layer reading another's pages has none."""
+        """The pages of each layer that owns pages (DecoderConfig.kv_layers, less the state
+        layers), in the order the compiled functions take them: what runners allocate. Layers
+        may differ in head geometry (Gemma 4's global layers); a layer reading another's pages
+        has none, nor has a state layer."""
         m = self.model
         kind = "cpu" if self.target == CPU_TARGET else "gpu"
         dtypes = (self.page_size, self.activation_dtype, self.cache_dtype, kind)
+        states = set(state_layers(self.state_tensors))
         return tuple(
             KVLayout(m.num_heads, m.layer_kv_heads(i), m.layer_head_dim(i), *dtypes)
             for i in m.kv_layers
+            if i not in states
         )
 
     @property
@@ -89,15 +105,27 @@ class ArtifactConfig:
         return self.kv_layouts[0]
 
     @property
+    def kv_layers(self) -> int:
+        """Layers with KV pages (one page tensor each): all but the state layers and the
+        layers reading another's pages."""
+        return len(self.kv_layouts)
+
+    @property
     def kv_block_bytes(self) -> int:
-        """Device bytes of one KV block (page_size tokens) across all layers: what every
+        """Device bytes of one KV block (page_size tokens) across the KV layers: what every
         runner allocates per block, and what budgets count in."""
         return sum(layout.pages_bytes(1) for layout in self.kv_layouts)
+
+    @property
+    def state_slot_bytes(self) -> int:
+        """Device bytes of one sequence's state (one state slot); 0 without state layers."""
+        return state_slot_bytes(self.state_tensors)
 
     def to_json(self) -> str:
         data = asdict(self)
         data["model"] = self.model.to_dict()
         data["kv_block_bytes"] = self.kv_block_bytes  # derived; for readers in other languages
+        data["state_slot_bytes"] = self.state_slot_bytes
         return json.dumps(data, indent=2)
 
     @classmethod

@@ -1,5 +1,6 @@
-"""What an artifact's KV cache costs: bytes per token over all layers (keys and values, in the
-cache dtype, with an int8 cache's scale bytes) and for a whole context window."""
+"""What an artifact's KV cache costs: bytes per token over the KV layers (keys and values, in the
+cache dtype, with an int8 cache's scale bytes) and for a whole context window; and what a hybrid
+model's per-sequence state costs (one state slot, whatever the sequence's length)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,16 @@ class KVBudget:
     bytes_per_token: int
     tokens: int
     total_bytes: int  # whole pages: the window rounded up to the page size
+    state_bytes_per_sequence: int = 0  # a hybrid model's state slot; 0: no state layers
 
     def describe(self) -> str:
-        return (
+        line = (
             f"KV cache: {self.dtype}, {human_bytes(self.bytes_per_token)}/token, "
             f"{human_bytes(self.total_bytes)} for {self.tokens} tokens"
         )
+        if self.state_bytes_per_sequence:
+            line += f"; state: {human_bytes(self.state_bytes_per_sequence)}/sequence"
+        return line
 
 
 def kv_budget(config: ArtifactConfig, tokens: int | None = None) -> KVBudget:
@@ -37,4 +42,12 @@ def kv_budget(config: ArtifactConfig, tokens: int | None = None) -> KVBudget:
     tokens = config.context_window if tokens is None else tokens
     page = config.kv_block_bytes  # one page of every layer
     pages = -(-tokens // config.page_size)
-    return KVBudget(config.cache_dtype, page // config.page_size, tokens, page * pages)
+    per_token = page // config.page_size
+    state = state_bytes_per_sequence(config)
+    return KVBudget(config.cache_dtype, per_token, tokens, page * pages, state)
+
+
+def state_bytes_per_sequence(config: ArtifactConfig) -> int:
+    """Device bytes of one sequence's state (conv windows and recurrent matrices of every state
+    layer), whatever its length: what the bench prints beside the KV bytes per token."""
+    return config.state_slot_bytes

@@ -68,6 +68,8 @@ class DecoderConfig(LayerOptions):
     # llama_4_scaling_beta over its pretraining context); 0: none
     q_position_beta: float = 0.0
     q_position_period: int = 0
+    # a learned logit per query head in each attention softmax's denominator (gpt-oss)
+    attn_sinks: bool = False
     # mixture of experts (0 experts: a dense MLP in every layer); every layer's MLP is the MoE
     num_experts: int = 0
     experts_per_token: int = 0

@@ -82,6 +82,8 @@ class _Layer:
             specs.append(self.vector("attn.o.bias", "o_bias"))
         if cfg.qk_norm:
             specs += [self.vector(f"attn.{p}_norm.weight", f"{p}_norm") for p in "qk"[: len(slots)]]
+        if cfg.attn_sinks:
+            specs.append(self.vector("attn.sinks", "sinks"))
         return specs
 
     def _mlp(self) -> list[WeightSpec]:

@@ -5,7 +5,7 @@ The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read an
   on GPU, mlcx.kernels.cpu.kv_pages on CPU, whose pages hold keys transposed);
 - attend: causal attention over each sequence's pages — mlcx's CPU kernel on llvm targets,
   mlcx's GPU kernel (mlcx.kernels.gpu.attention) on GPU targets, for prefill and decode; RoPE
-  is applied before the append;
+  is applied before the append; options: a sliding window, a score softcap, attention sinks;
 - copy: copies whole pages (copy-on-write of a shared page).
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import NamedTuple
 
 from tvm import tirx
 from tvm.relax.frontend import nn
@@ -41,6 +42,15 @@ class StepTensors:
     page_indptr: nn.Tensor
     page_values: nn.Tensor
     last_page_len: nn.Tensor
+
+
+class _Options(NamedTuple):
+    """The attention variant of a layer: its sliding window (0: none), score softcap (0:
+    none) and whether it has attention sinks."""
+
+    window: int
+    softcap: float
+    sinks: bool
 
 
 def _private(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -94,30 +104,25 @@ class PagedKVOps:
         )
 
     @functools.cache  # noqa: B019 (one PagedKVOps per model)
-    def _cpu_attend(self, window: int, softcap: float) -> tirx.PrimFunc:
+    def _cpu_attend(self, options: _Options) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_kv_heads, lay.num_q_heads, lay.head_dim)
         return attention_cpu.paged_attention_cpu(
-            *heads, lay.cache_dtype, lay.page_size, lay.dtype, window, softcap
+            *heads, lay.cache_dtype, lay.page_size, lay.dtype, *options
         )
 
     @functools.cache  # noqa: B019 (one PagedKVOps per model)
-    def _gpu_attend(self, window: int, softcap: float) -> tirx.PrimFunc:
+    def _gpu_attend(self, splits: int, options: _Options) -> tirx.PrimFunc:
         lay = self.layout
         heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        geometry = (lay.page_size, lay.dtype, self.gpu, 1, window, softcap, lay.cache_dtype)
-        return _private(paged_attention_gpu(*heads, *geometry))
+        window, softcap, sinks = options
+        geometry = (lay.page_size, lay.dtype, self.gpu, splits, window, softcap, lay.cache_dtype)
+        return _private(paged_attention_gpu(*heads, *geometry, sinks))
 
     @functools.cache  # noqa: B019 (one PagedKVOps per model)
-    def _gpu_split(
-        self, splits: int, window: int, softcap: float
-    ) -> tuple[tirx.PrimFunc, tirx.PrimFunc]:
+    def _gpu_merge(self, splits: int) -> tirx.PrimFunc:
         lay = self.layout
-        heads = (lay.num_q_heads, lay.num_kv_heads, lay.head_dim)
-        geometry = (lay.page_size, lay.dtype, self.gpu, splits, window, softcap, lay.cache_dtype)
-        split = paged_attention_gpu(*heads, *geometry)
-        merge = merge_attention_gpu(lay.num_q_heads, lay.head_dim, lay.dtype, splits)
-        return _private(split), _private(merge)
+        return _private(merge_attention_gpu(lay.num_q_heads, lay.head_dim, lay.dtype, splits))
 
     def append(self, pages: nn.Tensor, k: nn.Tensor, v: nn.Tensor, slots: nn.Tensor) -> nn.Tensor:
         out = nn.Tensor.placeholder(pages.shape, pages.dtype)
@@ -135,27 +140,39 @@ class PagedKVOps:
         decode: bool,
         window: int = 0,
         softcap: float = 0.0,
+        sinks: nn.Tensor | None = None,
     ) -> nn.Tensor:
         """q [tokens, h_q, d] -> attention output [tokens, h_q, d]; with `window` > 0 each
         query sees only its last `window` keys (sliding-window attention); with `softcap` > 0
-        scores are capped by softcap * tanh(score / softcap)."""
+        scores are capped by softcap * tanh(score / softcap); `sinks` [h_q] (q's dtype): each
+        head's sink logit joins its softmax denominator and weighs no value (gpt-oss)."""
+        if sinks is not None:
+            self._check_sinks(q, sinks)
+        options = _Options(window, softcap, sinks is not None)
         out = nn.Tensor.placeholder(q.shape, q.dtype)
         tables = [step.page_indptr, step.page_values, step.last_page_len]
+        args = [q, step.q_indptr, pages, *tables] + ([sinks] if sinks is not None else [])
         if self.kind == "cpu":
-            args = [q, step.q_indptr, pages, *tables]
-            return op.tensor_ir_op(self._cpu_attend(window, softcap), "attention", args, out)
-        args = [q, step.q_indptr, pages, *tables]
+            return op.tensor_ir_op(self._cpu_attend(options), "attention", args, out)
         splits = self.gpu.decode_splits if decode else self.gpu.prefill_splits
         if splits > 1:
-            return self._split_attend(q, args, out, splits, (window, softcap))
-        return op.tensor_ir_op(self._gpu_attend(window, softcap), "attention", args, out)
+            return self._split_attend(q, args, out, splits, options)
+        return op.tensor_ir_op(self._gpu_attend(1, options), "attention", args, out)
+
+    def _check_sinks(self, q: nn.Tensor, sinks: nn.Tensor) -> None:
+        heads = self.layout.num_q_heads
+        if [int(n) for n in sinks.shape] != [heads] or sinks.dtype != q.dtype:
+            raise ValueError(
+                f"attention sinks must be [{heads}] {q.dtype} (one logit per query head, in "
+                f"the activations' dtype), got {list(sinks.shape)} {sinks.dtype}"
+            )
 
     def _split_attend(
-        self, q: nn.Tensor, args: list, out: nn.Tensor, s: int, options: tuple[int, float]
+        self, q: nn.Tensor, args: list, out: nn.Tensor, s: int, options: _Options
     ) -> nn.Tensor:
         """Chunks of every row's keys in parallel (split-K), then their merge."""
-        split, merge = self._gpu_split(s, *options)
         partial = nn.Tensor.placeholder([s, *q.shape], "float32")
         stats = nn.Tensor.placeholder([s, q.shape[0], q.shape[1], 2], "float32")
+        split = self._gpu_attend(s, options)
         partial, stats = op.tensor_ir_op(split, "attention_split", args, [partial, stats])
-        return op.tensor_ir_op(merge, "attention_merge", [partial, stats], out)
+        return op.tensor_ir_op(self._gpu_merge(s), "attention_merge", [partial, stats], out)

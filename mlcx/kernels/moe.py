@@ -13,6 +13,11 @@ Targets swap it for kernels that sort the routed rows by expert and read each ex
 tile of its rows (mlcx.passes.cpu.fuse_experts, mlcx.passes.gpu.fuse_experts) wherever they read
 the weight format; elsewhere this definition runs under its own schedules.
 
+Biases (gpt-oss) are a value per stacked row, added after the dot product; a graph passes an
+expert GEMV's operands as (input, ids, weight planes..., bias), the order the target rewrites
+read. The gated activation between gate/up and down is its own annotated TE function
+(expert_glu_te), which those rewrites fuse into the down projection's kernel.
+
 Top-k without sorting: an expert's rank is how many experts beat it (a higher probability, or
 the same one at a lower index), a sum every target schedules as a plain reduction; slot j's
 expert is the one of rank j.
@@ -23,14 +28,18 @@ from __future__ import annotations
 from tvm import te, tirx
 
 from mlcx.kernels.linear import ACCUMULATE
+from mlcx.kernels.moe_options import GluActivation
 from mlcx.quantization.formats import WeightFormat
 
 
 def check_expert_flags(spec) -> None:
     """The flags an expert kernel spec (CPU or GPU) shares: a SwiGLU input is a down
-    projection's (per slot), a fused gate/up output has two equal halves."""
+    projection's (per slot), and only it has an activation other than SwiGLU's; a fused gate/up
+    output has two equal halves."""
     if spec.swiglu and not spec.per_slot:
         raise ValueError("a SwiGLU input belongs to a per-slot (down) expert linear")
+    if not spec.swiglu and not spec.glu.plain:
+        raise ValueError("a gated activation needs a SwiGLU input (swiglu=True)")
     if spec.fused and spec.out_features % 2:
         raise ValueError(f"a fused gate/up output is even, not {spec.out_features}")
 
@@ -40,6 +49,9 @@ def check_expert_flags(spec) -> None:
 EXPERTS_ATTR = "mlcx.experts"
 # Block annotation of the router's top-k chain (mlcx.passes.gpu.topk_rule schedules it).
 TOPK_ATTR = "mlcx.router_topk"
+# Block annotation of the gated activation between gate/up and down (GluActivation.annotation),
+# which the expert rewrites fuse into the down projection's kernel (mlcx.passes.experts_match).
+GLU_ATTR = "mlcx.expert_glu"
 _TOPK = {TOPK_ATTR: 1}
 
 
@@ -105,8 +117,25 @@ def expert_scaled_te(weights: te.Tensor, ids: te.Tensor, scale: te.Tensor) -> te
     )
 
 
-def _gathered(x_at, in_features, ids, weights, fmt: WeightFormat, shape, row, dtype, name):
-    """out[t, j, c] = sum_i x_at(t, j, i) * W[row(ids[t, j], c), i], W read through fmt."""
+def topk_softmax_te(logits: te.Tensor, k: int) -> te.Tensor:
+    """weights [tokens, k] f32: a softmax over the k highest logits, best first (gpt-oss's
+    router: top-k, then softmax; the ids are topk_ids_te's of the same logits)."""
+    top = topk_weights_te(logits, k, renormalize=False)
+    shifted = te.compute(
+        top.shape, lambda t, j: te.exp(top[t, j] - top[t, 0]), name="topk_exp", attrs=_TOPK
+    )
+    s = te.reduce_axis((0, k), name="s")
+    total = te.compute(
+        (top.shape[0],), lambda t: te.sum(shifted[t, s], axis=s), name="topk_sum", attrs=_TOPK
+    )
+    return te.compute(
+        top.shape, lambda t, j: shifted[t, j] / total[t], name="topk_weights", attrs=_TOPK
+    )
+
+
+def _gathered(x_at, in_features, ids, weights, fmt, shape, row, dtype, name, bias=None):
+    """out[t, j, c] = sum_i x_at(t, j, i) * W[row(ids[t, j], c), i] (+ bias[that row]), W read
+    through fmt."""
     i = te.reduce_axis((0, in_features), name="i")
 
     def dot(t, j, c):
@@ -114,16 +143,29 @@ def _gathered(x_at, in_features, ids, weights, fmt: WeightFormat, shape, row, dt
         return te.sum(x_at(t, j, i).astype(ACCUMULATE) * w, axis=i)
 
     acc = te.compute(shape, dot, name=name, attrs={EXPERTS_ATTR: fmt.name})
+    if bias is not None:
+        summed = acc
+        acc = te.compute(
+            shape,
+            lambda t, j, c: summed[t, j, c] + bias[row(ids[t, j], c)].astype(ACCUMULATE),
+            name=name + "_bias",
+        )
     if dtype == ACCUMULATE:
         return acc
     return te.compute(shape, lambda t, j, c: acc[t, j, c].astype(dtype), name=name + "_cast")
 
 
 def experts_gate_up_te(
-    x: te.Tensor, ids: te.Tensor, weights: dict, fmt: WeightFormat, experts: int, width: int
+    x: te.Tensor,
+    ids: te.Tensor,
+    weights: dict,
+    fmt: WeightFormat,
+    experts: int,
+    width: int,
+    bias: te.Tensor | None = None,
 ) -> te.Tensor:
     """[tokens, k, 2 * width]: the chosen experts' gate (first half) and up (second half)
-    projections of x [tokens, in]."""
+    projections of x [tokens, in]; `bias` [2 * experts * width] a value per stacked row."""
     tokens, in_features = x.shape
     k = ids.shape[1]
     half = experts * width
@@ -134,16 +176,39 @@ def experts_gate_up_te(
 
     return _gathered(
         lambda t, j, i: x[t, i], in_features, ids, weights, fmt,
-        (tokens, k, 2 * width), row, x.dtype, "experts_gate_up",
+        (tokens, k, 2 * width), row, x.dtype, "experts_gate_up", bias,
     )  # fmt: skip
 
 
 def experts_down_te(
-    h: te.Tensor, ids: te.Tensor, weights: dict, fmt: WeightFormat, out_features: int
+    h: te.Tensor,
+    ids: te.Tensor,
+    weights: dict,
+    fmt: WeightFormat,
+    out_features: int,
+    bias: te.Tensor | None = None,
 ) -> te.Tensor:
-    """[tokens, k, out]: each slot's down projection of h [tokens, k, width] by its expert."""
+    """[tokens, k, out]: each slot's down projection of h [tokens, k, width] by its expert;
+    `bias` [experts * out] a value per stacked row."""
     tokens, k, width = h.shape
     return _gathered(
         lambda t, j, i: h[t, j, i], width, ids, weights, fmt,
         (tokens, k, out_features), lambda e, c: e * out_features + c, h.dtype, "experts_down",
+        bias,
     )  # fmt: skip
+
+
+def expert_glu_te(gate_up: te.Tensor, glu: GluActivation) -> te.Tensor:
+    """[tokens, k, width]: glu(gate, up) of each slot's gate/up [tokens, k, 2 * width] (gate
+    first); f32 math. Annotated, so the down projection's kernel can take it in."""
+    tokens, k, both = gate_up.shape
+    width = both // 2
+
+    def act(t, j, c):
+        gate = gate_up[t, j, c].astype(ACCUMULATE)
+        up = gate_up[t, j, c + width].astype(ACCUMULATE)
+        value = glu.apply(gate, up, te.exp, lambda v: tirx.const(v, ACCUMULATE))
+        return value.astype(gate_up.dtype)
+
+    attrs = {GLU_ATTR: glu.annotation()}
+    return te.compute((tokens, k, width), act, name="expert_glu", attrs=attrs)

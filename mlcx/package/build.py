@@ -163,6 +163,7 @@ def _bundle(
 
 
 def _estimate(artifact: Artifact, weight_bytes: int) -> int:
-    """Weights plus a KV cache holding one full context window."""
+    """Weights plus a KV cache holding one full context window (and a hybrid model's state)."""
     pages = -(-artifact.config.context_window // artifact.config.page_size)
-    return weight_bytes + pages * artifact.config.kv_block_bytes
+    state = artifact.config.state_slot_bytes
+    return weight_bytes + pages * artifact.config.kv_block_bytes + state

@@ -1,6 +1,8 @@
 """What the CPU and GPU expert rewrites share: finding the TE expert GEMVs of a Relax module
 (PrimFuncs whose block carries the `mlcx.experts` annotation, see mlcx.kernels.moe) and reading
-a call of one: its kind, weight format, operands and shapes."""
+a call of one: its kind, weight format, operands (a per-row bias after the weight planes) and
+shapes, and the gated activation feeding a down projection (the TE activation annotated
+`mlcx.expert_glu`, or silu(gate) * up written as Relax ops)."""
 
 from __future__ import annotations
 
@@ -9,23 +11,28 @@ from dataclasses import dataclass
 import tvm
 from tvm import relax, s_tir
 
-from mlcx.kernels.moe import EXPERTS_ATTR
+from mlcx.kernels.moe import EXPERTS_ATTR, GLU_ATTR
+from mlcx.kernels.moe_options import SILU, GluActivation
 from mlcx.passes.linear_match import Block, is_op, swiglu_input
 from mlcx.quantization.formats import WeightFormat, format_from_name
 
 KINDS = {"experts_gate_up": "gate_up", "experts_down": "down"}  # TE block name -> kind
 
 
-def experts_kind(func) -> tuple[str, WeightFormat] | None:
-    """(kind, weight format) of a TE expert GEMV PrimFunc, from its block annotation."""
+def _blocks(func) -> list:
+    """The root's child blocks of a TE PrimFunc ([] for anything else)."""
     if not isinstance(func, tvm.tirx.PrimFunc) or func.attrs and "tirx.is_scheduled" in func.attrs:
-        return None
+        return []
     try:
         sch = s_tir.Schedule(func)
-        blocks = [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root"))]
-    except Exception:  # hand-written TIR: not an expert GEMV
-        return None
-    for block in blocks:
+        return [sch.get(b) for b in sch.get_child_blocks(sch.get_sblock("root"))]
+    except Exception:  # hand-written TIR: not a TE function
+        return []
+
+
+def experts_kind(func) -> tuple[str, WeightFormat] | None:
+    """(kind, weight format) of a TE expert GEMV PrimFunc, from its block annotation."""
+    for block in _blocks(func):
         if EXPERTS_ATTR in block.annotations and block.name_hint in KINDS:
             return KINDS[block.name_hint], format_from_name(str(block.annotations[EXPERTS_ATTR]))
     return None
@@ -36,10 +43,22 @@ def _dims(expr) -> list[int | None]:
     return [int(d) if isinstance(d, tvm.tirx.IntImm) else None for d in shape.values]
 
 
+def glu_call(mod: tvm.IRModule, value) -> tuple[relax.Expr, GluActivation] | None:
+    """(gate/up, activation) when `value` calls the TE gated activation (mlcx.kernels.moe)."""
+    if not is_op(value, "relax.call_tir"):
+        return None
+    for block in _blocks(mod[value.args[0]]):
+        if GLU_ATTR in block.annotations:
+            text = str(block.annotations[GLU_ATTR])
+            return value.args[1].fields[0], GluActivation.from_annotation(text)
+    return None
+
+
 @dataclass(frozen=True)
 class ExpertsCall:
-    """A call of a TE expert GEMV. `swiglu`: (down) the gate/up output whose silu(gate) * up is
-    the input, when that product has no other use (the kernel can compute it)."""
+    """A call of a TE expert GEMV. `swiglu`: (down) the gate/up output whose activation `glu`
+    is the input, when the activation has no other use (the kernel can compute it); `bias`:
+    the per-row bias the GEMV adds, if any."""
 
     kind: str
     fmt: WeightFormat
@@ -48,6 +67,8 @@ class ExpertsCall:
     weights: list
     var: relax.Var
     swiglu: relax.Expr | None
+    glu: GluActivation = SILU
+    bias: relax.Expr | None = None
 
     @property
     def experts(self) -> int:
@@ -74,8 +95,12 @@ def experts_call(mod: tvm.IRModule, binding, info: Block) -> ExpertsCall | None:
     if found is None:
         return None
     kind, fmt = found
-    x, ids, *weights = value.args[1].fields
-    swiglu = None
+    x, ids, *rest = value.args[1].fields
+    count = len(fmt.suffixes)
+    weights, bias = rest[:count], (rest[count] if len(rest) > count else None)
+    swiglu, glu = None, SILU
     if kind == "down" and isinstance(x, relax.DataflowVar):
-        swiglu = swiglu_input(info.sole(x), info)
-    return ExpertsCall(kind, fmt, x, ids, weights, binding.var, swiglu)
+        producer = info.sole(x)
+        fused = glu_call(mod, producer) if producer is not None else None
+        swiglu, glu = fused if fused is not None else (swiglu_input(producer, info), SILU)
+    return ExpertsCall(kind, fmt, x, ids, weights, binding.var, swiglu, glu, bias)

@@ -20,6 +20,7 @@ from tvm import te, tirx
 
 from mlcx.quantization import tiling
 from mlcx.quantization.block_formats import KINDS, BlockFormat, ParamSpecs
+from mlcx.quantization.mxfp4 import Mxfp4Format
 from mlcx.quantization.stacked import StackedFormat
 
 
@@ -227,7 +228,7 @@ class GroupIntFormat:
         return (stored >> bits) & tirx.const(15, "uint32")
 
 
-WeightFormat = DenseFormat | GroupIntFormat | BlockFormat | StackedFormat
+WeightFormat = DenseFormat | GroupIntFormat | BlockFormat | Mxfp4Format | StackedFormat
 
 
 def format_from_name(name: str) -> WeightFormat:
@@ -235,11 +236,11 @@ def format_from_name(name: str) -> WeightFormat:
     if name.startswith(StackedFormat.PREFIX):
         return StackedFormat.from_name(name, format_from_name)
     parts = name.split("-")
-    if parts[0] in KINDS:
+    if parts[0] in KINDS or parts[0] == Mxfp4Format.KIND:
         tiled = parts[1:] == [f"t{tiling.TILE_ROWS}"]
         if len(parts) > 1 and not tiled:
             raise ValueError(f"not a weight format name: {name!r}")
-        return BlockFormat(parts[0], tiled)
+        return Mxfp4Format(tiled) if parts[0] == Mxfp4Format.KIND else BlockFormat(parts[0], tiled)
     if len(parts) == 1:
         return DenseFormat(name)
     tiled = parts[-1] == f"t{tiling.TILE_ROWS}"

@@ -14,6 +14,7 @@ from gguf import GGMLQuantizationType as GT
 
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
+from mlcx.quantization.mxfp4 import MXFP4
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ GGUF_FORMATS: dict[GT, WeightFormat] = {
     GT.Q4_K: BlockFormat("q4_k"),
     GT.Q5_K: BlockFormat("q5_k"),
     GT.Q6_K: BlockFormat("q6_k"),
+    GT.MXFP4: MXFP4,
 }
 GGUF_FLOAT_TYPES = {GT.F32, GT.F16, GT.BF16}
 

@@ -1,5 +1,6 @@
 """The engine every front door shares, one folder per concept, bottom-up: `kv/` (which KV
-blocks each sequence holds, no tensors), `backends/` (runners that execute a compiled
+blocks each sequence holds, no tensors), `state/` (which state slot each sequence of a hybrid
+model holds, and its saved states; no tensors), `backends/` (runners that execute a compiled
 artifact's step on a device, behind the `Runner` protocol), `text/` (tokenizer, chat
 template, prompt encoding, detokenizing, stop strings), `structured/` (constraints on the
 output and their token masks), `sample/` (sampling parameters and the sampler), `speculative/`

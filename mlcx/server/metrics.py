@@ -103,6 +103,38 @@ _ENGINE_METRICS: dict[str, tuple[type, str, Callable[[EngineStats], float]]] = {
         "Step buffers the wgpu runner pools (size classes, reused across steps).",
         lambda s: s.step_pool_bytes,
     ),
+    # hybrid models only (a state per sequence beside the KV pages): absent for the others
+    "state_pool_bytes": (
+        _G,
+        "Device memory of the state slots (running sequences' and checkpoints').",
+        lambda s: s.state_pool_bytes,
+    ),
+    "state_slots_in_use": (
+        _G,
+        "State slots held by running sequences.",
+        lambda s: s.state_slots_in_use,
+    ),
+    "state_checkpoints": (
+        _G,
+        "Saved states held for prefix reuse.",
+        lambda s: s.state_checkpoints,
+    ),
+    "state_checkpoint_hits": (
+        _C,
+        "Sequences that resumed from a saved state (a prefix cache hit with its state).",
+        lambda s: s.state_checkpoint_hits,
+    ),
+    "prefix_cache_hits_without_state": (
+        _C,
+        "Prefix cache hits shortened or skipped because no state was saved where the cached "
+        "pages end.",
+        lambda s: s.prefix_hits_without_state,
+    ),
+    "prefix_cache_tokens_without_state": (
+        _C,
+        "Cached prompt tokens recomputed because no state was saved where the cached pages end.",
+        lambda s: s.prefix_tokens_without_state,
+    ),
 }
 
 

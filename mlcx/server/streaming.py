@@ -14,8 +14,14 @@ from mlcx.server.disconnect import run_until_disconnect
 DONE = "data: [DONE]\n\n"
 
 
+# Characters JSON leaves raw but line readers split on (Python's str.splitlines, which httpx's
+# iter_lines follows): escaped, so one event stays one line for every client.
+_LINE_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"})
+
+
 def sse(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return f"data: {text.translate(_LINE_BREAKS)}\n\n"
 
 
 class EventStream(StreamingResponse):

@@ -46,6 +46,16 @@ def test_yarn_reads_as_its_hf_config():
     assert gguf_rope_scaling(_Checkpoint(YARN), HEAD_DIM) == HFConfigReader(hf, "qwen2").rope()[1]
 
 
+def test_yarn_log_multiplier_is_hf_mscale_all_dim_with_mscale_one():
+    """llama.cpp's converter keeps mscale_all_dim as yarn_log_multiplier and llama.cpp takes
+    mscale as 1 (Ministral 3 and DeepSeek configs): the same as transformers' YaRN."""
+    scaling = {"rope_type": "yarn", "factor": 4.0, "mscale": 1.0, "mscale_all_dim": 0.7}
+    hf = {"max_position_embeddings": 32, "rope_scaling": scaling}
+    meta = {**YARN, "rope.scaling.yarn_log_multiplier": 0.7}
+    got = gguf_rope_scaling(_Checkpoint(meta), HEAD_DIM)
+    assert got == HFConfigReader(hf, "qwen2").rope()[1]
+
+
 def test_rope_freqs_become_per_pair_factors():
     factors = np.linspace(1.0, 8.0, HEAD_DIM // 2, dtype=np.float32)
     got = gguf_rope_scaling(_Checkpoint({}, {"rope_freqs.weight": factors}), HEAD_DIM)
@@ -55,7 +65,7 @@ def test_rope_freqs_become_per_pair_factors():
 @pytest.mark.parametrize(
     ("meta", "tensors", "match"),
     [
-        ({**YARN, "rope.scaling.yarn_log_multiplier": 0.1}, {}, "yarn_log_multiplier"),
+        ({**YARN, "rope.scaling.yarn_ext_factor": 0.5}, {}, "yarn_ext_factor"),
         ({"rope.scaling.type": "longrope"}, {}, "supported: none, linear, yarn"),
         (YARN, {"rope_freqs.weight": np.ones(HEAD_DIM // 2, "f4")}, "both rope_freqs"),
         ({}, {"rope_freqs.weight": np.ones(HEAD_DIM, "f4")}, "16 factors for 8"),

@@ -65,3 +65,26 @@ def test_int8_kernels_get_vpdpbusd_for_long_steps_and_keep_vpdpwssd_for_decode(m
     asm = _asm("x86_64-linux-gnu", mcpu, "int4-sym-g32-float16-t16", LinearKernels.INT8)
     assert _count(asm, r"\bvpdpbusd\b") > 0  # u8 weight codes x s8 activations, 4 a lane
     assert _count(asm, r"\bvpdpwssd\b") > 0  # steps of up to 16 tokens stay int16
+
+
+def _float_asm(mtriple: str, mcpu: str) -> str:
+    """The float kernel at a ragged shape (the image encoder's: 588 features, 4305 rows)."""
+    target = tvm.target.Target({"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2})
+    spec = LinearSpec(PlainRows(588), format_from_name("float32"), 4305, False)
+    func = build_linear(spec, KernelConfig.for_target(target))
+    return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
+
+
+@pytest.mark.parametrize(
+    "mcpu, register", [("sapphirerapids", r"%zmm\d+"), ("haswell", r"%ymm\d+")]
+)
+def test_float_kernels_fuse_multiply_adds_at_the_widest_register(mcpu, register):
+    asm = _float_asm("x86_64-linux-gnu", mcpu)
+    fma = re.findall(r"\bvfmadd\d+ps\s+(%[xyz]mm\d+)", asm)
+    assert any(re.fullmatch(register, operand) for operand in fma)
+    if mcpu == "haswell":
+        assert _count(asm, r"%zmm\d+") == 0
+
+
+def test_float_kernels_on_arm64_use_neon_fmla():
+    assert _count(_float_asm("aarch64-linux-gnu", "neoverse-n1"), r"\bfmla\b") > 0

@@ -89,3 +89,16 @@ def assert_prompt_and_greedy_steps_match(artifact, reference, prompt, steps: int
         seq.append(int(np.argmax(got[-1])))
         got = harness.decode({0: seq[-1]})[0][None]
         assert np.abs(got[0] - hf_logits(reference, seq)[-1]).max() <= tol
+
+
+def assert_backends_agree(want: Harness, got: Harness, prompts: dict, tokens, tol: float) -> None:
+    """Two artifacts of one model (cpu and a GPU plan) give the same logits for a batched
+    prefill of `prompts` (every row), then a decode step per token of `tokens` for all."""
+    first, second = want.step(prompts, all_rows=True), got.step(prompts, all_rows=True)
+    for seq in prompts:
+        assert np.abs(first[seq] - second[seq]).max() <= tol
+    for token in tokens:
+        step = dict.fromkeys(prompts, token)
+        first, second = want.decode(step), got.decode(step)
+        for seq in prompts:
+            assert np.abs(first[seq] - second[seq]).max() <= tol

@@ -4,6 +4,7 @@ subprocess) answer as the Python API does with the same image; a bad file is nam
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 
@@ -42,4 +43,11 @@ def test_chat_image_command(vision_artifact, files, photo):
     assert result.returncode == 0, result.stderr
     assert f"{files / 'broken.jpg'}: not a readable" in result.stdout
     assert "photo.png goes with your next message" in result.stdout
-    assert _expected(vision_artifact, photo, "hi") in result.stdout
+    # the terminal chat prints through rich, which drops control characters (a random model's
+    # reply can hold a \x0b): the reply as a terminal shows it
+    shown = "".join(c for c in _expected(vision_artifact, photo, "hi") if not _control(c))
+    assert shown in result.stdout
+
+
+def _control(c: str) -> bool:
+    return c != "\n" and unicodedata.category(c) == "Cc"

@@ -77,13 +77,16 @@ class GreedySequence:
         self.runner = runner
         self.kv = KVCacheManager(blocks, artifact.config.page_size, False)
         self.kv.add_sequence(0, ids)
+        # a hybrid model's one state slot (starting from zero at position 0 on every run)
+        self.state_slots = np.zeros(1, np.int32) if artifact.config.state_tensors else None
         self.tokens = list(ids)
         self.next_token = -1
         self.chunk = artifact.config.prefill_chunk  # the most tokens a compiled step takes
 
     def _step(self, new: list[int]) -> None:
         self.kv.append(0, len(new))
-        batch = ForwardBatch(np.array(new, np.int32), self.kv.build_arrays([(0, len(new))]))
+        tables = self.kv.build_arrays([(0, len(new))])
+        batch = ForwardBatch(np.array(new, np.int32), tables, state_slots=self.state_slots)
         self.next_token = int(self.runner.forward(batch)[-1].argmax())
 
     def prefill(self) -> None:
@@ -106,7 +109,7 @@ class MlcxEngine:
     def __init__(self, artifact_dir: Path, workload: Workload):
         self.artifact = Artifact(artifact_dir)
         self.blocks = kv_blocks(self.artifact, workload)
-        self.runner = create_runner(self.artifact, self.blocks)
+        self.runner = create_runner(self.artifact, self.blocks, num_state_slots=1)
         self.device = DEVICE_NAMES[self.artifact.config.runtime](self.runner, self.artifact)
         self.vocab = self.artifact.config.model.vocab_size
 

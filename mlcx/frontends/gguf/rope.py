@@ -27,23 +27,27 @@ def _linear(ckpt: GGUFCheckpoint) -> dict[str, Any]:
 
 def _yarn(ckpt: GGUFCheckpoint) -> dict[str, Any]:
     """transformers' YaRN from the values llama.cpp's converter copies out of the HF config;
-    absent ones take transformers' defaults (the converter writes only what the config set)."""
-    for key in ("rope.scaling.yarn_log_multiplier", "rope.scaling.yarn_ext_factor"):
-        if ckpt.arch_meta(key) not in (None, 0.0, 1.0):
-            raise UnsupportedModelError(
-                f"{ckpt.path}: YaRN with '{ckpt.architecture}.{key}' is not supported "
-                "(mlcx reads the YaRN of Qwen-style configs); compile the Hugging Face folder"
-            )
+    absent ones take transformers' defaults (the converter writes only what the config set).
+    `yarn_log_multiplier` is the config's mscale_all_dim, with mscale taken as 1, as llama.cpp
+    takes it (Ministral 3, DeepSeek)."""
+    if ckpt.arch_meta("rope.scaling.yarn_ext_factor") not in (None, 0.0, 1.0):
+        raise UnsupportedModelError(
+            f"{ckpt.path}: YaRN with '{ckpt.architecture}.rope.scaling.yarn_ext_factor' is not "
+            "supported; compile the Hugging Face folder"
+        )
     factor = float(need_arch_meta(ckpt, "rope.scaling.factor"))
     original = ckpt.arch_meta("rope.scaling.original_context_length")
-    attention = ckpt.arch_meta("rope.scaling.yarn_attn_factor") or yarn_attention_factor(factor)
+    log_mul = float(ckpt.arch_meta("rope.scaling.yarn_log_multiplier") or 0.0)
+    default = yarn_attention_factor(factor, 1.0, log_mul) if log_mul else None
+    attention = ckpt.arch_meta("rope.scaling.yarn_attn_factor") or default
     return {
         "rope_type": "yarn",
         "factor": factor,
         "original_max_position_embeddings": int(original or need_arch_meta(ckpt, "context_length")),
         "beta_fast": float(ckpt.arch_meta("rope.scaling.yarn_beta_fast") or 32.0),
         "beta_slow": float(ckpt.arch_meta("rope.scaling.yarn_beta_slow") or 1.0),
-        "attention_factor": float(attention) * float(ckpt.arch_meta("rope.scaling.attn_factor", 1)),
+        "attention_factor": float(attention or yarn_attention_factor(factor))
+        * float(ckpt.arch_meta("rope.scaling.attn_factor", 1)),
         "truncate": True,  # llama.cpp always rounds the ramp's ends outwards
     }
 

@@ -79,6 +79,9 @@ class PagedAttention(nn.Module):
         )
         self.q_norm = _head_norm(cfg, dtype, self.heads, dim)
         self.k_norm = _head_norm(cfg, dtype, self.kv_heads, dim) if len(self.parts) > 1 else None
+        # attention sinks in the activations' dtype, like the other vectors (bf16 sinks are
+        # exact in f16)
+        self.sinks = nn.Parameter((self.heads,), dtype) if cfg.attn_sinks else None
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
@@ -95,7 +98,8 @@ class PagedAttention(nn.Module):
             pages = self.kv.append(pages, k, self._values(v), step.slots)
         if self.q_scale != 1.0:
             q = q * self.q_scale
-        out = self.kv.attend(q, pages, step, decode, self.window, cfg.attn_logit_softcap)
+        options = (self.window, cfg.attn_logit_softcap, self.sinks)
+        out = self.kv.attend(q, pages, step, decode, *options)
         return self.o(op.reshape(out, (tokens, self.heads * self.head_dim))), pages
 
     def _split(self, qkv: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor, nn.Tensor]:

@@ -8,6 +8,8 @@ from enum import Enum
 import tvm
 from tvm.target import codegen
 
+from mlcx.kernels.cpu.byte_table import shuffle_for
+
 # Widest vector register by CPU feature, widest first. LLVM's own vector-width query
 # answers 512 for every x86 CPU, so the target's feature list decides.
 VECTOR_BITS: tuple[tuple[str, int], ...] = (
@@ -88,6 +90,8 @@ class KernelConfig:
     prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
     linear_kernels: which linears get hand-written kernels (see LinearKernels)
     int8_dot:       the target has the u8 x s8 dot product the int8 kernels need (vpdpbusd)
+    byte_table:     the target's byte shuffle for 16-entry code tables (byte_table.shuffle_for;
+                    "": none, a select tree)
     """
 
     threads: int = 1
@@ -101,6 +105,7 @@ class KernelConfig:
     prefetch_bytes: int = 2048
     linear_kernels: LinearKernels = LinearKernels.INT16
     int8_dot: bool = False
+    byte_table: str = ""
 
     def __post_init__(self) -> None:
         if self.linear_kernels is LinearKernels.INT8 and not self.int8_dot:
@@ -136,4 +141,5 @@ class KernelConfig:
             batch_tokens=max(2, registers * lanes // (4 * 16)),
             linear_kernels=linear_kernels,
             int8_dot=has_int8_dot(target),
+            byte_table=shuffle_for(cpu_features(target)),
         )

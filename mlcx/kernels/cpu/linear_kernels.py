@@ -35,7 +35,9 @@ BUILDERS: list[tuple[Callable[[object, KernelConfig], bool], Builder]] = [
 
 
 def _builder(spec: LinearSpec, cfg: KernelConfig) -> Builder | None:
-    if spec.in_features % CHUNK:
+    # only the float kernel reads input rows of a width not a multiple of the chunk
+    ragged_ok = flinear.supports(spec.fmt) and flinear.takes_features(spec)
+    if spec.in_features % CHUNK and not ragged_ok:
         return None
     return next((build for accepts, build in BUILDERS if accepts(spec.fmt, cfg)), None)
 

@@ -17,7 +17,9 @@ pages [num_pages, 2, h_kv, page_size, d], page_indptr [b + 1], page_values [nnz_
 last_page_len [b]. Query token i of a run of n tokens in a sequence holding kv_len tokens sits
 at position q = kv_len - n + i and sees keys 0 .. q, or with a sliding window of W keys only
 q - W + 1 .. q: pages wholly before a row block's window are never read, so the KV manager may
-release them (their page-table entries are placeholders).
+release them (their page-table entries are placeholders). With attention sinks (gpt-oss), a
+sinks [h_q] parameter follows last_page_len: head h's sink logit joins each row's softmax
+denominator as one more term, exp(sink - max), and weighs no value.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class _Shape:
     rows: int  # query rows sharing each key load (page_size * rows accumulator lanes)
     window: int = 0  # keys each query sees (sliding window); 0: all earlier keys
     softcap: float = 0.0  # scores become softcap * tanh(score / softcap); 0: none
+    sinks: bool = False  # a sink logit per query head joins each softmax's denominator
 
     @property
     def group(self) -> int:
@@ -100,9 +103,9 @@ def _scores(sh: _Shape, bufs, seq, head, row0, n, pages, scores) -> None:
             T.buffer_store(scores, score, [r, vec.ramp(p * ps, ps)])
 
 
-def _softmax(sh: _Shape, scores, r, visible, pages):
+def _softmax(sh: _Shape, scores, r, visible, pages, sink=None):
     """Exponentiate row r's visible scores (keys visible - window .. visible - 1 with a
-    window) in place; return their sum."""
+    window) in place; return their sum, plus exp(sink) on the same scale with a `sink`."""
     ps = sh.geo.page_size
     best = T.alloc_buffer((ps,), "float32")
     total = T.alloc_buffer((ps,), "float32")
@@ -118,13 +121,15 @@ def _softmax(sh: _Shape, scores, r, visible, pages):
     with T.serial(*pages) as p:
         row = masked(p, scores[r, vec.ramp(p * ps, ps)])
         T.buffer_store(best, T.max(best[vec.ramp(0, ps)], row), [vec.ramp(0, ps)])
-    top = T.bind(vec.hmax(best[vec.ramp(0, ps)], ps))
+    top = vec.hmax(best[vec.ramp(0, ps)], ps)
+    top = T.bind(top if sink is None else T.max(top, sink))
     with T.serial(*pages) as p:
         shifted = masked(p, scores[r, vec.ramp(p * ps, ps)]) - vec.splat(top, ps)
         weight = T.bind(vec.exp(shifted, ps))
         T.buffer_store(scores, weight, [r, vec.ramp(p * ps, ps)])
         T.buffer_store(total, total[vec.ramp(0, ps)] + weight, [vec.ramp(0, ps)])
-    return T.bind(vec.hsum(total[vec.ramp(0, ps)], ps))
+    total_sum = vec.hsum(total[vec.ramp(0, ps)], ps)
+    return T.bind(total_sum if sink is None else total_sum + vec.exp(sink - top, 1))
 
 
 def _values(sh: _Shape, bufs, seq, head, row0, n, keys, totals, scores) -> None:
@@ -174,9 +179,10 @@ def _block(sh: _Shape, bufs, seq, head, block, scores) -> None:
     pages = (first_page, pages_seen)
     _scores(sh, bufs, seq, head, row0, n, pages, scores)
     totals = T.alloc_buffer((rows,), "float32")
+    sink = T.bind(T.Cast("float32", bufs["sinks"][head])) if sh.sinks else None
     for r in range(rows):  # rows past the run repeat its last row (not stored)
         visible = T.bind(kv_len - n + T.min(row0 + r, n - 1) + 1)
-        T.buffer_store(totals, _softmax(sh, scores, r, visible, pages), [r])
+        T.buffer_store(totals, _softmax(sh, scores, r, visible, pages, sink), [r])
     keys = (first_page * ps, last_visible)
     _values(sh, bufs, seq, head, row0, n, keys, totals, scores)
 
@@ -191,6 +197,8 @@ def _params(sh: _Shape) -> dict:
     bufs["page_indptr"] = T.match_buffer(T.arg("page_indptr", T.handle()), (batch + 1,), "int32")
     bufs["page_values"] = T.match_buffer(T.arg("page_values", T.handle()), (nnz,), "int32")
     bufs["last_page_len"] = T.match_buffer(T.arg("last_page_len", T.handle()), (batch,), "int32")
+    if sh.sinks:
+        bufs["sinks"] = T.match_buffer(T.arg("sinks", T.handle()), (sh.h_q,), geo.io_dtype)
     out_shape = (tokens, sh.h_q, d)
     bufs["output"] = T.match_buffer(T.arg("output", T.handle()), out_shape, geo.io_dtype)
     bufs["batch"], bufs["nnz"], bufs["tokens"] = batch, nnz, tokens
@@ -216,25 +224,28 @@ def paged_attention_cpu(
     act_dtype: str = "",
     window: int = 0,
     softcap: float = 0.0,
+    sinks: bool = False,
 ) -> tirx.PrimFunc:
     """The kernel for one attention geometry; `window` > 0 makes it sliding-window attention
     (each query sees its last `window` keys, itself included), `softcap` > 0 caps the scores
-    at +-softcap with tanh (Gemma 2's attention logit softcapping)."""
+    at +-softcap with tanh (Gemma 2's attention logit softcapping), `sinks` adds the sinks
+    parameter (gpt-oss's attention sinks, in the activations' dtype; not capped)."""
     if window < 0 or softcap < 0:
         raise ValueError(f"window and softcap must be >= 0 (0: none), got {window}, {softcap}")
     geo = PageGeometry(h_kv, d, page_size, dtype, act_dtype)
-    single = _Shape(h_q, geo, rows=1, window=window, softcap=softcap)  # one row per sequence
-    blocked = _Shape(h_q, geo, max(1, min(8, 128 // page_size)), window, softcap)
+    single = _Shape(h_q, geo, 1, window, softcap, sinks)  # one row per sequence
+    blocked = _Shape(h_q, geo, max(1, min(8, 128 // page_size)), window, softcap, sinks)
     with IRBuilder() as ib, T.prim_func():
         # one exported symbol per variant a model uses (local and global layers)
         variant = f"_w{window}" if window else ""
         variant += f"_cap{softcap:g}".replace(".", "p") if softcap else ""
+        variant += "_sinks" if sinks else ""
         T.func_name("paged_attention_cpu" + variant)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
         bufs = _params(blocked)
         with T.If(uses_decode(bufs["tokens"], bufs["batch"])):
             with T.Then():
-                decode_attention(DecodeShape(h_q, geo, window, softcap), bufs)
+                decode_attention(DecodeShape(h_q, geo, window, softcap, sinks=sinks), bufs)
             with T.Else():
                 _few_rows_or_prefill(bufs, single, blocked)
     return ib.get()
@@ -249,7 +260,7 @@ def _few_rows_or_prefill(bufs, single: _Shape, blocked: _Shape) -> None:
         return
     with T.If(fewest_rows_over(bufs, rows)):
         with T.Then():
-            shape = DecodeShape(blocked.h_q, blocked.geo, softcap=blocked.softcap, rows=rows)
+            shape = DecodeShape(blocked.h_q, blocked.geo, 0, blocked.softcap, rows, blocked.sinks)
             decode_attention(shape, bufs)
         with T.Else():
             _prefill(bufs, single, blocked)

@@ -11,7 +11,9 @@ read once for all of them too; row r of n sees keys up to kv_len - n + r.
 
 Phase 1, per (sequence, kv head, split): online softmax over the split's pages for every (row,
 group head) pair; writes (max, sum, unnormalized output) per pair. Phase 2, per (query row,
-query head): merges the splits. Keys are stored transposed in pages (mlcx.kernels.cpu.kv_pages).
+query head): merges the splits, and adds the head's sink logit (gpt-oss's attention sinks) to
+the softmax denominator there, once. Keys are stored transposed in pages
+(mlcx.kernels.cpu.kv_pages).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class DecodeShape:
     window: int = 0  # keys the query sees (sliding window); 0: all
     softcap: float = 0.0  # scores become softcap * tanh(score / softcap); 0: none
     rows: int = 1  # query rows per sequence at most (> 1: verify steps, no window)
+    sinks: bool = False  # a sink logit per query head joins each softmax's denominator
 
     def __post_init__(self) -> None:
         if self.rows > 1 and self.window:
@@ -211,8 +214,11 @@ def _merge(sh: DecodeShape, bufs, partials, seq, head) -> None:
     top = partials[seq, head, 0, 0]
     for s in range(1, sh.splits):
         top = T.max(top, partials[seq, head, s, 0])
-    top = T.bind(top)
-    total, acc = vec.f32(0.0), vec.splat(vec.f32(0.0), d)
+    sink = T.bind(T.Cast("float32", bufs["sinks"][head])) if sh.sinks else None
+    top = T.bind(top if sink is None else T.max(top, sink))
+    # the sink is one more term of the denominator, weighing no value
+    total = vec.f32(0.0) if sink is None else T.exp(sink - top)
+    acc = vec.splat(vec.f32(0.0), d)
     for s in range(sh.splits):
         weight = T.bind(T.exp(partials[seq, head, s, 0] - top))
         total = total + weight * partials[seq, head, s, 1]

@@ -28,6 +28,7 @@ from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
 from mlcx.kernels.cpu.tiled_reader import ROWS
 from mlcx.kernels.cpu.weights import CHUNK
 from mlcx.kernels.moe import check_expert_flags
+from mlcx.kernels.moe_options import SILU, GluActivation
 from mlcx.quantization.formats import WeightFormat
 
 INT16_ROWS_MAX = 16  # up to this many input rows a call stays int16 (decode steps)
@@ -43,7 +44,9 @@ class ExpertSpec:
     fused:    N = 2 * width: output c < width from the expert's gate rows, the rest from its
               up rows (the weight's second half)
     swiglu:   (per_slot) the input is the gate/up output [tokens, slots, 2K] and the rows are
-              silu(gate) * up, computed as they are quantized
+              glu(gate, up) (silu(gate) * up by default), computed as they are quantized
+    bias:     a float32 `bias` [experts * N] follows the weight planes, a value per stacked
+              weight row, added to each output
     """
 
     fmt: WeightFormat
@@ -54,6 +57,8 @@ class ExpertSpec:
     per_slot: bool = False
     fused: bool = False
     swiglu: bool = False
+    bias: bool = False
+    glu: GluActivation = SILU
 
     def __post_init__(self) -> None:
         check_expert_flags(self)
@@ -66,7 +71,9 @@ class ExpertSpec:
 
     @property
     def source(self) -> PlainRows | SwiGluRows:
-        return SwiGluRows(self.in_features) if self.swiglu else PlainRows(self.in_features)
+        if self.swiglu:
+            return SwiGluRows(self.in_features, self.glu)
+        return PlainRows(self.in_features)
 
     @property
     def input_name(self) -> str:
@@ -83,7 +90,7 @@ class ExpertSpec:
     @property
     def name(self) -> str:
         kind = "down" if self.per_slot else ("gate_up" if self.fused else "up")
-        kind += "_swiglu" if self.swiglu else ""
+        kind += ("_swiglu" + self.glu.tag if self.swiglu else "") + ("_bias" if self.bias else "")
         fmt = self.fmt.name.replace("-", "_")
         return f"cpu_experts_{kind}_{fmt}_{self.experts}x{self.in_features}x{self.out_features}"
 
@@ -109,6 +116,8 @@ def _params(spec: ExpertSpec):
     param("ids", (tokens, slots), "int32")
     for suffix, (shape, dtype) in spec.fmt.param_specs(spec.weight_rows, k).items():
         param(suffix, shape, dtype)
+    if spec.bias:
+        param("bias", (spec.weight_rows,), "float32")
     param("out", (tokens, slots, spec.out_features), "float32")
     return tokens, bufs
 
@@ -160,6 +169,9 @@ def _route(spec: ExpertSpec, cfg: KernelConfig, reader, dots, views, flat, token
             def run(i0, size, band=band, e=e, first=first):
                 def store(i, value):
                     at = [sel[first + i0 + i], vec.ramp(band * ROWS, ROWS)]
+                    if spec.bias:
+                        row = spec.weight_band(e, band) * ROWS
+                        value = value + flat["bias"][vec.ramp(row, ROWS)]
                     T.buffer_store(flat["out"], value, at)
 
                 gathered = [in_row(sel[first + i0 + i]) for i in range(size)]
@@ -169,7 +181,7 @@ def _route(spec: ExpertSpec, cfg: KernelConfig, reader, dots, views, flat, token
 
 
 def build_expert_linear(spec: ExpertSpec, cfg: KernelConfig) -> tirx.PrimFunc:
-    reader = tiled_reader.reader_for(spec.fmt)
+    reader = tiled_reader.reader_for(spec.fmt, cfg)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
@@ -183,6 +195,7 @@ def build_expert_linear(spec: ExpertSpec, cfg: KernelConfig) -> tirx.PrimFunc:
             ),
             "ids": T.decl_buffer((pairs,), "int32", data=bufs["ids"].data),
             "out": T.decl_buffer((pairs, n), "float32", data=bufs["out"].data),
+            "bias": bufs.get("bias"),
         }
         int8 = dots_for(reader, cfg.linear_kernels is LinearKernels.INT8)
         with T.If(rows <= INT16_ROWS_MAX):

@@ -74,7 +74,7 @@ def _shared(spec, cfg, reader, views, tokens) -> None:
 
 
 def build_tiled_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
-    reader = tiled_reader.reader_for(spec.fmt)
+    reader = tiled_reader.reader_for(spec.fmt, cfg)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})

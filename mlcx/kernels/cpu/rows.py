@@ -18,6 +18,7 @@ from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.cpu import vec
 from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.kernels.moe_options import SILU, GluActivation
 
 Buffers = dict[str, tirx.Buffer]
 INT16_MAX = 32767.0
@@ -66,9 +67,11 @@ class RmsNormRows:
 
 @dataclass(frozen=True)
 class SwiGluRows:
-    """silu(gate) * up for gate_up [tokens, 2K] (gate first, as the graph splits it)."""
+    """silu(gate) * up for gate_up [tokens, 2K] (gate first, as the graph splits it), or
+    another gated activation `glu` of the two (gpt-oss's clamped one)."""
 
     features: int
+    glu: GluActivation = SILU
 
     def inputs(self, tokens) -> list[tuple[str, tuple, str]]:
         return [("gate_up", (tokens, 2 * self.features), "float32")]
@@ -79,7 +82,10 @@ class SwiGluRows:
     def chunk(self, bufs: Buffers, t, c, state) -> tirx.PrimExpr:
         gate = bufs["gate_up"][t, vec.ramp(c * CHUNK, CHUNK)]
         up = bufs["gate_up"][t, vec.ramp(self.features + c * CHUNK, CHUNK)]
-        return vec.silu(gate, CHUNK) * up
+        if self.glu.plain:
+            return vec.silu(gate, CHUNK) * up
+        const = lambda v: vec.splat(vec.f32(v), CHUNK)  # noqa: E731
+        return self.glu.apply(T.bind(gate), up, lambda v: vec.exp(v, CHUNK), const)
 
 
 RowSource = PlainRows | RmsNormRows | SwiGluRows

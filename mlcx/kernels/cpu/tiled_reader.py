@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.cpu import block_reader, vec
+from mlcx.kernels.cpu import block_reader, mxfp4_reader, vec
 from mlcx.kernels.cpu.weights import CHUNK
 from mlcx.quantization.formats import GroupIntFormat
 from mlcx.quantization.tiling import TILE_ROWS
@@ -20,8 +20,8 @@ LINE_BYTES = 64
 
 def supports(fmt) -> bool:
     """Whether the tiled kernels read `fmt` (group formats here, block formats through
-    mlcx.kernels.cpu.block_reader)."""
-    return _group_supported(fmt) or block_reader.supports(fmt)
+    mlcx.kernels.cpu.block_reader, MXFP4 through mlcx.kernels.cpu.mxfp4_reader)."""
+    return _group_supported(fmt) or block_reader.supports(fmt) or mxfp4_reader.supports(fmt)
 
 
 def _group_supported(fmt) -> bool:
@@ -33,8 +33,11 @@ def _group_supported(fmt) -> bool:
     )
 
 
-def reader_for(fmt):
-    """The reader of a tiled format: TiledReader or BlockTiledReader."""
+def reader_for(fmt, cfg=None):
+    """The reader of a tiled format: TiledReader, BlockTiledReader or Mxfp4TiledReader (which
+    looks codes up with the byte shuffle of cfg, a KernelConfig)."""
+    if mxfp4_reader.supports(fmt):
+        return mxfp4_reader.Mxfp4TiledReader(fmt, cfg.byte_table if cfg is not None else "")
     if block_reader.supports(fmt):
         return block_reader.BlockTiledReader(fmt)
     return TiledReader(fmt)

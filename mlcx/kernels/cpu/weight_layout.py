@@ -9,12 +9,13 @@ from mlcx.kernels.cpu import tiled_reader
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import GroupIntFormat, WeightFormat
+from mlcx.quantization.mxfp4 import Mxfp4Format
 from mlcx.quantization.tiling import CHUNK, TILE_ROWS
 
 
 def _tiled(fmt: WeightFormat, shape: tuple[int, ...]) -> WeightFormat:
     if (
-        not isinstance(fmt, GroupIntFormat | BlockFormat)
+        not isinstance(fmt, GroupIntFormat | BlockFormat | Mxfp4Format)
         or shape[0] % TILE_ROWS
         or shape[1] % CHUNK
     ):

@@ -19,6 +19,10 @@ Split-K (decode): with `splits` > 1, grid z cuts each row's keys into that many 
 chunk writes its unnormalized output and (max, sum) to workspaces, and `merge_attention_gpu`
 combines them; a long context then keeps many workgroups busy instead of one per KV head.
 
+Attention sinks (gpt-oss): a sinks [h_q] parameter after last_page_len holds a logit per query
+head that joins the softmax denominator and weighs no value; a row's first chunk starts its
+running max at the sink and its sum at 1, so the merge counts the sink once.
+
 The pages may hold another dtype than q and the output (mlcx.kernels.gpu.kv_rows): each row is
 read as float32, and an int8 row's score and value weight take its scale. A lane then owns
 whole words (runs of four features), so a unit has as many lanes as the row's words allow.
@@ -40,7 +44,7 @@ UNITS = 8  # units of a workgroup (32 threads: a warp on NVIDIA)
 NEG = -1e30  # finite: the first masked key after a valid one must not give inf - inf
 
 
-def _params(h_q: int, d: int, rows: GpuRows, dtype: str, splits: int):
+def _params(h_q: int, d: int, rows: GpuRows, dtype: str, splits: int, sinks: bool):
     tokens, batch = tirx.Var("tokens", "int64"), tirx.Var("batch", "int64")
     nnz = tirx.Var("nnz_pages", "int64")
 
@@ -55,6 +59,8 @@ def _params(h_q: int, d: int, rows: GpuRows, dtype: str, splits: int):
         "page_values": param("page_values", (nnz,), "int32"),
         "last_page_len": param("last_page_len", (batch,), "int32"),
     }
+    if sinks:
+        bufs["sinks"] = param("sinks", (h_q,), dtype)
     if splits == 1:
         bufs["out"] = param("out", (tokens, h_q, d), dtype)
     else:
@@ -109,10 +115,11 @@ def paged_attention_gpu(
     window: int = 0,
     softcap: float = 0.0,
     cache_dtype: str = "",
+    sinks: bool = False,
 ) -> tirx.PrimFunc:
     """The kernel for one geometry; `window` > 0: each row sees only its last `window` keys;
     `softcap` > 0: scores become softcap * tanh(score / softcap); the pages hold `cache_dtype`
-    ("": `dtype`)."""
+    ("": `dtype`); `sinks`: the sinks parameter (in `dtype`; not capped)."""
     rows = GpuRows(h_kv, d, page_size, cache_dtype or dtype)
     share = math.gcd(cfg.share, rows.words) if cfg.subgroups else 1
     if share not in (1, 2, 4):
@@ -122,7 +129,7 @@ def paged_attention_gpu(
     with IRBuilder() as ib, T.prim_func():
         T.func_name(name)
         T.func_attr(KERNEL_ATTRS)
-        tokens, batch, bufs = _params(h_q, d, rows, dtype, splits)
+        tokens, batch, bufs = _params(h_q, d, rows, dtype, splits, sinks)
         # a unit is (query row, KV head, split), the split fastest: decode's few rows still
         # fill workgroups, and a workgroup's rows are neighbours (similar key counts)
         per_row = h_kv * splits
@@ -155,9 +162,9 @@ def _attend(bufs, unit_lanes, group, per, kh, r, row, keys, span, softcap):
     o = T.alloc_buffer((group * per,), "float32", scope="local")
     m = T.alloc_buffer((group,), "float32", scope="local")
     denom = T.alloc_buffer((group,), "float32", scope="local")
+    z, chunk = span
     for h in range(group):
-        T.buffer_store(m, tirx.const(NEG, "float32"), [h])
-        T.buffer_store(denom, tirx.const(0.0, "float32"), [h])
+        _start_softmax(bufs, kh * group + h, z, m, denom, h)
         for e in range(per):
             head = kh * group + h
             T.buffer_store(
@@ -167,7 +174,6 @@ def _attend(bufs, unit_lanes, group, per, kh, r, row, keys, span, softcap):
             )
             T.buffer_store(o, tirx.const(0.0, "float32"), [h * per + e])
     pages = bufs["pages"]
-    z, chunk = span
     # one comparison, not `i < chunk and j < limit`: WGSL's && is a branch, and repeated in
     # every use it made SwiftShader's shader compiler run out of memory. Kept in a local
     # buffer because the simplifier would split `i < min(a, b)` back into two.
@@ -200,6 +206,17 @@ def _attend(bufs, unit_lanes, group, per, kh, r, row, keys, span, softcap):
                 i = h * per + e
                 T.buffer_store(o, o[i] * corr + p * v[e], [i])
     return o, m, denom
+
+
+def _start_softmax(bufs, head, z, m, denom, h) -> None:
+    """Running max and sum before any key: (NEG, 0), or (sink, 1) in the first chunk."""
+    m0, sum0 = tirx.const(NEG, "float32"), tirx.const(0.0, "float32")
+    if "sinks" in bufs:
+        first = z == 0
+        m0 = T.Select(first, bufs["sinks"][head].astype("float32"), m0)
+        sum0 = T.Select(first, tirx.const(1.0, "float32"), sum0)
+    T.buffer_store(m, m0, [h])
+    T.buffer_store(denom, sum0, [h])
 
 
 def _store(bufs, unit_lanes, group, per, dtype, kh, r, o, denom):

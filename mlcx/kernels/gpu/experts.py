@@ -39,6 +39,7 @@ from mlcx.kernels.gpu.linear import (
 )
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader
 from mlcx.kernels.moe import check_expert_flags
+from mlcx.kernels.moe_options import SILU, GluActivation
 from mlcx.quantization.formats import WeightFormat
 
 
@@ -47,7 +48,10 @@ class GpuExpertsSpec:
     """per_slot: the input is [tokens, slots, K'] (a down projection), else [tokens, K']
     fused:    N = 2 * width: output c < width from the expert's gate rows, the rest from its
               up rows (the stack's second half)
-    swiglu:   (per_slot) the input is the gate/up output, K' = 2K, the rows silu(gate) * up"""
+    swiglu:   (per_slot) the input is the gate/up output, K' = 2K, the rows glu(gate, up)
+              (silu(gate) * up by default)
+    bias:     a `bias` [experts * N] follows the weight planes, a value per stacked weight row,
+              added to each output"""
 
     fmt: WeightFormat
     experts: int
@@ -58,6 +62,8 @@ class GpuExpertsSpec:
     per_slot: bool = False
     fused: bool = False
     swiglu: bool = False
+    bias: bool = False
+    glu: GluActivation = SILU
 
     def __post_init__(self) -> None:
         check_expert_flags(self)
@@ -65,7 +71,7 @@ class GpuExpertsSpec:
     @property
     def name(self) -> str:
         kind = "down" if self.per_slot else ("gate_up" if self.fused else "up")
-        kind += "_swiglu" if self.swiglu else ""
+        kind += ("_swiglu" + self.glu.tag if self.swiglu else "") + ("_bias" if self.bias else "")
         fmt = self.fmt.name.replace("-", "_").replace("(", "_").replace(")", "")
         shape = f"{self.experts}x{self.slots}x{self.in_features}x{self.out_features}"
         return f"gpu_experts_{kind}_{fmt}_{self.dtype}_{shape}"
@@ -117,6 +123,8 @@ def _declare(spec: GpuExpertsSpec, reader: GpuWeightReader):
     param("tile_expert", (n_tiles,), "int32")
     for suffix, (shape, dtype) in reader.param_specs(spec.weight_rows).items():
         param(suffix, shape, dtype)
+    if spec.bias:
+        param("bias", (spec.weight_rows,), spec.dtype)
     out = param("out", (tokens, spec.slots, spec.out_features), spec.dtype)
     # activations by input row (a token's for gate/up, a routed row's for down), ids and out
     # by routed row
@@ -129,7 +137,9 @@ def _input_row(spec: GpuExpertsSpec, pair):
     return pair if spec.per_slot else pair // spec.slots
 
 
-def _store(spec, bufs, pair, row, value) -> None:
+def _store(spec, bufs, pair, row, value, expert) -> None:
+    if spec.bias:
+        value = value + bufs["bias"][spec.weight_row(expert, row)].astype("float32")
     bufs["out"].store(value.astype(spec.dtype), pair, row)
 
 
@@ -151,7 +161,7 @@ def _gemv(spec, cfg: GpuConfig, reader, bufs, pairs) -> None:
             bufs,
             (bx, tx),
             [_input_row(spec, pair)],
-            lambda row, total: _store(spec, bufs, pair, row, total),
+            lambda row, total: _store(spec, bufs, pair, row, total, expert),
             lambda row: spec.weight_row(expert, row),
         )
 
@@ -191,7 +201,8 @@ def _grouped(spec, cfg: GpuConfig, reader, bufs, pairs) -> None:
             for t, pair in enumerate(routed):
                 for r in range(cfg.gemm_rows):
                     with T.If(tirx.all(pair >= 0, first_row + r < n)), T.Then():
-                        _store(spec, bufs, pair, first_row + r, acc[t * cfg.gemm_rows + r])
+                        value = acc[t * cfg.gemm_rows + r]
+                        _store(spec, bufs, pair, first_row + r, value, expert)
 
 
 def build_gpu_experts(spec: GpuExpertsSpec, cfg: GpuConfig) -> tirx.PrimFunc:

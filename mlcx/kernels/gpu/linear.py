@@ -28,6 +28,7 @@ from tvm.script.ir_builder import tirx as T
 from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
 from mlcx.kernels.gpu.share import step_activations
 from mlcx.kernels.gpu.weight_reader import STEP, GpuWeightReader
+from mlcx.kernels.moe_options import SILU
 from mlcx.quantization.formats import WeightFormat
 
 
@@ -90,6 +91,7 @@ class GroupDots:
 
     def __init__(self, spec, reader, cfg, bufs, rows, tokens_at, lane):
         self.swiglu = spec.in_features if spec.swiglu else None
+        self.glu = getattr(spec, "glu", SILU)  # dense linears fuse only the plain SwiGLU
         self.reader, self.cfg, self.bufs = reader, cfg, bufs
         self.rows, self.tokens_at, self.lane = rows, tokens_at, lane
         shape = len(tokens_at) * len(rows)
@@ -109,7 +111,8 @@ class GroupDots:
                 codes.append([T.bind(c) for c in reader.codes(loaded)])
             for t, token in enumerate(self.tokens_at):
                 k0 = step * STEP
-                xs = step_activations(self.bufs["x"], token, k0, self.lane, self.cfg, self.swiglu)
+                x = self.bufs["x"]
+                xs = step_activations(x, token, k0, self.lane, self.cfg, self.swiglu, self.glu)
                 T.buffer_store(self.xsum, self.xsum[t] + tree_sum(xs), [t])
                 for r in range(n_row):
                     terms = [codes[r][i] * xs[i] for i in range(STEP)]

@@ -12,6 +12,7 @@ from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
 from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.moe_options import SILU, GluActivation
 
 WIDTH = 4
 _MASK = 0xFFFFFFFF
@@ -23,14 +24,15 @@ def _f32(x: tirx.Buffer, *index):
     return value if x.dtype == "float32" else value.astype("float32")
 
 
-def _input(x: tirx.Buffer, token, k, swiglu: int | None):
-    """Feature k of the linear's input: x itself, or silu(gate) * up of x = [gate | up] with
-    `swiglu` features in each half (the SwiGLU that feeds a down projection, fused)."""
+def _input(x: tirx.Buffer, token, k, swiglu: int | None, glu: GluActivation = SILU):
+    """Feature k of the linear's input: x itself, or glu(gate, up) (silu(gate) * up by default)
+    of x = [gate | up] with `swiglu` features in each half (the activation that feeds a down
+    projection, fused)."""
     if swiglu is None:
         return _f32(x, token, k)
     gate = T.bind(_f32(x, token, k))
-    one = tirx.const(1.0, "float32")
-    return gate / (one + T.exp(-gate)) * _f32(x, token, swiglu + k)
+    const = lambda v: tirx.const(v, "float32")  # noqa: E731
+    return glu.apply(gate, _f32(x, token, swiglu + k), T.exp, const)
 
 
 def _shared(value, lane) -> list[tirx.PrimExpr]:
@@ -77,12 +79,12 @@ def allreduce(value, lane, width: int = WIDTH):
 
 
 def step_activations(
-    x: tirx.Buffer, token, k0, lane, cfg: GpuConfig, swiglu: int | None = None
+    x: tirx.Buffer, token, k0, lane, cfg: GpuConfig, swiglu: int | None = None, glu=SILU
 ) -> list[tirx.PrimExpr]:
     """Input features k0 .. k0 + 7 of `token` as float32 values in this lane."""
     if not cfg.subgroups:
-        return [T.bind(_input(x, token, k0 + i, swiglu)) for i in range(2 * WIDTH)]
+        return [T.bind(_input(x, token, k0 + i, swiglu, glu)) for i in range(2 * WIDTH)]
     j = lane % WIDTH
-    low = T.bind(_input(x, token, k0 + j, swiglu))
-    high = T.bind(_input(x, token, k0 + WIDTH + j, swiglu))
+    low = T.bind(_input(x, token, k0 + j, swiglu, glu))
+    high = T.bind(_input(x, token, k0 + WIDTH + j, swiglu, glu))
     return _shared(low, lane) + _shared(high, lane)

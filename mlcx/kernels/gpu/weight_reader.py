@@ -6,7 +6,9 @@ Every format is read in place, as the artifact stores it (mlcx.quantization.form
 - dense f32/f16: eight element reads a step;
 - 5-bit and K-quant blocks (BlockFormat): the low-nibble word as for 4-bit groups, plus the
   word of `qhigh` holding the step's high bits; a group's scale is d * sc (K-quants) or the
-  f16 scale, its offset -dmin * mn, the f16 minimum, or -zero_point * scale.
+  f16 scale, its offset -dmin * mn, the f16 minimum, or -zero_point * scale;
+- MXFP4: the code word as for 4-bit groups, each code its E2M1 value doubled (a table held in
+  one constant word, mlcx.quantization.mxfp4.e2m1_twice), the scale 2 ** (e - 128), no offset.
 A quantized row of a group is `scale * (codes . x) + offset * sum(x)` (offset = min for affine
 formats, -zero_point * scale for symmetric 4-bit; 8-bit codes are stored centred), so the
 inner loop multiplies raw codes and the scale is applied once per group.
@@ -20,6 +22,7 @@ from tvm import tirx
 
 from mlcx.quantization.block_formats import SUPER, BlockFormat
 from mlcx.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
+from mlcx.quantization.mxfp4 import Mxfp4Format, e2m1_twice, e8m0_half_expr
 
 STEP = 8  # input features per inner step
 
@@ -44,7 +47,11 @@ class GpuWeightReader:
 
     @property
     def quantized(self) -> bool:
-        return isinstance(self.fmt, GroupIntFormat | BlockFormat)
+        return isinstance(self.fmt, GroupIntFormat | BlockFormat | Mxfp4Format)
+
+    @property
+    def mxfp4(self) -> bool:
+        return isinstance(self.fmt, Mxfp4Format)
 
     @property
     def blocks(self) -> bool:
@@ -59,7 +66,7 @@ class GpuWeightReader:
     def has_offset(self) -> bool:
         if self.blocks:
             return self.fmt.affine
-        return self.quantized and self.fmt.bits == 4
+        return self.quantized and self.fmt.bits == 4 and not self.mxfp4
 
     def param_specs(self, n: int) -> dict[str, tuple[tuple[int, ...], str]]:
         """The planes as the kernel takes them: the format's, with 8-bit codes as uint32 words
@@ -87,6 +94,11 @@ class GpuWeightReader:
             return loaded
         if self.blocks:
             return self._block_codes(loaded)
+        if self.mxfp4:
+            (word,) = loaded
+            return [
+                e2m1_twice((word >> _u32(4 * i)) & _u32(15)).astype("float32") for i in range(STEP)
+            ]
         if self.fmt.bits == 4:
             (word,) = loaded
             return [((word >> _u32(4 * i)) & _u32(15)).astype("float32") for i in range(STEP)]
@@ -132,6 +144,8 @@ class GpuWeightReader:
             return tirx.const(1.0, "float32"), None
         if self.blocks:
             return self._block_scale_offset(bufs, row, group)
+        if self.mxfp4:
+            return e8m0_half_expr(bufs["exponents"][row, group]), None
         scale = _f32(bufs["scales"], row, group)
         if self.fmt.affine:
             return scale, _f32(bufs["mins"], row, group)
@@ -145,6 +159,8 @@ def supports(fmt: WeightFormat, in_features: int) -> bool:
         return fmt.dtype in ("float32", "float16") and in_features % STEP == 0
     if isinstance(fmt, BlockFormat):
         return not fmt.tiled and in_features % (SUPER if fmt.spec.super_block else 32) == 0
+    if isinstance(fmt, Mxfp4Format):
+        return not fmt.tiled and in_features % fmt.group_size == 0
     if not isinstance(fmt, GroupIntFormat):
         return False
     return fmt.bits in (4, 8) and fmt.group_size % STEP == 0 and in_features % fmt.group_size == 0

@@ -25,7 +25,6 @@ from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
-from mlcx.kernels.cpu.weights import CHUNK
 from mlcx.quantization.formats import DenseFormat
 
 F32 = DenseFormat("float32")
@@ -39,16 +38,6 @@ def _shape(expr: relax.Expr) -> tuple[int, ...] | None:
     if info.shape is None or not all(isinstance(s, tvm.tirx.IntImm) for s in info.shape.values):
         return None
     return tuple(int(s) for s in info.shape.values)
-
-
-def _round_up(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
-
-
-def _pad(expr: relax.Expr, rows: int, columns: int) -> relax.Expr:
-    """expr [R, C] with zero rows and columns appended. Padding the weight per call copies it
-    once, small beside the GEMM that reads it once per tile of tokens."""
-    return relax.op.nn.pad(expr, [0, rows, 0, columns]) if rows or columns else expr
 
 
 def _axes(call: relax.Call) -> list[int] | None:
@@ -84,18 +73,14 @@ def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
             return expr
         weight = matches[w] if transposed else relax.op.permute_dims(matches[w])
         ws = ws if transposed else ws[::-1]
-        # whole chunks of features (a patch embedding has 3 * 14 * 14, SigLIP's fc2 4304) and
-        # whole GEMM tiles of output rows (SigLIP's fc1 4304), zeros where the model has none
-        features, rows = _round_up(ws[1], CHUNK), _round_up(ws[0], cfg.gemm_rows)
-        spec = LinearSpec(PlainRows(features), F32, rows)
+        # any shape (a patch embedding has 3 * 14 * 14 features, SigLIP's MLP 4304): the
+        # kernel serves ragged features and rows itself
+        spec = LinearSpec(PlainRows(ws[1]), F32, ws[0])
         if not can_build(spec, cfg):
             return expr
         gvar = kernels.get(spec.name, lambda: build_linear(spec, cfg))
-        weight = _pad(weight, rows - ws[0], features - ws[1])
-        args = relax.Tuple([_pad(matches[x], 0, features - ws[1]), weight])
-        out = relax.TensorType((xs[0], rows), "float32")
-        y = relax.call_tir(gvar, args, out)
-        return relax.op.strided_slice(y, [1], [0], [ws[0]]) if rows != ws[0] else y
+        args = relax.Tuple([matches[x], weight])
+        return relax.call_tir(gvar, args, relax.TensorType((xs[0], ws[0]), "float32"))
 
     return pattern, rewrite
 

@@ -34,12 +34,13 @@ class _Fuser(LinearRewriter):
             spec = ExpertSpec(
                 found.fmt, found.experts, found.slots, found.in_features, found.out_features,
                 per_slot=found.kind == "down", fused=found.kind == "gate_up",
-                swiglu=found.swiglu is not None,
+                swiglu=found.swiglu is not None, bias=found.bias is not None, glu=found.glu,
             )  # fmt: skip
         except ValueError:  # shapes that do not tile
             return None
         x = found.swiglu if found.swiglu is not None else found.x
-        args = relax.Tuple([x, found.ids, *found.weights])
+        bias = [found.bias] if found.bias is not None else []
+        args = relax.Tuple([x, found.ids, *found.weights, *bias])
         return found.var, relax.call_tir(self.kernel(spec), args, found.var.ty)
 
 

@@ -44,7 +44,7 @@ def _spec(found: ExpertsCall) -> GpuExpertsSpec | None:
     return GpuExpertsSpec(
         found.fmt, found.experts, found.slots, found.in_features, found.out_features, dtype,
         per_slot=found.kind == "down", fused=found.kind == "gate_up",
-        swiglu=found.swiglu is not None,
+        swiglu=found.swiglu is not None, bias=found.bias is not None, glu=found.glu,
     )  # fmt: skip
 
 
@@ -93,7 +93,8 @@ def _rewrite_block(block, mod: tvm.IRModule, kernels: _Kernels) -> relax.Dataflo
             continue
         order, tiles = sorts.of(found.ids, spec.sort_spec(kernels.cfg), bindings)
         x = found.swiglu if found.swiglu is not None else found.x
-        args = [x, found.ids, order, tiles, *_kernel_reads(spec, found.weights)]
+        bias = [found.bias] if found.bias is not None else []
+        args = [x, found.ids, order, tiles, *_kernel_reads(spec, found.weights), *bias]
         call = relax.call_tir(kernels.get(spec), relax.Tuple(args), found.var.ty)
         bindings.append(relax.VarBinding(found.var, call))
     return relax.DataflowBlock(bindings)

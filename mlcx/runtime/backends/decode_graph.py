@@ -5,7 +5,8 @@ for every decode call whose symbolic shapes it has seen, without looking at the 
 given: the step arrays must live at the same addresses on every call. So each bucket owns one
 device buffer per step parameter, and a step writes its arrays into them (`copyfrom`), padded
 to the bucket (mlcx.kernels.decode_buckets): extra rows decode token 0 at position 0 over a
-scratch KV page that no sequence owns, and page_values is padded to the bucket's capacity.
+scratch KV page that no sequence owns (and, for a hybrid model, in a scratch state slot that
+none owns either), and page_values is padded to the bucket's capacity.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from collections.abc import Callable
 import numpy as np
 
 from mlcx.kernels.decode_buckets import bucket_for, page_capacity
-from mlcx.kernels.step_params import DECODE, step_params
+from mlcx.kernels.step_params import STATE_SLOTS
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 
 log = logging.getLogger(__name__)
 
 
 def padded_decode_inputs(
-    batch: ForwardBatch, bucket: int, capacity: int, scratch_page: int
+    batch: ForwardBatch, bucket: int, capacity: int, scratch_page: int, scratch_slot: int = 0
 ) -> dict[str, np.ndarray]:
     """The decode step arrays of `batch`, padded to `bucket` rows and `capacity` pages."""
     inputs = batch.step_inputs()
@@ -51,7 +52,9 @@ def padded_decode_inputs(
         "page_values": pages,
         "last_page_len": tail("last_page_len", 1),
     }
-    return {name: out[name] for name in step_params(DECODE)}
+    if STATE_SLOTS in inputs:
+        out[STATE_SLOTS] = tail(STATE_SLOTS, scratch_slot)
+    return {name: out[name] for name in inputs}
 
 
 class DecodeGraphs:
@@ -61,12 +64,21 @@ class DecodeGraphs:
     compute the same logits: a batch past `max_batch`, or every step once a capture failed.
     Each of those is said once in the log."""
 
-    def __init__(self, empty, max_batch: int, context_window: int, page_size: int, scratch: int):
+    def __init__(
+        self,
+        empty,
+        max_batch: int,
+        context_window: int,
+        page_size: int,
+        scratch: int,
+        scratch_slot: int = 0,
+    ):
         self._empty = empty
         self.max_batch = max_batch
         self._context = context_window
         self._page_size = page_size
         self.scratch_page = scratch
+        self.scratch_slot = scratch_slot
         self._buffers: dict[int, list] = {}
         self._captured: set[int] = set()
         self._failed = False
@@ -108,7 +120,7 @@ class DecodeGraphs:
     def _write(self, batch: ForwardBatch, bucket: int) -> list:
         """The bucket's buffers, holding `batch`'s padded step arrays."""
         capacity = page_capacity(bucket, self._context, self._page_size)
-        arrays = padded_decode_inputs(batch, bucket, capacity, self.scratch_page)
+        arrays = padded_decode_inputs(batch, bucket, capacity, self.scratch_page, self.scratch_slot)
         buffers = self._buffers.get(bucket)
         if buffers is None:
             buffers = [self._empty(a.shape) for a in arrays.values()]

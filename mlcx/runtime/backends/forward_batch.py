@@ -11,6 +11,7 @@ from mlcx.kernels.step_params import (
     IMAGE_ROWS,
     LOGIT_ROWS,
     PREFILL_IMAGE,
+    STATE_SLOTS,
     TOKENS,
     step_function,
     step_params,
@@ -21,7 +22,10 @@ from mlcx.runtime.kv import PageTableArrays
 @dataclass(frozen=True, eq=False)
 class ForwardBatch:
     """One step: new tokens of each scheduled sequence, their page tables, page copies to do
-    first, and which new-token rows need logits (each sequence's last row by default)."""
+    first, and which new-token rows need logits (each sequence's last row by default). A
+    hybrid model's step also names each sequence's state slot and the state copies to do
+    first: waves of (src, dst) slot pairs, one `copy_states` call each, in order (within a
+    wave the pairs are independent: runtime/state/copies.py)."""
 
     input_ids: np.ndarray  # int32 [t]
     tables: PageTableArrays
@@ -30,12 +34,17 @@ class ForwardBatch:
     # images: the embeddings row of each new token (-1: its own token's), and the rows
     image_rows: np.ndarray | None = None  # int32 [t]
     image_embeds: np.ndarray | None = None  # float32 [image tokens, hidden]
+    state_slots: np.ndarray | None = None  # int32 [batch]; None: a model without state
+    state_copies: list[list[tuple[int, int]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != self.tables.num_new_tokens:
             raise ValueError(
                 f"{len(self.input_ids)} input ids for {self.tables.num_new_tokens} new tokens"
             )
+        slots = self.state_slots
+        if slots is not None and len(slots) != self.tables.batch_size:
+            raise ValueError(f"{len(slots)} state slots for {self.tables.batch_size} sequences")
 
     @property
     def function(self) -> str:
@@ -47,11 +56,15 @@ class ForwardBatch:
 
     def step_inputs(self) -> dict[str, np.ndarray]:
         """The arrays `function` takes before the KV pages, by parameter name, in order."""
-        return {name: self._array(name) for name in step_params(self.function)}
+        names = step_params(self.function, states=self.state_slots is not None)
+        return {name: self._array(name) for name in names}
 
     def _array(self, name: str) -> np.ndarray:
         if name == TOKENS:
             return self.input_ids
+        if name == STATE_SLOTS:
+            assert self.state_slots is not None  # named only with state slots
+            return self.state_slots
         if name == LOGIT_ROWS:
             return self.rows
         if name in (IMAGE_ROWS, IMAGE_EMBEDS):

@@ -1,7 +1,8 @@
 """Runs an artifact's compiled functions with TVM's Relax VM (cpu, cuda, metal).
 
-The runner owns all device memory: the weights and one page tensor per layer, sized by the
-number of KV blocks the engine's cache manager hands out.
+The runner owns all device memory: the weights, one page tensor per KV layer, sized by the
+number of KV blocks the engine's cache manager hands out, and a hybrid model's state tensors,
+sized by the number of state slots its state cache hands out.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from tvm import relax
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
-from mlcx.kernels.step_params import COPY_PAGES, DECODE
+from mlcx.kernels.step_params import COPY_PAGES, COPY_STATES, DECODE
 from mlcx.runtime.backends.decode_graph import DecodeGraphs
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.host_tensors import host_int32
-from mlcx.runtime.backends.runner import RunnerMemory
+from mlcx.runtime.backends.runner import RunnerMemory, check_state_slots
 
 DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 
@@ -42,7 +43,13 @@ def _nbytes(tensors) -> int:
 
 
 class TVMRunner:
-    def __init__(self, artifact: Artifact, num_blocks: int, device: str | None = None):
+    def __init__(
+        self,
+        artifact: Artifact,
+        num_blocks: int,
+        device: str | None = None,
+        num_state_slots: int = 0,
+    ):
         config = artifact.config
         use_compiled_threads(config.tvm_target)
         kind = device or config.target
@@ -54,6 +61,10 @@ class TVMRunner:
         except Exception as err:
             raise ArtifactError(f"cannot load {artifact.library_path} ({err}); recompile") from None
         self.vm = relax.VirtualMachine(module, self.device)
+        if config.state_tensors and not self.vm.module.implements_function(COPY_STATES):
+            raise ArtifactError(
+                f"{artifact.library_path} has state tensors but no {COPY_STATES}; recompile"
+            )
         self.params = [
             tvm.runtime.tensor(np.asarray(a), self.device)
             for _, a in load_arrays(artifact.params_dir)
@@ -66,19 +77,31 @@ class TVMRunner:
             for layout in config.kv_layouts
         ]
         self.num_blocks = num_blocks
+        # CUDA graphs: one scratch slot past the engine's, likewise
+        self.num_state_slots = check_state_slots(artifact, num_state_slots)
+        slots = self.num_state_slots + (1 if graphs else 0)
+        self._state_bytes = config.state_slot_bytes * slots
+        self.states = [
+            tvm.runtime.empty(t.slots_shape(slots), t.dtype, self.device)
+            for t in config.state_tensors
+        ]
         # Converted to FFI arrays once: a Python list would be converted on every call.
         self._kv_arg = tvm_ffi.convert(self.kv_pages)
         self._params_arg = tvm_ffi.convert(self.params)
+        self._states_arg = tvm_ffi.convert(self.states) if self.states else None
+        # what every step function takes after its arrays (the states only where there are)
+        self._tail = [self._kv_arg, *([self._states_arg] if self.states else []), self._params_arg]
         self._on_host = kind == "cpu"
         self.graphs = None
         if graphs:
             empty = lambda s: tvm.runtime.empty(s, "int32", self.device)  # noqa: E731
             self.graphs = DecodeGraphs(
-                empty, graphs, config.context_window, config.page_size, num_blocks
+                empty, graphs, config.context_window, config.page_size, num_blocks, slots - 1
             )
 
     def memory(self) -> RunnerMemory:
-        return RunnerMemory(_nbytes(self.params), _nbytes(self.kv_pages))
+        pages, states = _nbytes(self.kv_pages), self._state_bytes
+        return RunnerMemory(_nbytes(self.params), pages, None, states)
 
     def _i32(self, array: np.ndarray) -> tvm.runtime.Tensor:
         if array.dtype == np.float32:  # prefill_image's embedding rows
@@ -91,19 +114,24 @@ class TVMRunner:
         if copies:
             self.vm[COPY_PAGES](self._kv_arg, self._i32(np.array(copies).reshape(-1, 2)))
 
+    def copy_states(self, waves: list[list[tuple[int, int]]]) -> None:
+        for wave in waves:
+            self.vm[COPY_STATES](self._states_arg, self._i32(np.array(wave).reshape(-1, 2)))
+
     def _call_decode(self, args: list) -> tvm.runtime.Tensor:
-        return self.vm[DECODE](*args, self._kv_arg, self._params_arg)[0]
+        return self.vm[DECODE](*args, *self._tail)[0]
 
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
+        self.copy_states(batch.state_copies)
         if self.graphs is not None and batch.function == DECODE:
             logits = self.graphs.run(batch, self._call_decode)
             if logits is not None:
                 return logits.numpy()[: batch.tables.batch_size]
             batch = self.graphs.through_prefill(batch)
         args = [self._i32(a) for a in batch.step_inputs().values()]
-        logits, _ = self.vm[batch.function](*args, self._kv_arg, self._params_arg)
+        logits = self.vm[batch.function](*args, *self._tail)[0]
         if self._on_host:
             # A view, not a copy: copying 16 rows of the default model's 49152 logits took
             # about 0.2 ms a step. The view keeps the VM's tensor alive while it is read.

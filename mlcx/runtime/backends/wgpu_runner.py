@@ -1,9 +1,9 @@
 """Runs a WebGPU-plan artifact (targets webgpu and vulkan) through wgpu-native.
 
 A Runner (backends/runner.py), as TVMRunner is: the engine's KV cache manager decides pages,
-this runner keeps the weights and one page buffer per layer on the GPU and runs the plan's
-prefill, decode and copy_pages functions; only the page-table arrays go up and only the logits
-come back.
+this runner keeps the weights, one page buffer per KV layer and a hybrid model's state
+tensors on the GPU and runs the plan's prefill, decode, copy_pages (and copy_states) functions;
+only the step arrays go up and only the logits come back.
 """
 
 from __future__ import annotations
@@ -11,12 +11,22 @@ from __future__ import annotations
 import numpy as np
 
 from mlcx.artifact.config import Artifact
+from mlcx.artifact.state_tensors import StateTensor
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
 from mlcx.kernels.kv_layout import KVLayout
-from mlcx.kernels.step_params import COPY_PAGES, DECODE, KV_PAGES, PARAMS, PREFILL, entry_inputs
+from mlcx.kernels.step_params import (
+    COPY_PAGES,
+    COPY_STATES,
+    DECODE,
+    KV_PAGES,
+    PARAMS,
+    PREFILL,
+    STATES,
+    entry_inputs,
+)
 from mlcx.runtime.backends.forward_batch import ForwardBatch
-from mlcx.runtime.backends.runner import RunnerMemory
+from mlcx.runtime.backends.runner import RunnerMemory, check_state_slots
 from mlcx.runtime.backends.wgpu_device import BufferPool, GpuDevice
 from mlcx.runtime.backends.wgpu_executor import GpuTensor, PlanExecutor
 from mlcx.runtime.backends.wgpu_kernels import KernelSet
@@ -33,19 +43,24 @@ def load_plan(artifact: Artifact) -> Plan:
         raise ArtifactError(f"{artifact.library_path} is missing; recompile the model") from None
     except (ValueError, KeyError, TypeError) as err:
         raise ArtifactError(f"{artifact.library_path} is malformed ({err}); recompile") from None
+    states = bool(artifact.config.state_tensors)
     for name in (PREFILL, DECODE):
-        _check_inputs(plan, name, artifact)
+        _check_inputs(plan, name, artifact, entry_inputs(name, states))
+    if artifact.config.state_tensors and COPY_STATES not in plan.functions:
+        raise ArtifactError(
+            f"{artifact.library_path} has state tensors but no {COPY_STATES}; recompile the model"
+        )
     return plan
 
 
-def _check_inputs(plan: Plan, name: str, artifact: Artifact) -> None:
+def _check_inputs(plan: Plan, name: str, artifact: Artifact, want: tuple[str, ...]) -> None:
     """The plan's step function takes the inputs this runtime passes (step_params)."""
     func = plan.functions.get(name)
     got = tuple(i.name for i in func.inputs) if func else ()
-    if got != entry_inputs(name):
+    if got != want:
         raise ArtifactError(
             f"{artifact.library_path}: {name} takes ({', '.join(got)}), this mlcx passes "
-            f"({', '.join(entry_inputs(name))}); recompile the model"
+            f"({', '.join(want)}); recompile the model"
         )
 
 
@@ -56,6 +71,7 @@ class WgpuRunner:
         num_blocks: int,
         device: str | None = None,
         optional_features: tuple[str, ...] = (),
+        num_state_slots: int = 0,
     ):
         config = artifact.config
         self.plan = load_plan(artifact)
@@ -68,12 +84,21 @@ class WgpuRunner:
         self.params = [self._persistent(a) for _, a in load_arrays(artifact.params_dir)]
         self.kv_pages = [self._pages(layout, num_blocks) for layout in config.kv_layouts]
         self.num_blocks = num_blocks
+        slots = check_state_slots(artifact, num_state_slots)
+        self.states = [self._state_tensor(t, slots) for t in config.state_tensors]
+        self._states = {STATES: self.states} if self.states else {}
+
+    def _state_tensor(self, tensor: StateTensor, slots: int) -> GpuTensor:
+        nbytes = tensor.slot_bytes * slots
+        self._check_binding(nbytes, f"state tensor {tensor.key} of {slots} slots (fewer slots)")
+        return GpuTensor(self.gpu.buffer(nbytes), tensor.slots_shape(slots), tensor.dtype)
 
     def memory(self) -> RunnerMemory:
         def total(tensors):
             return sum(t.buffer.size for t in tensors)
 
-        return RunnerMemory(total(self.params), total(self.kv_pages), self.pool.bytes)
+        params, pages, states = total(self.params), total(self.kv_pages), total(self.states)
+        return RunnerMemory(params, pages, self.pool.bytes, states)
 
     def _check_binding(self, nbytes: int, what: str) -> None:
         limit = self.gpu.limits.get("max-storage-buffer-binding-size", 1 << 27)
@@ -109,11 +134,18 @@ class WgpuRunner:
         self.executor.run(COPY_PAGES, {KV_PAGES: self.kv_pages, "pairs": pairs})
         self.pool.release(pairs.buffer)
 
+    def copy_states(self, waves: list[list[tuple[int, int]]]) -> None:
+        for wave in waves:
+            pairs = self._i32(np.array(wave).reshape(-1, 2))
+            self.executor.run(COPY_STATES, {STATES: self.states, "pairs": pairs})
+            self.pool.release(pairs.buffer)
+
     def forward(self, batch: ForwardBatch) -> np.ndarray:
         """Logits [rows, vocab] (float32) for the batch's logit rows."""
         self.copy_pages(batch.copies)
+        self.copy_states(batch.state_copies)
         steps = {name: self._i32(a) for name, a in batch.step_inputs().items()}
-        inputs = {**steps, KV_PAGES: self.kv_pages, PARAMS: self.params}
+        inputs = {**steps, KV_PAGES: self.kv_pages, **self._states, PARAMS: self.params}
         logits = self.executor.run(batch.function, inputs)[0]
         out = self.gpu.download(logits.buffer, logits.nbytes).view(np.float32)
         for tensor in [logits, *steps.values()]:

@@ -11,7 +11,6 @@ text, stop strings).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence as Seq
 
 import numpy as np
@@ -22,6 +21,7 @@ from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.backends.runner import Runner
+from mlcx.runtime.core.cache_budget import cache_sizes
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.hooks import (
     DETOKENIZE,
@@ -38,12 +38,13 @@ from mlcx.runtime.core.output_processor import OutputProcessor
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
 from mlcx.runtime.core.sequence import Sequence, SequenceStatus
-from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.core.stats import EngineStats, state_stats
 from mlcx.runtime.kv import KVCacheManager
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import SampleResult
 from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget
 from mlcx.runtime.speculative.speculator import Speculator
+from mlcx.runtime.state import NO_STATES, StateCache
 from mlcx.runtime.structured.matcher import ConstraintCompiler
 from mlcx.runtime.text.prompt_encoder import PromptEncoder
 from mlcx.runtime.text.reasoning import model_format
@@ -75,15 +76,19 @@ class Engine:
         self.config = config
         self.hooks = hooks  # may be swapped between steps (mlcx/bench/measure/step_profile.py)
         art = self.artifact.config
+        config.check_artifact(art)
         self.context_window = art.context_window
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)
         self.prompts = PromptEncoder(self.tokenizer)
-        self.num_blocks = self._num_blocks()
-        self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device)
+        self.sizes = cache_sizes(art, config)
+        self.num_blocks = self.sizes.num_blocks
+        slots = self.sizes.num_state_slots
+        self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device, slots)
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
         budget = step_budget(config, art.prefill_chunk)
         self.images = ImageInputs(ImageEncoder.for_artifact(self.artifact.path), budget)
-        self.scheduler = Scheduler(self.kv, config.max_batch, budget, art.model.kv_window)
+        states = StateCache(self.kv, slots, config.max_batch) if slots else NO_STATES
+        self.scheduler = Scheduler(self.kv, config.max_batch, budget, art.model.kv_window, states)
         # the format the model writes its replies in; its markers may be special tokens
         self.reasoning = model_format(self.tokenizer)
         self.outputs = OutputProcessor(self.tokenizer, self.reasoning.keeps_special_tokens)
@@ -104,14 +109,6 @@ class Engine:
             self.config.device,
         )
         return Speculator.from_config(self.config.speculative, target)
-
-    def _num_blocks(self) -> int:
-        page = self.artifact.config.page_size
-        per_seq = math.ceil(self.context_window / page)
-        if self.config.kv_blocks is not None:
-            return self.config.kv_blocks
-        budget = self.config.kv_cache_bytes // self.artifact.config.kv_block_bytes
-        return max(per_seq + 1, min(budget, per_seq * self.config.max_batch))
 
     # -- requests (any thread) ------------------------------------------------------------
     def tokenize_prompt(self, prompt: str | list[int]) -> list[int]:
@@ -148,6 +145,7 @@ class Engine:
         prompt_ids = self.tokenize_prompt(prompt)
         self.images.check(prompt_ids, images)
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
+        self.scheduler.states.check_choices(params.n)
         params.validate_vocab(self.tokenizer.vocab_size)
         constraint = self.constraints.compile(params.constraint) if params.constraint else None
         request = NewRequest(request_id, prompt_ids, params, max_new, constraint, tuple(images))
@@ -225,11 +223,12 @@ class Engine:
             tables = self.kv.build_arrays(batch, row_per_token=rows_per_token, spans=spans)
         rows = None if rows_per_token else plan.logit_rows()
         tokens = np.array(ids, dtype=np.int32)
+        state = {"state_slots": plan.state.slots, "state_copies": plan.state.copies}
         if images is not None:
             return ForwardBatch(
-                tokens, tables, plan.copies, images.logit_rows, images.rows, images.embeds
+                tokens, tables, plan.copies, images.logit_rows, images.rows, images.embeds, **state
             )
-        return ForwardBatch(tokens, tables, plan.copies, rows)
+        return ForwardBatch(tokens, tables, plan.copies, rows, **state)
 
     def _report(self, seqs: list[Sequence], results: list[list[SampleResult]]) -> list[Delta]:
         with self.hooks.phase(DETOKENIZE):
@@ -273,6 +272,7 @@ class Engine:
             preemptions=counts.preemptions,
             **self._spec_stats(),
             **self._memory_stats(),
+            **state_stats(self.scheduler.states.stats()),
         )
 
     def _memory_stats(self) -> dict[str, int | None]:
@@ -281,6 +281,7 @@ class Engine:
             "weights_bytes": memory.weights,
             "kv_pool_bytes": memory.kv_pages,
             "step_pool_bytes": memory.step_pool,
+            "state_pool_bytes": memory.states if self.artifact.config.state_tensors else None,
         }
 
     def _spec_stats(self) -> dict[str, int]:

@@ -20,6 +20,9 @@ without preempting anyone; otherwise the sequence decodes plainly. `update_from_
 takes the accepted drafts plus one token, rolls the KV cache back past them (`truncate`, before
 `commit`, so rejected tokens are never hashed into the prefix cache) and appends them one by
 one, so a stop token or max_tokens among them ends the sequence there.
+
+Hybrid models: a sequence also holds a state slot (runtime/state), freed with its KV blocks
+(`_release`); a cached prefix is reused only as far as a saved state reaches.
 """
 
 from __future__ import annotations
@@ -31,19 +34,29 @@ from collections.abc import Sequence as Seq
 
 import numpy as np
 
+from mlcx.runtime.core.drafts import fitting_draft
 from mlcx.runtime.core.images import PromptImage, cache_ids, chunk_tokens
 from mlcx.runtime.core.scheduler_output import Scheduled, SchedulerOutput, SchedulerStats
 from mlcx.runtime.core.sequence import Request, Sequence, SequenceStatus
 from mlcx.runtime.kv import KVCacheManager
+from mlcx.runtime.state import NO_STATES, SequenceStates
 
 RUNNING, WAITING = SequenceStatus.RUNNING, SequenceStatus.WAITING
 
 
 class Scheduler:
-    def __init__(self, kv: KVCacheManager, max_batch: int, token_budget: int, kv_window: int = 0):
+    def __init__(
+        self,
+        kv: KVCacheManager,
+        max_batch: int,
+        token_budget: int,
+        kv_window: int = 0,
+        states: SequenceStates = NO_STATES,
+    ):
         if max_batch < 1 or token_budget < 1:
             raise ValueError("max_batch and token_budget must be positive")
         self.kv = kv
+        self.states = states  # the state slots of a hybrid model's sequences
         self.kv_window = kv_window  # every layer's sliding window: older pages are released
         self.max_batch = max_batch
         self.token_budget = token_budget
@@ -87,8 +100,7 @@ class Scheduler:
             self.running.remove(seq)
         else:
             self.waiting.remove(seq)
-        if seq.seq_id in self.kv:
-            self.kv.free(seq.seq_id)
+        self._release(seq)
         seq.status = status
         if self.requests[seq.request_id].finished:
             del self.requests[seq.request_id]
@@ -126,16 +138,19 @@ class Scheduler:
             if seq.status is not RUNNING:  # preempted earlier in this step
                 continue
             n = self._chunk(seq, min(seq.num_pending, budget))
-            draft = self._fitting_draft(seq, (drafts or {}).get(seq.seq_id, ()), budget)
+            draft = fitting_draft(
+                self.kv, seq, (drafts or {}).get(seq.seq_id, ()), budget, len(self.running)
+            )
             if n and self._reserve(seq, n, out, draft):
                 budget -= n + len(draft)
-        if out.preempted:
-            return out
-        while self.waiting and budget > 0 and len(self.running) < self.max_batch:
+        admit = not out.preempted  # blocks just freed are for the sequences that needed them
+        while admit and self.waiting and budget > 0 and len(self.running) < self.max_batch:
             admitted = self._admit(self.waiting[0], budget, out)
             if admitted == 0:
                 break
             budget -= admitted
+        if out.scheduled:
+            out.state = self.states.take([item.seq.seq_id for item in out.scheduled])
         return out
 
     def update_from_output(
@@ -146,8 +161,9 @@ class Scheduler:
         received them, in that order (some finished now, maybe before their last token)."""
         if len(sampled) != len(out.samples):
             raise ValueError(f"{len(sampled)} sampled tokens for {len(out.samples)} samples")
+        self.states.done(out.state)
         tokens = [[int(t)] if np.ndim(t) == 0 else [int(x) for x in t] for t in sampled]
-        for item, item_tokens in zip(out.scheduled, self._per_item(out, tokens), strict=True):
+        for item, item_tokens in zip(out.scheduled, out.first_sample_tokens(tokens), strict=True):
             self._commit(item, item_tokens)
         seqs = [seq for item in out.scheduled for seq in self._sampling(item)]
         for seq, seq_tokens in zip(seqs, tokens, strict=True):
@@ -164,26 +180,6 @@ class Scheduler:
         seq = Sequence(next(self._seq_ids), request.request_id, index, token_ids, num_prompt)
         request.seqs.append(seq)
         return seq
-
-    def _fitting_draft(self, seq: Sequence, draft: Seq[int], budget: int) -> tuple[int, ...]:
-        """The part of `draft` this step can verify: within the token budget, and only with
-        blocks to spare for every running sequence's next token (a new page and a
-        copy-on-write at most), so that no draft ever causes a preemption."""
-        draft = tuple(draft[: max(budget - 1, 0)]) if seq.num_pending == 1 else ()
-        if not draft:
-            return ()
-        needed = self.kv.blocks_needed(seq.seq_id, 1 + len(draft))
-        if needed + 2 * len(self.running) > self.kv.pool.num_free:
-            return ()
-        return draft
-
-    def _per_item(self, out: SchedulerOutput, tokens: list[list[int]]) -> list[list[int]]:
-        """Each scheduled item's first sample's tokens ([] for a prefill chunk)."""
-        per_item, i = [], 0
-        for item in out.scheduled:
-            per_item.append(tokens[i] if item.choices else [])
-            i += len(item.choices)
-        return per_item
 
     def _commit(self, item: Scheduled, tokens: list[int]) -> None:
         seq, num_new = item.seq, item.num_new
@@ -202,6 +198,7 @@ class Scheduler:
             self.kv.release_outside_window(seq.seq_id, self.kv_window)
         seq.num_computed += num_new
         self.stats.computed_tokens += item.num_new
+        self.states.committed(seq.seq_id, seq.num_computed, seq.num_tokens + bool(item.choices))
 
     def _reserve(
         self, seq: Sequence, n: int, out: SchedulerOutput, draft: tuple[int, ...] = ()
@@ -217,7 +214,7 @@ class Scheduler:
     def _preempt(self, seq: Sequence, out: SchedulerOutput) -> None:
         self.running.remove(seq)
         out.scheduled = [s for s in out.scheduled if s.seq is not seq]
-        self.kv.free(seq.seq_id)
+        self._release(seq)
         seq.num_computed = 0
         seq.status = WAITING
         self.waiting.appendleft(seq)
@@ -225,12 +222,19 @@ class Scheduler:
         self.stats.preemptions += 1
 
     def _admit(self, seq: Sequence, budget: int, out: SchedulerOutput) -> int:
-        seq.num_computed = self.kv.add_sequence(seq.seq_id, self._cache_ids(seq))
+        request = self.requests[seq.request_id]
+        choices = 1 if request.forked else request.n  # forks take their slots at the fork
+        if not self.states.can_admit(choices):
+            return 0
+        ids = self._cache_ids(seq)
+        resume = self.states.resume(ids)
+        seq.num_computed = self.kv.add_sequence(seq.seq_id, ids, resume.blocks)
         n = self._chunk(seq, min(seq.num_pending, budget))
         if not n or not self.kv.can_append(seq.seq_id, n):
-            self.kv.free(seq.seq_id)
+            self._release(seq)
             seq.num_computed = 0
             return 0
+        self.states.admit(seq.seq_id, choices, resume)
         self.waiting.popleft()
         self.running.append(seq)
         seq.status = RUNNING
@@ -240,8 +244,17 @@ class Scheduler:
         return n
 
     def _chunk(self, seq: Sequence, n: int) -> int:
-        """n, or fewer tokens where n would cut an image (core/images.py)."""
+        """n, or fewer tokens where a state save pays, or where n would cut an image
+        (core/images.py)."""
+        n = self.states.chunk(seq.num_computed, seq.num_tokens, n)
         return chunk_tokens(self.requests[seq.request_id].images, seq.num_computed, n)
+
+    def _release(self, seq: Sequence) -> None:
+        """Free what a sequence holds, its KV blocks and its state slot: the one call on every
+        path a sequence stops (finish, abort, preemption, an admission that did not fit)."""
+        if seq.seq_id in self.kv:
+            self.kv.free(seq.seq_id)
+        self.states.release(seq.seq_id)
 
     def _cache_ids(self, seq: Sequence) -> list[int]:
         return cache_ids(seq.token_ids, self.requests[seq.request_id].images)
@@ -271,6 +284,7 @@ class Scheduler:
         child.num_computed = parent.num_computed
         child.status = RUNNING
         self.kv.fork(parent.seq_id, child.seq_id)
+        self.states.fork(parent.seq_id, child.seq_id)
         self.running.append(child)
         return child
 

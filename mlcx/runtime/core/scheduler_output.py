@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mlcx.runtime.core.sequence import Sequence
+from mlcx.runtime.state import NO_STEP, StateStep
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class SchedulerOutput:
     scheduled: list[Scheduled] = field(default_factory=list)
     copies: list[tuple[int, int]] = field(default_factory=list)  # KV page copies, in order
     preempted: list[Sequence] = field(default_factory=list)
+    # a hybrid model's state slots in step order, and the state copies to do first
+    state: StateStep = NO_STEP
 
     @property
     def samples(self) -> list[tuple[int, str, int]]:
@@ -57,6 +60,15 @@ class SchedulerOutput:
         step): the step may run as one decode row per token."""
         drafted = any(item.draft for item in self.scheduled)
         return drafted and all(item.num_rows == item.num_new for item in self.scheduled)
+
+    def first_sample_tokens(self, tokens: list[list[int]]) -> list[list[int]]:
+        """Each scheduled item's first sample's tokens ([] for a prefill chunk), from the
+        tokens of every sample."""
+        per_item, i = [], 0
+        for item in self.scheduled:
+            per_item.append(tokens[i] if item.choices else [])
+            i += len(item.choices)
+        return per_item
 
     def logit_rows(self) -> np.ndarray | None:
         """Rows among the new tokens to compute logits for; None (each sequence's last token)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mlcx.runtime.state import StateStats
+
 
 @dataclass(frozen=True)
 class EngineStats:
@@ -22,3 +24,25 @@ class EngineStats:
     weights_bytes: int = 0  # device memory of the runner's weights
     kv_pool_bytes: int = 0  # device memory of its KV pages (allocated at start)
     step_pool_bytes: int | None = None  # step buffers a runner pools itself (wgpu)
+    # a hybrid model's state cache (runtime/state); None for a model without state layers
+    state_pool_bytes: int | None = None  # device memory of its state slots (allocated at start)
+    state_slots_in_use: int | None = None  # held by running sequences
+    state_checkpoints: int | None = None  # saved states held for prefix reuse
+    state_checkpoint_hits: int | None = None  # admissions that resumed from a saved state
+    # admissions whose cached KV pages reached past the last saved state (the hit shortened or
+    # skipped), and the cached tokens they recomputed for want of it
+    prefix_hits_without_state: int | None = None
+    prefix_tokens_without_state: int | None = None
+
+
+def state_stats(stats: StateStats | None) -> dict[str, int]:
+    """EngineStats' state fields from the state cache's counters (none without state)."""
+    if stats is None:
+        return {}
+    return {
+        "state_slots_in_use": stats.slots_in_use,
+        "state_checkpoints": stats.checkpoints,
+        "state_checkpoint_hits": stats.checkpoint_hits,
+        "prefix_hits_without_state": stats.hits_without_state,
+        "prefix_tokens_without_state": stats.tokens_without_state,
+    }

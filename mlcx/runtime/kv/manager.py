@@ -80,14 +80,26 @@ class KVCacheManager:
     def page_table(self, seq_id: SeqId) -> tuple[int, ...]:
         return tuple(self._get(seq_id).page_table)
 
+    def block_hashes(self, seq_id: SeqId) -> tuple[int, ...]:
+        """Prefix hashes of the sequence's full, committed blocks (none without prefix
+        caching): entry i names the prefix that ends with block i."""
+        return tuple(self._get(seq_id).block_hashes)
+
     # -- sequence life cycle --------------------------------------------------------------
 
     def match_prefix(self, prompt_token_ids: Sequence[int]) -> int:
         """Prompt tokens `add_sequence` would find cached now; changes nothing."""
         return len(self._match(prompt_token_ids)[0]) * self._page_size
 
-    def add_sequence(self, seq_id: SeqId, prompt_token_ids: Sequence[int]) -> int:
-        """Register a sequence, reusing the longest cached chain of full prompt blocks.
+    def cached_prefix_hashes(self, prompt_token_ids: Sequence[int]) -> list[int]:
+        """The prefix hashes of the prompt blocks `add_sequence` would find cached now."""
+        return self._match(prompt_token_ids)[1]
+
+    def add_sequence(
+        self, seq_id: SeqId, prompt_token_ids: Sequence[int], max_blocks: int | None = None
+    ) -> int:
+        """Register a sequence, reusing the longest cached chain of full prompt blocks (at
+        most `max_blocks`: a hybrid model resumes only where its state was saved).
 
         At least one prompt token is always left uncached so that the model computes the
         logits of the last one. Returns the number of prompt tokens already in the cache;
@@ -99,6 +111,8 @@ class KVCacheManager:
         if len(prompt_token_ids) == 0:
             raise ValueError("the prompt must contain at least one token")
         blocks, hashes = self._match(prompt_token_ids)
+        if max_blocks is not None:
+            blocks, hashes = blocks[:max_blocks], hashes[:max_blocks]
         for block_id in blocks:
             self._pool.touch(block_id)
         num_hit = len(blocks) * self._page_size
