@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mlcx.compile.model import CompileRequest, compile_model
-from tests.support.harness import Harness
+from tests.support.harness import Harness, assert_backends_agree
 from tests.support.reference_pages import reference_pages
 
 TOL = 1e-3
@@ -31,10 +31,4 @@ def test_logits_match_the_cpu_backend(pair):
     cpu, gpu = Harness(pair[0], num_blocks=32), Harness(pair[1], num_blocks=32)
     assert len(gpu.runner.kv_pages) == 4
     prompts = {1: np.random.default_rng(1).integers(3, 380, 40).tolist(), 2: [5, 9, 11]}
-    want, got = cpu.step(prompts, all_rows=True), gpu.step(prompts, all_rows=True)
-    for seq in prompts:
-        assert np.abs(want[seq] - got[seq]).max() <= TOL
-    for token in (17, 250, 3):
-        want, got = cpu.decode({1: token, 2: token}), gpu.decode({1: token, 2: token})
-        for seq in prompts:
-            assert np.abs(want[seq] - got[seq]).max() <= TOL
+    assert_backends_agree(cpu, gpu, prompts, (17, 250, 3), TOL)
