@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_mlcx
 from tests.support.default_model import DEFAULT, default_gguf
 from tests.support.tiny_models import TinySpec, make_tiny_model
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+pytest_plugins = ["tests.support.folder_times"]
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +61,8 @@ def gemma4_model(models_root):
 def moe_compiled(tmp_path_factory, moe_model):
     """Factory: moe_compiled(arch, quantization, target="cpu") -> the artifact of moe_model(arch)
     (cached; f32 pages on cpu, as the `compiled` fixture)."""
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
     from tests.support.reference_pages import reference_pages
 
     cache: dict = {}
@@ -82,7 +84,8 @@ def moe_compiled(tmp_path_factory, moe_model):
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory, tiny_model):
     """Factory: compiled(spec, quantization, target="cpu", **kw) -> artifact dir (cached)."""
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
 
     cache: dict = {}
     root = tmp_path_factory.mktemp("artifacts")
@@ -111,19 +114,20 @@ def compiled(tmp_path_factory, tiny_model):
 
 @pytest.fixture(scope="session")
 def default_artifact(tmp_path_factory):
-    """Factory: default_artifact(kv_dtype=None) -> the default model compiled for this CPU as
-    `mlcx compile smollm2-135m --target cpu [--kv-dtype K]` does it, once per KV dtype for the
-    whole session (each compile takes 20-30 s on 2 cores). None: compile's default (f16)."""
+    """Factory: default_artifact(kv_dtype=None) -> the default model compiled for this CPU with
+    the request `mlcx compile smollm2-135m --target cpu [--kv-dtype K]` makes, once per KV dtype
+    (through the tests' artifact cache: each compile takes 20-30 s on 2 cores). None: compile's
+    default (f16)."""
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
+
     built: dict[str | None, Path] = {}
 
     def build(kv_dtype: str | None = None) -> Path:
         if kv_dtype not in built:
             default_gguf()  # downloads once into the mlcx cache
             out = tmp_path_factory.mktemp("default") / "smollm2"
-            extra = ["--kv-dtype", kv_dtype] if kv_dtype else []
-            result = run_mlcx("compile", DEFAULT, "--target", "cpu", "-o", str(out), *extra)
-            assert result.returncode == 0, result.stderr
-            built[kv_dtype] = out
+            built[kv_dtype] = compile_model(CompileRequest(DEFAULT, output=out, kv_dtype=kv_dtype))
         return built[kv_dtype]
 
     return build

@@ -82,12 +82,22 @@ def source_identity(model: str) -> dict[str, str]:
 def cache_key(req: CompileRequest) -> str:
     """A hex digest of everything that changes what compiling `req` produces (not its output
     directory)."""
+    return digest(key_parts(req))
+
+
+def digest(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def key_parts(req: CompileRequest) -> dict:
+    """What `cache_key` hashes, by name (the tests' artifact cache swaps in its own source
+    identity)."""
     target = get_target(req.target)
     options = resolve_options(req.options, target)
     db = options.tuning_db
     # threads reach the output through the TVM target alone (num-cores, where it is used)
     keyed = replace(options, tuning_db=None, num_threads=None)
-    parts = {
+    return {
         "format": FORMAT_VERSION,
         "code": code_hash(),
         "source": source_identity(req.model),
@@ -95,7 +105,6 @@ def cache_key(req: CompileRequest) -> str:
         "tvm_target": str(target.tvm_target(options).export()),
         "tuning_db": _tree_identity(db) if db is not None else None,
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def artifact_dir(req: CompileRequest) -> Path:

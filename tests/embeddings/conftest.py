@@ -31,7 +31,8 @@ MAKERS = {
 @pytest.fixture(scope="session")
 def embedding_model(tmp_path_factory):
     """Factory: embedding_model(name) -> (HF folder, compiled artifact dir), built once."""
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
 
     root = tmp_path_factory.mktemp("embedders")
     built: dict[str, tuple[Path, Path]] = {}

@@ -7,8 +7,9 @@ import shutil
 import numpy as np
 import torch
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.frontends.source import load_source
+from tests.support.compile_cache import compile_model
 from tests.support.harness import Harness, hf_logits
 from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec, load_reference

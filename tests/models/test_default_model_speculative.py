@@ -8,11 +8,12 @@ import pytest
 
 from mlcx.bench.workloads.echo_workload import echo_messages
 from mlcx.bench.workloads.truncated_gguf import write_truncated_gguf
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.speculative.config import SpeculativeConfig
+from tests.support.compile_cache import compile_model
 from tests.support.default_model import default_gguf
 
 pytestmark = pytest.mark.slow

@@ -20,12 +20,13 @@ from gguf import GGUFReader
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.frontends.source import load_source
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.ggml_blocks import encode_blocks
 from mlcx.quantization.stacked import StackedFormat
+from tests.support.compile_cache import compile_model
 from tests.support.harness import Harness, assert_prompt_and_greedy_steps_match, hf_logits
 from tests.support.kquant_files import (
     ARCH_SPECS,

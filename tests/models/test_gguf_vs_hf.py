@@ -16,7 +16,8 @@ from gguf import GGMLQuantizationType as GT
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.harness import Harness, hf_logits
 from tests.support.reference_pages import reference_pages
 from tests.support.tiny_gguf import DEFAULT_TYPES, write_tiny_gguf

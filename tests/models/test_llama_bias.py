@@ -11,7 +11,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.gguf_vs_hf import F32, assert_matches_transformers, converted_weights
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import TinySpec, sharpened

@@ -16,7 +16,8 @@ from gguf import GGMLQuantizationType as GT
 from gguf import GGUFReader
 
 from mlcx.cache import cache_dir
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.harness import Harness, hf_logits
 from tests.support.kquant_files import KQUANT_SPEC
 from tests.support.reference_pages import reference_pages

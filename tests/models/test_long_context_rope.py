@@ -15,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.frontends.source import load_source
 from mlcx.kernels.rope_scaling import rope_table
+from tests.support.compile_cache import compile_model
 from tests.support.gguf_vs_hf import TOL, assert_same_config_and_weights, compile_both
 from tests.support.harness import assert_prompt_and_greedy_steps_match, hf_logits
 from tests.support.tiny_models import (

@@ -19,13 +19,14 @@ import numpy as np
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends import registry
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.source import load_source
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.targets.base import BuildOptions
+from tests.support.compile_cache import compile_model
 from tests.support.gguf_vs_hf import TOL, assert_matches_transformers, converted_weights
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_models import load_reference

@@ -17,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends import registry
 from mlcx.frontends.source import load_source
+from tests.support.compile_cache import compile_model
 from tests.support.gguf_vs_hf import (
     TOL,
     assert_matches_transformers,

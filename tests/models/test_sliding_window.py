@@ -33,7 +33,8 @@ def _unit_norms(attn, gen) -> None:
 
 @pytest.fixture(scope="module")
 def mistral(tiny_model, tmp_path_factory):
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
 
     root = tmp_path_factory.mktemp("swa")
     folder = sharpened(tiny_model(SPEC), root / "hf", SPEC.seed, _unit_norms)

@@ -11,12 +11,13 @@ from gguf import GGMLQuantizationType as GT
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import load_arrays
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.frontends.convert import convert_weight, plan_formats
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.source import load_source
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.schemes import get_quantization
+from tests.support.compile_cache import compile_model
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import load_reference

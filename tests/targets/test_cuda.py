@@ -9,13 +9,14 @@ import pytest
 import tvm
 import tvm_ffi
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.cuda import DEFAULT_ARCH, LIBRARY, SOURCE, CudaTarget, resolve_arch
 from mlcx.targets.cuda_kernels import compile_fatbin
 from mlcx.targets.library_blob import DeviceModule
 from mlcx.targets.toolchain import which
+from tests.support.compile_cache import compile_model
 from tests.support.tiny_models import TinySpec
 from tests.targets.binaries import (
     EM_CUDA,

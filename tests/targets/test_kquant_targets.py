@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.kquant_files import KQUANT_SPEC, write_mix
 from tests.targets.test_gpu_rules import _rules_used, _unfit
 from tests.targets.test_qwen3_targets import LIBRARIES

@@ -19,7 +19,8 @@ def vision_folder(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def vision_artifact(vision_folder, tmp_path_factory):
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
 
     out = tmp_path_factory.mktemp("gemma3_vision_cpu") / "art"
     request = CompileRequest(
@@ -31,7 +32,8 @@ def vision_artifact(vision_folder, tmp_path_factory):
 @pytest.fixture(scope="session")
 def webgpu_vision(vision_folder, tmp_path_factory):
     """The same folder compiled for webgpu with f32 math (what SwiftShader and lavapipe run)."""
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
 
     wgpu = pytest.importorskip("wgpu")
     if not wgpu.gpu.enumerate_adapters_sync():

@@ -11,8 +11,9 @@ from mlcx.bench.peers.llama_server import BUILD
 from mlcx.bench.peers.mtmd_peer import BINARY, MtmdFiles
 from mlcx.bench.workloads.random_models import LlamaShape
 from mlcx.bench.workloads.random_vision import SiglipShape, write_mmproj, write_text
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.errors import ToolchainError
+from tests.support.compile_cache import compile_model
 
 TEXT = LlamaShape(64, 128, 1, 4, 2, 600, 10000.0, key_length=16, arch="gemma3")
 VISION = SiglipShape(56, 14, 32, 64, 2, 2, 2)  # 16 patches pooled to 4 tokens

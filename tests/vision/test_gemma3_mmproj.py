@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from mlcx.compile.model import CompileRequest, compile_model, export_model
+from mlcx.compile.model import CompileRequest, export_model
 from mlcx.errors import UnsupportedModelError
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.sample.params import SamplingParams
+from tests.support.compile_cache import compile_model
 from tests.support.tiny_gemma3_vision import IMAGE_SIZE, TOKENS_PER_IMAGE
 from tests.support.tiny_mmproj import write_gguf_pair
 from tests.vision.test_gemma3_vision import TOL, _hf_inputs, _hf_pixels, _messages, _prompt_logits

@@ -12,12 +12,13 @@ import pytest
 import torch
 from PIL import Image
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.vision.decode import read_image_file
 from mlcx.runtime.vision.preprocess import frames
+from tests.support.compile_cache import compile_model
 from tests.support.tiny_idefics3 import FAKE, GLOBAL, IMAGE, TOKENS_PER_IMAGE, make_tiny_idefics3
 from tests.vision.conftest import random_image
 from tests.vision.test_gemma3_vision import TOL, _prompt_logits

@@ -39,7 +39,8 @@ def webgpu_artifact(compiled):
 @pytest.fixture(scope="session")
 def gguf_artifact(tmp_path_factory, tiny_model):
     """compile the tiny model's GGUF (Q8_0/Q4_x blocks, f16 scales) for `target`."""
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
     from tests.support.tiny_gguf import write_tiny_gguf
 
     root = tmp_path_factory.mktemp("gguf")
@@ -62,16 +63,16 @@ def gguf_artifact(tmp_path_factory, tiny_model):
 
 @pytest.fixture(scope="session")
 def default_webgpu(tmp_path_factory):
-    """The default model (SmolLM2-135M's Q4_1 GGUF) compiled for webgpu with f32 math,
-    exactly as `mlcx compile smollm2-135m --target webgpu -q gguf` does it."""
-    from tests.support.cli import run_mlcx
+    """The default model (SmolLM2-135M's Q4_1 GGUF) compiled for webgpu with f32 math, with
+    the request `mlcx compile smollm2-135m --target webgpu -q gguf` makes (through the tests'
+    artifact cache)."""
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
     from tests.support.default_model import DEFAULT, default_gguf
 
     default_gguf()
     out = tmp_path_factory.mktemp("default-webgpu") / "smol-webgpu"
-    result = run_mlcx("compile", DEFAULT, "--target", "webgpu", "-q", "gguf", "-o", str(out))
-    assert result.returncode == 0, result.stderr
-    return out
+    return compile_model(CompileRequest(DEFAULT, "webgpu", "gguf", output=out))
 
 
 def _setup(script: str) -> str | None:

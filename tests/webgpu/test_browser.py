@@ -54,7 +54,8 @@ def test_an_int8_kv_plan_streams_the_python_backend_s_tokens(mlcx_web, webgpu_ar
 def test_a_k_quant_file_streams_the_python_backend_s_tokens(mlcx_web, tiny_model, tmp_path):
     """A Q4_K_M-style GGUF (Q4_K, Q6_K, Q5_0, Q5_1, Q8_0 blocks kept) in the browser: the JS
     runtime runs the same plan and kernels as the Python wgpu backend, token for token."""
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
     from tests.support.kquant_files import KQUANT_SPEC, write_mix
 
     path = write_mix(tiny_model(KQUANT_SPEC), tmp_path / "q4_k_m.gguf", "q4_k_m")

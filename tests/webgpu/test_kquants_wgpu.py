@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.stacked import StackedFormat
+from tests.support.compile_cache import compile_model
 from tests.support.harness import assert_prompt_and_greedy_steps_match
 from tests.support.kquant_files import KQUANT_SPEC, TIED_SPEC, write_mix
 

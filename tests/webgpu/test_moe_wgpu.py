@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as GT
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.targets.webgpu_plan.schema import PLAN_FILE
+from tests.support.compile_cache import compile_model
 from tests.support.gguf_vs_hf import TOL, assert_matches_transformers
 from tests.support.harness import Harness, hf_logits
 from tests.support.tiny_models import load_reference

@@ -9,7 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.harness import assert_prompt_and_greedy_steps_match
 from tests.support.tiny_models import PHI4_MINI, PHI4_ORIGINAL, load_reference, sharpen_phi3
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.harness import Harness
 from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import GEMMA3_LOCAL_GLOBAL, TinySpec, sharpen_gemma3

@@ -1,0 +1,43 @@
+"""The tests' artifact cache (tests/support/compile_cache.py): keyed by content, so the same
+tiny model written into another folder hits, and any changed byte or request field misses; each
+caller gets a private copy that names its own source."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+
+from mlcx.artifact.config import CONFIG_FILE
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model, request_key
+from tests.support.tiny_models import TinySpec
+
+
+def _request(folder, out) -> CompileRequest:
+    return CompileRequest(str(folder), quantization="q0f32", output=out, kv_dtype="float32")
+
+
+def test_the_key_follows_content_not_paths(tiny_model, tmp_path):
+    folder = tiny_model(TinySpec())
+    moved = tmp_path / folder.name
+    shutil.copytree(folder, moved)
+    key = request_key(_request(folder, tmp_path / "a"))
+    assert request_key(_request(moved, tmp_path / "b")) == key
+    assert request_key(replace(_request(moved, tmp_path / "b"), prefill_chunk=64)) != key
+    config = json.loads((moved / "config.json").read_text())
+    config["rms_norm_eps"] = config["rms_norm_eps"] * 2
+    (moved / "config.json").write_text(json.dumps(config))
+    assert request_key(_request(moved, tmp_path / "b")) != key
+
+
+def test_each_caller_gets_a_private_copy_naming_its_source(tiny_model, tmp_path):
+    folder = tiny_model(TinySpec())
+    first = compile_model(_request(folder, tmp_path / "first"))
+    before = sorted(p.relative_to(first) for p in first.rglob("*"))
+    (first / CONFIG_FILE).write_text("broken by a test")
+    moved = tmp_path / "elsewhere" / folder.name
+    shutil.copytree(folder, moved)
+    second = compile_model(_request(moved, tmp_path / "second"))
+    assert sorted(p.relative_to(second) for p in second.rglob("*")) == before
+    assert json.loads((second / CONFIG_FILE).read_text())["source"] == str(moved.resolve())
