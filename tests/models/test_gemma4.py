@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from mlcx.artifact.config import Artifact
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.frontends.source import load_source
+from tests.support.compile_cache import compile_model
 from tests.support.gguf_vs_hf import assert_matches_transformers
 from tests.support.harness import Harness
 from tests.support.llamacpp_convert import convert

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
+from tests.support.compile_cache import compile_model
 from tests.support.harness import Harness, assert_backends_agree
 from tests.support.reference_pages import reference_pages
 
