@@ -7,7 +7,8 @@ attending over an earlier layer's pages (num_kv_shared_layers) with doubled MLPs
 layer's output, and experts beside the dense MLP (enable_moe_block).
 
 Gemma4ForConditionalGeneration's vision and audio towers are not SigLIP's (2D RoPE, pooling,
-clipped linears): mlcx reads the text model of Gemma4ForCausalLM folders and of GGUF files.
+clipped linears): mlcx reads the text model of Gemma4ForCausalLM folders, of GGUF files and of
+Gemma4ForConditionalGeneration folders (mlcx.frontends.gemma4_multimodal).
 """
 
 from mlcx.frontends.family import Family, GGUFSide, HFSide
