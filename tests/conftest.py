@@ -131,3 +131,40 @@ def default_artifact(tmp_path_factory):
         return built[kv_dtype]
 
     return build
+
+
+@pytest.fixture(scope="session")
+def embedding_folder(tmp_path_factory):
+    """Factory: embedding_folder(name) -> the tiny embedding model `name`'s HF folder
+    (tests/support/tiny_embedders.py's EMBEDDERS), written once per session."""
+    from tests.support.tiny_embedders import EMBEDDERS
+
+    root = tmp_path_factory.mktemp("embedders")
+    built: dict[str, Path] = {}
+
+    def build(name: str) -> Path:
+        if name not in built:
+            built[name] = EMBEDDERS[name](root / name)
+        return built[name]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def webgpu_embedding(tmp_path_factory, embedding_folder):
+    """Factory: webgpu_embedding(name) -> `name` compiled for webgpu once per session, through
+    the tests' artifact cache (the wgpu embeddings test and the browser's WebLLM examples share
+    it)."""
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
+
+    root = tmp_path_factory.mktemp("embedders-webgpu")
+    built: dict[str, Path] = {}
+
+    def build(name: str) -> Path:
+        if name not in built:
+            request = CompileRequest(str(embedding_folder(name)), "webgpu", output=root / name)
+            built[name] = compile_model(request)
+        return built[name]
+
+    return build

@@ -2,7 +2,8 @@
 
 Layout (inside the artifact directory):
     vision/encoder.json      this file's EncoderConfig
-    vision/<library>         the compiled `embed_image` (pixels [3, S, S] -> rows [n, hidden])
+    vision/<library>         the compiled `embed_image` (pixels [3, S, S], or the `inputs` of a
+                             dynamic-resolution encoder -> rows [n, hidden])
     vision/params/           its weights (artifact.weight_shards)
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mlcx.errors import ArtifactError
+from mlcx.kernels.step_params import PIXELS
 
 VISION_DIR = "vision"
 ENCODER_FILE = "encoder.json"
@@ -31,6 +33,10 @@ class Preprocess:
     # first resize the longest edge to this, keeping the aspect ratio (Idefics3); 0: no
     longest_edge: int = 0
     split: bool = False  # Idefics3's image splitting: tiles of `size`, then the global image
+    # dynamic resolution (Qwen-VL): resized to whole multiples of `size` pixels a side, with
+    # min_pixels .. max_pixels in all (transformers' smart_resize); 0: a fixed square of `size`
+    min_pixels: int = 0
+    max_pixels: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
@@ -39,6 +45,13 @@ class Preprocess:
             raise ValueError(f"image preprocessing: bad size/mean/std {self}")
         if self.resample not in range(6):
             raise ValueError(f"image preprocessing: resample {self.resample} is not a filter")
+        if self.max_pixels and not 0 < self.min_pixels <= self.max_pixels:
+            raise ValueError(f"image preprocessing: bad min/max pixels {self}")
+
+    @property
+    def dynamic(self) -> bool:
+        """Each image keeps its own size (within the pixel bounds) and token count."""
+        return self.max_pixels > 0
 
 
 @dataclass(frozen=True)
@@ -49,12 +62,14 @@ class EncoderConfig:
     preprocess: Preprocess
     device: str  # the target `library` was built for (runtime.backends.encoder_runner)
     image_token_id: int
-    tokens_per_image: int
+    tokens_per_image: int  # 0: each image has its own (dynamic resolution)
     bidirectional: bool  # a prompt's image tokens see their whole image (Gemma 3)
     # what the chat template writes for an image, and the prompt text that replaces it
     image_marker: str = ""
     image_text: str = ""
     dtype: str = "float32"  # the encoder's math (weights); pixels and rows are float32
+    # embed_image's inputs before the weights (runtime.vision.encoder_inputs builds them)
+    inputs: tuple[str, ...] = (PIXELS,)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -64,6 +79,7 @@ class EncoderConfig:
     def from_json(cls, text: str) -> EncoderConfig:
         data = json.loads(text)
         data["preprocess"] = Preprocess(**data["preprocess"])
+        data["inputs"] = tuple(data.get("inputs", (PIXELS,)))
         return cls(**data)
 
 

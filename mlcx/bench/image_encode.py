@@ -18,6 +18,7 @@ from mlcx.artifact.encoder import read_encoder
 from mlcx.bench.peers.mtmd_peer import MtmdFiles, mtmd_encode
 from mlcx.errors import ArtifactError
 from mlcx.runtime.backends.encoder_runner import open_encoder_runner
+from mlcx.runtime.vision.encoder_inputs import frame_inputs
 from mlcx.runtime.vision.preprocess import pixels
 
 PHOTO = (640, 480)  # the size of the images preprocessed (resized to the model's)
@@ -60,19 +61,20 @@ def bench_image(
         raise ArtifactError(f"{artifact_dir} has no image encoder (a text-only model)")
     runner = open_encoder_runner(artifact_dir, config)
     rng = np.random.default_rng(0)
-    runner.embed(pixels(_photo(rng), config.preprocess))  # warm-up: first call loads kernels
+    warm = frame_inputs(config, pixels(_photo(rng), config.preprocess))
+    tokens = len(runner.embed(warm))  # warm-up: the first call loads the kernels
     prep, encode = [], []
     for _ in range(max(reps, 1)):
         image = _photo(rng)
         start = time.perf_counter()
-        px = pixels(image, config.preprocess)
+        inputs = frame_inputs(config, pixels(image, config.preprocess))
         middle = time.perf_counter()
-        runner.embed(px)
+        runner.embed(inputs)
         prep.append(middle - start)
         encode.append(time.perf_counter() - middle)
     median = statistics.median
     peer_s = _peer(peer, rng, max(reps, 1), say) if peer is not None else None
-    return ImageBench(median(prep), median(encode), config.tokens_per_image, config.device, peer_s)
+    return ImageBench(median(prep), median(encode), tokens, config.device, peer_s)
 
 
 def _peer(peer: PeerRun, rng: np.random.Generator, reps: int, say) -> float:

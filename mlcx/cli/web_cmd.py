@@ -18,14 +18,23 @@ ArtifactArg = Annotated[
 
 
 def web_command(
-    artifact: ArtifactArg,
+    artifacts: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Artifacts compiled with --target webgpu (mlcx compile): the demo runs the "
+            "first; pages load any by its model id (prebuiltAppConfig)."
+        ),
+    ],
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 8000,
 ) -> None:
-    """Serve the in-browser chat demo and the artifact on 127.0.0.1."""
+    """Serve the in-browser chat demo and the artifacts on 127.0.0.1."""
     from mlcx.web.server import make_server, url_of
 
-    server = make_server(artifact, port)
-    typer.echo(f"mlcx web: serving {artifact} at {url_of(server)} (Ctrl-C stops)", err=False)
+    server = make_server(artifacts, port)
+    shown = ", ".join(map(str, artifacts))
+    typer.echo(f"mlcx web: serving {shown} at {url_of(server)} (Ctrl-C stops)", err=False)
+    for model in server.models:
+        typer.echo(f"  model id {model.model_id!r}: {model.url}", err=False)
     try:
         server.serve_forever()
     finally:

@@ -26,14 +26,16 @@ from mlcx.quantization.schemes import get_quantization
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.device_code import ACTIVATION_DTYPE
 from mlcx.targets.registry import get_target
+from mlcx.targets.webgpu_plan.build import build_plan
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 DEFAULT_QUANTIZATION = "q0f32"
-# Targets an embedding model compiles for: those TVM's Relax VM runs (the WebGPU plan and the
-# mobile apps run the decoder's step functions only). cuda and metal are codegen-tested only.
-EMBED_TARGETS = ("cpu", "cuda", "metal")
+# Targets an embedding model compiles for: those TVM's Relax VM runs, and the WebGPU plan (run
+# by wgpu-native and in the browser; vulkan is the same plan). The mobile apps run the decoder's
+# step functions only. cuda and metal are codegen-tested only.
+EMBED_TARGETS = ("cpu", "cuda", "metal", "webgpu", "vulkan")
 
 
 def _checked_target(name: str):
@@ -78,7 +80,7 @@ def compile_embedding(
     mod = mod.with_attr(ACTIVATION_DTYPE, quant.activation_dtype)
     report("build", 0, 1)
     tvm_target = target.tvm_target(options)
-    executable = target.build(mod, tvm_target, options)
+    executable = _build(target, mod, tvm_target, options)
     if output.exists():
         shutil.rmtree(output)
     output.mkdir(parents=True)
@@ -106,6 +108,15 @@ def compile_embedding(
         "compiled %s for %s in %.1f s", source.name, target.name, time.perf_counter() - started
     )
     return output
+
+
+def _build(target, mod, tvm_target, options: BuildOptions):
+    """The target's build; a WebGPU plan without dlight's Matmul rule: over the padded batch's
+    symbolic shapes it writes attention-score kernels that Chromium's SwiftShader takes many
+    minutes to compile, where the reduction rules' kernels compile at once."""
+    if target.runtime != "wgpu":
+        return target.build(mod, tvm_target, options)
+    return build_plan(mod, tvm_target, options.subgroups, matmul=False)
 
 
 def _target_record(tvm_target) -> dict:

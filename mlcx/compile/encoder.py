@@ -16,10 +16,11 @@ import tvm
 
 from mlcx.artifact.encoder import ENCODER_FILE, EncoderConfig, Preprocess, encoder_dir
 from mlcx.artifact.weight_shards import ShardWriter
+from mlcx.compile.encoder_preprocess import HALF, preprocess_config
 from mlcx.frontends.encoders import ENCODERS, EncoderFamily, for_mmproj
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
-from mlcx.frontends.hf.checkpoint import read_json
 from mlcx.frontends.source import ModelSource
+from mlcx.kernels.step_params import PIXELS
 from mlcx.passes.pipeline_cpu import encoder_cpu_pipeline
 from mlcx.targets import device_code
 from mlcx.targets.base import BuildOptions, Target
@@ -28,7 +29,6 @@ from mlcx.targets.mobile import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
 ENCODER_DTYPE = "float32"  # on cpu; GPU targets follow the text model's activations
-_HALF = (0.5, 0.5, 0.5)
 VISION_PREFIX = "vision_"  # phones: the encoder's symbols follow the model's prefix with this
 
 
@@ -99,29 +99,6 @@ class EncoderSource:
     preprocess: Preprocess
 
 
-def preprocess_config(folder: Path, image_size: int) -> Preprocess:
-    """From the model's preprocessor_config.json; SigLIP's defaults where the folder has none."""
-    path = folder / "preprocessor_config.json"
-    if not path.exists():
-        log.info("no %s: SigLIP's defaults (mean/std 0.5, 1/255, bilinear)", path.name)
-        return Preprocess(size=image_size)
-    data = read_json(path)
-    size = data.get("size") or {}
-    side = size.get("height", size.get("shortest_edge", image_size)) if size else image_size
-    longest = 0
-    if "max_image_size" in data:  # Idefics3: longest edge first, then the tile
-        side, longest = data["max_image_size"]["longest_edge"], size.get("longest_edge", 0)
-    return Preprocess(
-        size=int(side),
-        longest_edge=int(longest),
-        split=bool(data.get("do_image_splitting", False)),
-        mean=tuple(data.get("image_mean", _HALF)),
-        std=tuple(data.get("image_std", _HALF)),
-        rescale=float(data.get("rescale_factor", 1 / 255)),
-        resample=int(data.get("resample", 2)),
-    )
-
-
 def _tokenizer(source: ModelSource) -> tokenizers.Tokenizer:
     return tokenizers.Tokenizer.from_str(source.tokenizer_assets().tokenizer_json)
 
@@ -129,7 +106,7 @@ def _tokenizer(source: ModelSource) -> tokenizers.Tokenizer:
 def _from_folder(source: ModelSource) -> EncoderSource:
     family = ENCODERS[source.arch.encoder or ""]
     cfg = family.config_from_hf(source.tensors.config)  # type: ignore[attr-defined]
-    preprocess = preprocess_config(source.path, cfg.image_size)
+    preprocess = preprocess_config(source.path, cfg)
     return EncoderSource(
         family, cfg, lambda params, dtype: family.arrays(params, source.tensors, dtype), preprocess
     )
@@ -142,8 +119,8 @@ def _from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
     cfg = family.config_from_mmproj(ckpt, source.config.hidden_size, token_id)
     preprocess = Preprocess(
         size=cfg.image_size,
-        mean=tuple(ckpt.meta("clip.vision.image_mean") or _HALF),
-        std=tuple(ckpt.meta("clip.vision.image_std") or _HALF),
+        mean=tuple(ckpt.meta("clip.vision.image_mean") or HALF),
+        std=tuple(ckpt.meta("clip.vision.image_std") or HALF),
     )
     return EncoderSource(
         family, cfg, lambda params, dtype: family.mmproj_arrays(params, ckpt, dtype), preprocess
@@ -185,11 +162,12 @@ def compile_encoder(
         preprocess=encoder.preprocess,
         device=target.name,
         image_token_id=cfg.image_token_id,
-        tokens_per_image=cfg.tokens_per_image,
+        tokens_per_image=getattr(cfg, "tokens_per_image", 0),
         bidirectional=encoder.family.bidirectional,
         image_marker=marker,
         image_text=text,
         dtype=dtype,
+        inputs=encoder.family.inputs(cfg) if encoder.family.inputs else (PIXELS,),
     )
     (folder / ENCODER_FILE).write_text(config.to_json())
     return True

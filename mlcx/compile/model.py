@@ -19,6 +19,7 @@ from mlcx.compile.encoder import compile_encoder, encoder_dtype
 from mlcx.errors import ModelSourceError
 from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.encoders import for_mmproj
+from mlcx.frontends.family import Family
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import ModelSource, load_source
@@ -107,11 +108,20 @@ def resolve_options(options: BuildOptions, target: Target) -> BuildOptions:
     return replace(options, linear_kernels=kernels)
 
 
+def _check_target(family: Family, target: str) -> None:
+    if family.targets and target not in family.targets:
+        raise ModelSourceError(
+            f"{family.name} compiles for {', '.join(family.targets)} only so far, not "
+            f"{target!r}: compile it with --target {family.targets[0]}"
+        )
+
+
 def export_model(req: CompileRequest) -> ExportedModel:
     """Load the source, plan weight formats and export the graph (also used by `mlcx tune`)."""
     target = get_target(req.target)
     options = resolve_options(req.options, target)
     source = load_source(req.model)
+    _check_target(source.arch, target.name)
     context_window = _context_window(source, req.context_window)
     quant = get_quantization(req.quantization or target.default_quantization(source.kind == "gguf"))
     if quant.keeps_source_formats and source.kind != "gguf":

@@ -21,7 +21,8 @@ def _row(family: Family) -> str:
     text_archs = ENCODERS[family.encoder].text_archs if family.encoder else ()
     if text_archs:  # a text GGUF of these with llama.cpp's mmproj file (--mmproj)
         gguf = " / ".join(f"`{a}`" for a in text_archs) + " + `mmproj` (`--mmproj`)"
-    return f"| {family.name} | {family.summary} | {hf} | {gguf} | all |"
+    targets = ", ".join(family.targets) or "all"
+    return f"| {family.name} | {family.summary} | {hf} | {gguf} | {targets} |"
 
 
 def table() -> str:

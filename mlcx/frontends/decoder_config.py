@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mlcx.frontends.decoder_layers import LayerOptions
+from mlcx.kernels.mrope import check_sections
 from mlcx.kernels.rope_scaling import scaled_context
 
 # The RMSNorms of a decoder layer, by layout (the norm parameters' names, in order):
@@ -94,6 +95,13 @@ class DecoderConfig(LayerOptions):
     # RMS-normalized residual times a learned scale / sqrt(hidden), outputs times a learned
     # scale per expert
     moe_dense_mlp: bool = False
+    # M-RoPE (Qwen-VL, mlcx.kernels.mrope): feature pairs turned by the time, height and width
+    # positions (empty: 1-D RoPE); the step functions then take 3-row rope positions
+    mrope_sections: tuple[int, ...] = ()
+    mrope_interleaved: bool = False  # Qwen3-VL's interleaved pairs, else contiguous runs
+    # image rows carry this many more blocks of hidden_size features, block i added to the
+    # image tokens' hidden states after layer i (Qwen3-VL's deepstack)
+    deepstack_layers: int = 0
 
     def __post_init__(self) -> None:
         for name in (
@@ -126,6 +134,7 @@ class DecoderConfig(LayerOptions):
             raise ValueError("model config: per-layer input sizes must be >= 0")
         if self.per_layer_input_size and not self.per_layer_vocab_size:
             raise ValueError("model config: per-layer inputs need their vocabulary size")
+        self._check_multimodal()
 
     def _check_rotary(self) -> None:
         dim = self.rotary_dim
@@ -148,6 +157,15 @@ class DecoderConfig(LayerOptions):
                     f"dimension {self.rope_dim} has {pairs} feature pairs; the checkpoint's "
                     "rope_scaling and partial_rotary_factor disagree"
                 )
+
+    def _check_multimodal(self) -> None:
+        object.__setattr__(self, "mrope_sections", tuple(self.mrope_sections))
+        if self.mrope_sections:
+            check_sections(self.mrope_sections, self.rope_dim)
+        if not 0 <= self.deepstack_layers <= self.num_layers:
+            raise ValueError(
+                f"model config: deepstack_layers {self.deepstack_layers} is not 0..layers"
+            )
 
     @property
     def rope_dim(self) -> int:

@@ -20,6 +20,11 @@ from mlcx.frontends.idefics3_vision import config as idefics3_config
 from mlcx.frontends.idefics3_vision import layout as idefics3_layout
 from mlcx.frontends.idefics3_vision import model as idefics3_model
 from mlcx.frontends.idefics3_vision import weights as idefics3_weights
+from mlcx.frontends.qwen_vision import config as qwen_config
+from mlcx.frontends.qwen_vision import inputs as qwen_inputs
+from mlcx.frontends.qwen_vision import layout as qwen_layout
+from mlcx.frontends.qwen_vision import model as qwen_model
+from mlcx.frontends.qwen_vision import weights as qwen_weights
 from mlcx.frontends.tensors import TensorSource
 
 
@@ -39,6 +44,21 @@ class EncoderFamily:
     mmproj_arrays: (
         Callable[[list[str], GGUFCheckpoint, str], Iterator[tuple[str, np.ndarray]]] | None
     ) = None
+    # embed_image's inputs before the weights, from the config (None: one `pixels` image)
+    inputs: Callable[[Any], tuple[str, ...]] | None = None
+
+
+def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any]) -> EncoderFamily:
+    return EncoderFamily(
+        name,
+        config_from_hf,
+        qwen_config.VisionConfig.from_dict,
+        qwen_model.ImageEncoder,
+        qwen_weights.encoder_arrays,
+        qwen_layout.image_text,
+        False,
+        inputs=qwen_inputs.input_names,
+    )
 
 
 ENCODERS: dict[str, EncoderFamily] = {
@@ -63,6 +83,8 @@ ENCODERS: dict[str, EncoderFamily] = {
         idefics3_layout.image_text,
         False,
     ),
+    "qwen2_5_vl": _qwen("qwen2_5_vl", qwen_config.from_hf_qwen2_5),
+    "qwen3_vl": _qwen("qwen3_vl", qwen_config.from_hf_qwen3),
 }
 # llama.cpp's projector type -> family
 PROJECTOR_TYPES = {"gemma3": "gemma3"}

@@ -64,13 +64,17 @@ class Family:
     gguf: GGUFSide | None = None
     images: bool = False  # exports prefill_image: image rows replace the image tokens' rows
     encoder: str | None = None  # the image encoder family (frontends.encoders), if any
+    # the targets whose runtimes run the family so far; empty: every target
+    targets: tuple[str, ...] = ()
 
     def config_from_hf(self, config: dict[str, Any]) -> DecoderConfig:
+        outer = config
         if self.hf.text_config:
-            outer, config = config, dict(config.get(self.hf.text_config) or {})
+            # released Qwen2.5-VL configs keep the text model's keys at the top level
+            config = dict(config.get(self.hf.text_config) or outer)
             if "tie_word_embeddings" in outer:
                 config.setdefault("tie_word_embeddings", outer["tie_word_embeddings"])
-        reader = HFConfigReader(config, self.name)
+        reader = HFConfigReader(config, self.name, outer)
         for check in self.hf.checks:
             check(reader)
         return self._ruled(hf_rules.base_config(reader), reader, self.hf.rules)

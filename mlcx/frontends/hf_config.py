@@ -12,9 +12,11 @@ log = logging.getLogger(__name__)
 
 
 class HFConfigReader:
-    def __init__(self, config: dict[str, Any], arch: str):
+    def __init__(self, config: dict[str, Any], arch: str, outer: dict[str, Any] | None = None):
         self.config = config
         self.arch = arch
+        # the whole config.json where `config` is its text model's part (multimodal models)
+        self.outer = config if outer is None else outer
 
     def get(self, *names: str, default: Any = None, required: bool = False) -> Any:
         """The first of `names` present; later names are aliases, and using one is logged."""
@@ -158,6 +160,7 @@ def _proportional(reader: HFConfigReader, scaling: dict[str, Any]) -> dict[str, 
 
 _SCALINGS = {
     "default": lambda reader, scaling: {},
+    "mrope": lambda reader, scaling: {},  # Qwen2.5-VL's sections: rules.mrope reads them
     "llama3": HFConfigReader._llama3,
     "yarn": HFConfigReader._yarn,
     "linear": lambda reader, scaling: {"rope_type": "linear", "factor": float(scaling["factor"])},

@@ -15,3 +15,16 @@ def replace_rows_te(x: te.Tensor, rows: te.Tensor, embeds: te.Tensor) -> te.Tens
         return tirx.Select(row >= 0, picked, x[i, c])
 
     return te.compute(x.shape, value, name="image_rows")
+
+
+def add_rows_te(x: te.Tensor, rows: te.Tensor, embeds: te.Tensor, offset: int) -> te.Tensor:
+    """out[i] = x[i] + embeds[rows[i], offset:offset + width] where rows[i] >= 0, else x[i]:
+    a later block of an image row's features joins its token's hidden state (Qwen3-VL's
+    deepstack)."""
+
+    def value(i, c):
+        row = rows[i]
+        added = x[i, c] + embeds[tirx.max(row, 0), c + offset].astype(x.dtype)
+        return tirx.Select(row >= 0, added, x[i, c])
+
+    return te.compute(x.shape, value, name="image_rows_add")

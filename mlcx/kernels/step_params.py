@@ -12,6 +12,10 @@ Models with state layers (hybrids: Gated DeltaNet, short convolutions) take one 
 tables, and their state tensors (`states`, a tuple: per state layer in layer order its tensors,
 the slot axis first; mlcx.kernels.hybrid.shapes) right after `kv_pages`; they also export
 `copy_states(states, pairs [n, 2])`. Models without state layers keep the parameters above.
+
+Models with M-RoPE (Qwen-VL: DecoderConfig.mrope_sections) take `rope_positions` [3, tokens]
+(each new token's time, height and width positions, which RoPE turns by in place of
+`positions`) right after the page tables and state slots; the others keep the parameters above.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ IMAGE_ROWS = "image_rows"  # int32 [tokens]: the row of image_embeds for each to
 IMAGE_EMBEDS = "image_embeds"  # float32 [image_tokens, hidden]: embed_image's output rows
 STATE_SLOTS = "state_slots"  # int32 [batch]: each sequence's state slot (state layers only)
 STATES = "states"  # the state tensors of every state layer, after kv_pages (state layers only)
+ROPE_POSITIONS = "rope_positions"  # int32 [3, tokens]: M-RoPE's positions (M-RoPE models only)
 PARAMS = "packed_params"  # the weights tuple, as TVM's exporter names it in packed mode
 
 # The page-table arrays of one step, in parameter order, with their shapes; PageTableArrays
@@ -53,6 +58,7 @@ _SHAPES = {
     LOGIT_ROWS: ("num_logits",),
     IMAGE_ROWS: ("tokens",),
     IMAGE_EMBEDS: ("image_tokens", "hidden"),
+    ROPE_POSITIONS: (3, "tokens"),
 }
 _PARAMS = {
     # logits for the rows named by logit_positions: any ragged batch of new tokens
@@ -63,16 +69,18 @@ _PARAMS = {
 }
 
 
-def step_params(function: str, states: bool = False) -> tuple[str, ...]:
+def step_params(function: str, states: bool = False, mrope: bool = False) -> tuple[str, ...]:
     """The array parameters of `function` (prefill, decode, prefill_image), in order, for a
-    model with state layers when `states`; all int32 but IMAGE_EMBEDS (float32)."""
+    model with state layers when `states`, with M-RoPE when `mrope`; all int32 but
+    IMAGE_EMBEDS (float32)."""
     if function not in _PARAMS:
         raise ValueError(f"{function!r} is not a step function ({PREFILL} or {DECODE})")
     params = _PARAMS[function]
-    if not states:
+    extra = (STATE_SLOTS,) * states + (ROPE_POSITIONS,) * mrope
+    if not extra:
         return params
     after = params.index(tuple(PAGE_TABLES)[-1]) + 1
-    return (*params[:after], STATE_SLOTS, *params[after:])
+    return (*params[:after], *extra, *params[after:])
 
 
 def step_function(num_tokens: int, batch_size: int, explicit_rows: bool) -> str:
@@ -81,12 +89,12 @@ def step_function(num_tokens: int, batch_size: int, explicit_rows: bool) -> str:
     return DECODE if num_tokens == batch_size and not explicit_rows else PREFILL
 
 
-def param_shape(name: str) -> tuple[str, ...]:
+def param_shape(name: str) -> tuple[str | int, ...]:
     """The symbolic shape of a step parameter."""
     return _SHAPES[name]
 
 
-def entry_inputs(function: str, states: bool = False) -> tuple[str, ...]:
+def entry_inputs(function: str, states: bool = False, mrope: bool = False) -> tuple[str, ...]:
     """Every input of an exported step function, in order, as a WebGPU plan lists them."""
     held = (KV_PAGES, STATES) if states else (KV_PAGES,)
-    return (*step_params(function, states), *held, PARAMS)
+    return (*step_params(function, states, mrope), *held, PARAMS)

@@ -43,17 +43,18 @@ def matmul_rule_safe(kind: str, dtype: str) -> bool:
     return not _tensorizes(kind, dtype) or tensorize_works()
 
 
-def schedule_rules(kind: str, dtype: str, extra: Sequence = ()) -> list:
+def schedule_rules(kind: str, dtype: str, extra: Sequence = (), matmul: bool = True) -> list:
     """The rules in order: dlight's for reductions, `extra`, mlcx's Elementwise for injective
     kernels, and dlight's Fallback last (no kernel of the default model reaches it: the linear
-    layers are mlcx's own kernels, tests/targets/test_gpu_rules.py checks the rest)."""
+    layers are mlcx's own kernels, tests/targets/test_gpu_rules.py checks the rest).
+    `matmul`: False leaves dlight's Matmul out (its batched matmuls go to the reduction rules)."""
     if _tensorizes(kind, dtype) and tensorize_works():
         load_tensor_intrinsics()  # before the rule imports them, ~20x slower
     rules = [
         DecodeGEMV(),
         ExpertGEMV(),
         RouterTopK(),
-        *([dl.gpu.Matmul()] if matmul_rule_safe(kind, dtype) else []),
+        *([dl.gpu.Matmul()] if matmul and matmul_rule_safe(kind, dtype) else []),
     ]
     rest = [dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), *extra]
     return rules + rest + [Elementwise(), dl.gpu.Fallback()]
@@ -66,11 +67,13 @@ def gpu_graph_passes(
     extra_rules: Sequence = (),
     low_batch_gemv: bool = True,
     matrix_units: bool = True,
+    matmul: bool = True,
 ) -> list[tvm.transform.Pass]:
     """Fusion, dlight schedules and call_tir lowering: the graph a non-VM executor walks (the
     WebGPU plan stops here; it allocates and frees tensors itself). Run inside `with target`.
     `low_batch_gemv`: on cuda (f16), decode's linears are dlight's LowBatchGEMV, else mlcx's.
-    `matrix_units`: False keeps prefill's linears off tensor cores where the target has them."""
+    `matrix_units`: False keeps prefill's linears off tensor cores where the target has them.
+    `matmul`: False leaves dlight's Matmul rule out (schedule_rules)."""
     return [
         fuse_rope_append(),
         tensor_core_prefill(target, dtype, matrix_units),
@@ -84,7 +87,7 @@ def gpu_graph_passes(
         relax.transform.FoldConstant(),
         relax.transform.FuseOps(),
         relax.transform.FuseTIR(),
-        apply_rules(schedule_rules(target.kind.name, dtype, extra_rules)),
+        apply_rules(schedule_rules(target.kind.name, dtype, extra_rules, matmul)),
         relax.transform.RewriteDataflowReshape(),
         relax.transform.ToNonDataflow(),
         relax.transform.RemovePurityChecking(),

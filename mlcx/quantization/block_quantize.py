@@ -35,29 +35,51 @@ def _simple(fmt: BlockKind, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.nda
 
 
 def _super(fmt: BlockKind, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """K-quants: integer sub-block scales (6-bit; Q6_K 8-bit signed) under f16 super scales."""
+    """K-quants: integer sub-block scales (up to sc_max; signed kinds from -sc_max - 1) under
+    f16 super scales."""
     n, groups, _ = w.shape
     per = SUPER // fmt.group_size
     qmax = (1 << fmt.bits) - 1
     if fmt.affine:
         lo = np.minimum(w.min(axis=2), 0)
         step = (w.max(axis=2) - lo) / qmax
-        d = _f16(step.reshape(n, -1, per).max(axis=2) / 63)
-        dmin = _f16((-lo).reshape(n, -1, per).max(axis=2) / 63)
+        d = _f16(step.reshape(n, -1, per).max(axis=2) / fmt.sc_max)
+        dmin = _f16((-lo).reshape(n, -1, per).max(axis=2) / fmt.sc_max)
         d32 = np.repeat(d.astype(np.float32), per, axis=1)
         dmin32 = np.repeat(dmin.astype(np.float32), per, axis=1)
-        sc = np.clip(np.rint(step / _safe(d32)), 0, 63)
-        mn = np.clip(np.rint(-lo / _safe(dmin32)), 0, 63)
+        sc = np.clip(np.rint(step / _safe(d32)), 0, fmt.sc_max)
+        mn = np.clip(np.rint(-lo / _safe(dmin32)), 0, fmt.sc_max)
         scale, minimum = d32 * sc, dmin32 * mn
         q = np.rint((w + minimum[..., None]) / _safe(scale)[..., None])
-        planes = {"sc": sc.astype(np.uint8), "mn": mn.astype(np.uint8), "d": d, "dmin": dmin}
+        planes = {"d": d, "dmin": dmin}
+        if fmt.packed:
+            planes["scm"] = (sc + 16 * mn).astype(np.uint8)
+        else:
+            planes |= {"sc": sc.astype(np.uint8), "mn": mn.astype(np.uint8)}
         return np.clip(q, 0, qmax), planes
-    step = np.abs(w).max(axis=2) / (fmt.zero_point - 1)
-    d = _f16(step.reshape(n, -1, per).max(axis=2) / 127)
+    top = max(fmt.table) if fmt.table else fmt.zero_point - 1
+    step = np.abs(w).max(axis=2) / top
+    d = _f16(step.reshape(n, -1, per).max(axis=2) / fmt.sc_max)
     d32 = np.repeat(d.astype(np.float32), per, axis=1)
-    sc = np.clip(np.rint(step / _safe(d32)), -128, 127)
-    q = np.rint(w / _safe(d32 * sc)[..., None]) + fmt.zero_point
+    sc = np.clip(np.rint(step / _safe(d32)), -fmt.sc_max - 1, fmt.sc_max)
+    scale = _safe(d32 * sc)[..., None]
+    if fmt.table:
+        return _nearest(fmt.table, w / scale), {"sc": sc.astype(np.int8), "d": d}
+    q = np.rint(w / scale) + fmt.zero_point
     return np.clip(q, 0, qmax), {"sc": sc.astype(np.int8), "d": d}
+
+
+def _nearest(table: tuple[int, ...], x: np.ndarray) -> np.ndarray:
+    """The index of the table value nearest each x."""
+    values = np.array(table, np.float32)
+    return np.abs(x[..., None] - values).argmin(axis=-1).astype(np.float32)
+
+
+def _tabled(fmt: BlockKind, w: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """IQ4_NL: an f16 scale per group, each weight the nearest table value times it."""
+    top = max(fmt.table)  # the table's positive end; its negative end reaches further
+    scale = _f16(np.abs(w).max(axis=2) / top)
+    return _nearest(fmt.table, w / _safe(scale.astype(np.float32))[..., None]), {"scales": scale}
 
 
 def quantize_parts(kind: str, weight: np.ndarray) -> tuple[np.ndarray, dict]:
@@ -68,7 +90,8 @@ def quantize_parts(kind: str, weight: np.ndarray) -> tuple[np.ndarray, dict]:
     w = weight.reshape(n, -1, fmt.group_size)
     if not np.isfinite(w).all():
         raise ValueError("cannot quantize a weight holding Inf or NaN")
-    codes, planes = (_super if fmt.super_block else _simple)(fmt, w)
+    quantize = _super if fmt.super_block else (_tabled if fmt.table else _simple)
+    codes, planes = quantize(fmt, w)
     for name, value in planes.items():
         if value.dtype == np.float16 and not np.isfinite(value).all():
             raise ValueError(f"weights overflow the f16 {name} of {kind}; keep them unquantized")

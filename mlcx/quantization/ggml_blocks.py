@@ -1,4 +1,5 @@
-"""ggml's block bytes for Q5_0, Q5_1, Q4_K, Q5_K and Q6_K <-> integer codes and scale planes.
+"""ggml's block bytes for Q5_0, Q5_1, Q4_K, Q5_K and Q6_K <-> integer codes and scale planes
+(Q2_K, Q3_K, IQ4_NL and IQ4_XS: mlcx.quantization.ggml_low_blocks).
 
 The layouts (as ggml writes them; rows of a matrix are independent runs of blocks):
 - Q5_0 (22 B / 32 weights): f16 d, uint32 qh, 16 B qs. Weight j < 16: low nibble of qs[j],
@@ -21,9 +22,19 @@ from __future__ import annotations
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 
-BLOCK_BYTES = {GT.Q5_0: 22, GT.Q5_1: 24, GT.Q4_K: 144, GT.Q5_K: 176, GT.Q6_K: 210}
+from mlcx.quantization.ggml_low_blocks import (
+    LOW_BYTES,
+    LOW_TYPES,
+    LOW_WEIGHTS,
+    decode_low,
+    encode_low,
+)
+
+BLOCK_BYTES = {GT.Q5_0: 22, GT.Q5_1: 24, GT.Q4_K: 144, GT.Q5_K: 176, GT.Q6_K: 210, **LOW_BYTES}
 BLOCK_WEIGHTS = {GT.Q5_0: 32, GT.Q5_1: 32, GT.Q4_K: 256, GT.Q5_K: 256, GT.Q6_K: 256}
+BLOCK_WEIGHTS |= LOW_WEIGHTS
 KIND_OF = {GT.Q5_0: "q5_0", GT.Q5_1: "q5_1", GT.Q4_K: "q4_k", GT.Q5_K: "q5_k", GT.Q6_K: "q6_k"}
+KIND_OF |= LOW_TYPES
 
 
 def _f16(raw: np.ndarray) -> np.ndarray:
@@ -97,6 +108,9 @@ def decode_blocks(raw: np.ndarray, gtype: GT, name: str) -> tuple[np.ndarray, di
         )
     rows = raw.shape[0]
     b = np.ascontiguousarray(raw, dtype=np.uint8).reshape(rows, -1, size)
+    if gtype in LOW_TYPES:
+        codes, planes = decode_low(b, gtype)
+        return codes.reshape(rows, -1), {k: v.reshape(rows, -1) for k, v in planes.items()}
     if gtype in (GT.Q5_0, GT.Q5_1):
         head = 4 if gtype == GT.Q5_1 else 2
         qh, qs = b[..., head : head + 4], b[..., head + 4 :]
@@ -123,6 +137,9 @@ def encode_blocks(codes: np.ndarray, planes: dict, gtype: GT) -> np.ndarray:
     """Inverse of decode_blocks: uint8 [rows, blocks * block_bytes]."""
     rows = codes.shape[0]
     c = codes.astype(np.uint8).reshape(rows, -1, BLOCK_WEIGHTS[gtype])
+    if gtype in LOW_TYPES:
+        blocked = {k: np.asarray(v).reshape(rows, c.shape[1], -1) for k, v in planes.items()}
+        return encode_low(c, blocked, gtype).reshape(rows, -1)
     if gtype in (GT.Q5_0, GT.Q5_1):
         qs = (c[..., :16] & 0xF) | ((c[..., 16:] & 0xF) << 4)
         qh = np.packbits(c >> 4, axis=-1, bitorder="little")

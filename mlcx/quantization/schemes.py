@@ -38,6 +38,10 @@ GGUF_FORMATS: dict[GT, WeightFormat] = {
     GT.Q5_K: BlockFormat("q5_k"),
     GT.Q6_K: BlockFormat("q6_k"),
     GT.MXFP4: MXFP4,
+    GT.Q2_K: BlockFormat("q2_k"),
+    GT.Q3_K: BlockFormat("q3_k"),
+    GT.IQ4_NL: BlockFormat("iq4_nl"),
+    GT.IQ4_XS: BlockFormat("iq4_xs"),
 }
 GGUF_FLOAT_TYPES = {GT.F32, GT.F16, GT.BF16}
 
@@ -102,8 +106,8 @@ QUANTIZATIONS: dict[str, Quantization] = {
             "gguf",
             "float32",
             None,
-            "keep the GGUF file's tensors (Q4_0/1, Q5_0/1, Q8_0, Q4_K, Q5_K, Q6_K, F16, F32), "
-            "f32 math",
+            "keep the GGUF file's tensors (Q4_0/1, Q5_0/1, Q8_0, Q2_K .. Q6_K, IQ4_NL, IQ4_XS, "
+            "MXFP4, F16, F32), f32 math",
         ),
         _q("gguf-f16", "float16", None, "keep the GGUF file's block formats, f16 math"),
     ]

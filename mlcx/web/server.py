@@ -1,6 +1,7 @@
 """A static file server for the browser demo: the page and its npm libraries (as /vendor/) from
 this install's browser runtime (mlcx.web.assets), the library's package entry (as /mlcx-web/,
-see mlcx.web.package_entry), and one compiled artifact (as /artifact/).
+see mlcx.web.package_entry), and compiled artifacts: each at /artifacts/<model_id>/, the first
+also at /artifact/, all listed in /mlcx-web/prebuilt_app_config.js (mlcx.web.app_config).
 
 Local only (127.0.0.1): it serves files and nothing else, with no directory listings.
 """
@@ -16,8 +17,13 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from mlcx.artifact.config import Artifact
-from mlcx.errors import ArtifactError
+from mlcx.web.app_config import (
+    FIRST,
+    PREBUILT_MODULE,
+    ServedModel,
+    prebuilt_module,
+    served_models,
+)
 from mlcx.web.assets import WebRuntime, web_runtime
 from mlcx.web.package_entry import MOUNT, resolve_bare_imports
 
@@ -29,12 +35,13 @@ mimetypes.add_type("text/plain", ".wgsl")
 @dataclass(frozen=True)
 class Mounts:
     web: WebRuntime
-    artifact: Path
+    models: tuple[ServedModel, ...]
 
     def resolve(self, url_path: str) -> Path | None:
         path = unquote(urlsplit(url_path).path)
         mounts = (
-            ("/artifact/", self.artifact),
+            (FIRST, self.models[0].path),
+            *((m.url, m.path) for m in self.models),
             ("/vendor/", self.web.vendor),
             (MOUNT, self.web.page / "src"),
         )
@@ -59,13 +66,17 @@ class _Handler(SimpleHTTPRequestHandler):
         return str(found) if found else "/nonexistent"
 
     def send_head(self):
-        if not urlsplit(self.path).path.startswith(MOUNT):
+        path = urlsplit(self.path).path
+        if not path.startswith(MOUNT):
             return super().send_head()
         found = self.mounts.resolve(self.path)
         if found is None:
             self.send_error(404)
             return None
-        body = resolve_bare_imports(found.read_text()).encode()
+        if path == MOUNT + PREBUILT_MODULE:
+            body = prebuilt_module(list(self.mounts.models)).encode()
+        else:
+            body = resolve_bare_imports(found.read_text()).encode()
         self.send_response(200)
         self.send_header("Content-Type", self.guess_type(str(found)))
         self.send_header("Content-Length", str(len(body)))
@@ -81,15 +92,13 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
-def make_server(artifact: Path, port: int = 8000) -> ThreadingHTTPServer:
-    art = Artifact(artifact)
-    if art.config.runtime != "wgpu":
-        raise ArtifactError(
-            f"{artifact} was compiled for {art.config.target!r}; the browser runs artifacts "
-            "of --target webgpu"
-        )
-    mounts = Mounts(web_runtime(), art.path.resolve())
-    return ThreadingHTTPServer(("127.0.0.1", port), partial(_Handler, mounts=mounts))
+def make_server(artifacts: Path | list[Path], port: int = 8000) -> ThreadingHTTPServer:
+    """`artifacts`: one webgpu artifact or several (generative or embedding models)."""
+    paths = [artifacts] if isinstance(artifacts, Path | str) else list(artifacts)
+    mounts = Mounts(web_runtime(), tuple(served_models([Path(p) for p in paths])))
+    server = ThreadingHTTPServer(("127.0.0.1", port), partial(_Handler, mounts=mounts))
+    server.models = mounts.models  # type: ignore[attr-defined]
+    return server
 
 
 def url_of(server: ThreadingHTTPServer) -> str:
@@ -97,8 +106,8 @@ def url_of(server: ThreadingHTTPServer) -> str:
     return f"http://{host}:{port}/"
 
 
-def serve_in_background(artifact: Path, port: int = 0) -> ThreadingHTTPServer:
+def serve_in_background(artifacts: Path | list[Path], port: int = 0) -> ThreadingHTTPServer:
     """For tests and benchmarks: a running server; call .shutdown() when done."""
-    server = make_server(artifact, port)
+    server = make_server(artifacts, port)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -6,41 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tiny_embedders import (
-    make_tiny_bert,
-    make_tiny_qwen3_embedding,
-    write_sentence_transformers,
-)
-
-
-def _bert_st_cls(folder: Path) -> Path:
-    make_tiny_bert(folder, seed=2)
-    write_sentence_transformers(folder, "cls", normalize=True)
-    return folder
-
-
-# name -> how its folder is made: a bare BertModel (mean pooling by default), a
-# sentence-transformers BERT pooling by CLS and normalizing, a bare Qwen3Model
-MAKERS = {
-    "bert": lambda folder: make_tiny_bert(folder, seed=1),
-    "bert-st-cls": _bert_st_cls,
-    "qwen3": lambda folder: make_tiny_qwen3_embedding(folder, seed=3),
-}
-
 
 @pytest.fixture(scope="session")
-def embedding_model(tmp_path_factory):
+def embedding_model(tmp_path_factory, embedding_folder):
     """Factory: embedding_model(name) -> (HF folder, compiled artifact dir), built once."""
     from mlcx.compile.model import CompileRequest
     from tests.support.compile_cache import compile_model
 
-    root = tmp_path_factory.mktemp("embedders")
+    root = tmp_path_factory.mktemp("embedders-cpu")
     built: dict[str, tuple[Path, Path]] = {}
 
     def build(name: str) -> tuple[Path, Path]:
         if name not in built:
-            folder = MAKERS[name](root / name)
-            out = compile_model(CompileRequest(model=str(folder), output=root / f"{name}-cpu"))
+            folder = embedding_folder(name)
+            out = compile_model(CompileRequest(model=str(folder), output=root / name))
             built[name] = (folder, out)
         return built[name]
 

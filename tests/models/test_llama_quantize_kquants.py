@@ -1,7 +1,8 @@
 """K-quant files made by llama.cpp's own `llama-quantize` (where it is built; skipped
-otherwise): a tiny random Llama written as F32, quantized to Q4_K_M, Q5_K_M and Q6_K by
-llama.cpp's mix rules and quantizers, compiled by mlcx with every block kept, and held to
-transformers' GGUF loader (which dequantizes with `gguf`) within 1e-4."""
+otherwise): a tiny random Llama written as F32, quantized to Q4_K_M, Q5_K_M, Q6_K, Q2_K (with
+Q3_K), IQ4_XS and IQ4_NL by llama.cpp's mix rules and quantizers, compiled by mlcx with every
+block kept, and held to transformers' GGUF loader (which dequantizes with `gguf`) within 1e-4.
+(The default model requantized: tests/models/test_llama_quantize_default.py.)"""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def f32_file(tiny_model, tmp_path_factory):
     return write_tiny_gguf(tiny_model(KQUANT_SPEC), tmp_path_factory.mktemp("lq") / "f32.gguf", F32)
 
 
-@pytest.mark.parametrize("mix", ["Q4_K_M", "Q5_K_M", "Q6_K"])
+# (no Q3_K_M: llama.cpp's Q2_K already writes Q3_K blocks here, beside its Q2_K ones)
+@pytest.mark.parametrize("mix", ["Q4_K_M", "Q5_K_M", "Q6_K", "Q2_K", "IQ4_XS", "IQ4_NL"])
 def test_llama_quantize_files_match_transformers(f32_file, tmp_path, mix, caplog):
     import torch
     from transformers import AutoModelForCausalLM
@@ -52,7 +54,7 @@ def test_llama_quantize_files_match_transformers(f32_file, tmp_path, mix, caplog
     result = subprocess.run(cmd, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     types = {GT(t.tensor_type).name for t in GGUFReader(str(path)).tensors if len(t.shape) > 1}
-    assert types & {"Q4_K", "Q5_K", "Q6_K"}, types
+    assert types & {"Q4_K", "Q5_K", "Q6_K", "Q3_K", "Q2_K", "IQ4_XS", "IQ4_NL"}, types
     with caplog.at_level(logging.WARNING):
         art = compile_model(
             CompileRequest(str(path), "cpu", output=tmp_path / "cpu", **reference_pages())

@@ -73,7 +73,7 @@ def test_round_to_nearest_pack_stays_close(gtype):
     w = np.random.default_rng(1).standard_normal((16, 512)).astype(np.float32) * 0.05
     fmt = GGUF_FORMATS[gtype]
     err = np.abs(fmt.unpack(fmt.pack(w)) - w).max() / np.abs(w).max()
-    assert err < {4: 0.08, 5: 0.04, 6: 0.02}[fmt.bits]
+    assert err < {2: 0.35, 3: 0.2, 4: 0.08, 5: 0.04, 6: 0.02}[fmt.bits]
 
 
 def test_a_malformed_block_row_names_the_tensor():

@@ -1,6 +1,6 @@
 """Tiny Llamas as K-quant GGUF files: uniform Q4_K / Q5_K / Q6_K, and mixes shaped like
 llama.cpp's Q4_K_M (Q4_K for most matrices; Q6_K for v, some down projections and the head;
-Q5_0 / Q5_1 / Q8_0 in places, as its fallbacks put them)."""
+Q5_0 / Q5_1 / Q8_0 in places, as its fallbacks put them), Q2_K and IQ4_XS."""
 
 from __future__ import annotations
 
@@ -82,5 +82,25 @@ MIXES: dict[str, dict[str, GT]] = {
 }
 
 
+# the low-bit and IQ4 types, mixed as llama.cpp's Q2_K and IQ4_XS files mix them (a Q3_K_M
+# mix would add no kind: the Q2_K mix holds Q3_K blocks, as llama.cpp's does, and real Q3_K_M
+# files are tests/models/test_llama_quantize_*.py's)
+LOW_MIXES: dict[str, dict[str, GT]] = {
+    "q2_k": {
+        "blk.1.attn_v.weight": GT.Q3_K,
+        **_uniform(GT.Q2_K),
+        "ffn_down.weight": GT.Q3_K,
+        "attn_output.weight": GT.Q4_K,
+        "output.weight": GT.Q6_K,
+    },
+    "iq4_xs": {
+        "blk.1.ffn_up.weight": GT.IQ4_NL,  # gate IQ4_XS, up IQ4_NL: a stacked gate/up
+        **_uniform(GT.IQ4_XS),
+        "attn_v.weight": GT.IQ4_NL,
+        "output.weight": GT.Q6_K,
+    },
+}
+
+
 def write_mix(folder: Path, out: Path, mix: str) -> Path:
-    return write_tiny_gguf(folder, out, MIXES[mix])
+    return write_tiny_gguf(folder, out, {**MIXES, **LOW_MIXES}[mix])

@@ -128,3 +128,18 @@ def make_tiny_qwen3_embedding(folder: Path, seed: int = 0) -> Path:
                 p.add_(1.0)
     model.save_pretrained(folder)
     return folder
+
+
+def _bert_st_cls(folder: Path) -> Path:
+    make_tiny_bert(folder, seed=2)
+    write_sentence_transformers(folder, "cls", normalize=True)
+    return folder
+
+
+# name -> how its folder is made: a bare BertModel (mean pooling by default), a
+# sentence-transformers BERT pooling by CLS and normalizing, a bare Qwen3Model
+EMBEDDERS = {
+    "bert": lambda folder: make_tiny_bert(folder, seed=1),
+    "bert-st-cls": _bert_st_cls,
+    "qwen3": lambda folder: make_tiny_qwen3_embedding(folder, seed=3),
+}

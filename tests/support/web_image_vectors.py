@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image
 
 from mlcx.artifact.encoder import EncoderConfig, Preprocess
-from mlcx.runtime.vision.layout import image_text
+from mlcx.runtime.vision.layout import image_layout
 from mlcx.runtime.vision.preprocess import frames, grid
 
 _IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
@@ -74,7 +74,7 @@ def _case(seed: int, width: int, height: int, preprocess: Preprocess, family: st
         "config": {**{k: v for k, v in asdict(config).items() if k != "extra"}},
         "grid": list(grid(image, preprocess)),
         "frames": [_b64(f) for f in frames(image, preprocess)],
-        "text": image_text(config, grid(image, preprocess)),
+        "text": image_layout(config, image).text,
     }
 
 

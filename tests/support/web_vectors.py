@@ -21,6 +21,7 @@ from mlcx.runtime.sample.sampling_state import SamplingState
 from mlcx.runtime.text.stop import StopStringMatcher
 from mlcx.runtime.text.tool_prompt import with_generic_tools
 from mlcx.server.tool_calls import ToolReply
+from tests.support.web_embed_vectors import embed_vectors
 from tests.support.web_image_vectors import image_vectors
 from tests.support.web_reasoning_vectors import reasoning_vectors
 
@@ -234,6 +235,7 @@ FILES = {
     "kv.json": kv_vectors,
     "tools.json": tool_vectors,
     "images.json": image_vectors,
+    "embed_batch.json": embed_vectors,
     "reasoning.json": reasoning_vectors,
 }
 

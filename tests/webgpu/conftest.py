@@ -94,25 +94,31 @@ def browser_ready():
         pytest.skip(f"scripts/setup-web.sh (npm ci) failed: {error}")
 
 
+def start_mlcx_web(*artifacts: Path) -> tuple[subprocess.Popen, str]:
+    """A real `mlcx web ARTIFACT... --port 0` and the URL it serves on."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlcx.cli.main", "web", *map(str, artifacts), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline()
+    match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+    if match is None:
+        proc.kill()
+        pytest.fail(f"mlcx web printed {line!r}; stderr: {proc.stderr.read()}")
+    return proc, match.group(0)
+
+
 @pytest.fixture
 def mlcx_web(browser_ready):
     """mlcx_web(artifact) -> the URL where a real `mlcx web ARTIFACT --port 0` serves it."""
     procs = []
 
     def start(artifact: Path) -> str:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "mlcx.cli.main", "web", str(artifact), "--port", "0"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        proc, url = start_mlcx_web(artifact)
         procs.append(proc)
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        if match is None:
-            proc.kill()
-            pytest.fail(f"mlcx web printed {line!r}; stderr: {proc.stderr.read()}")
-        return match.group(0)
+        return url
 
     yield start
     for proc in procs:

@@ -3,10 +3,11 @@ downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on 
 (engine.test.mjs), tool calls on a scripted model (tools.test.mjs), grammars enforced with
 XGrammar's WASM (structured.test.mjs), the worker halves
 (worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
-stop strings, KV manager and tool-call parser against the Python runtime's vectors
-(vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs), reply formats
-(reasoning, harmony calls) against the Python parsers' (reasoning.test.mjs). Each node test is
-one pytest case, so a failure names it."""
+stop strings, KV manager, tool-call parser and embedding batches against the Python runtime's
+vectors (vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs), reply formats
+(reasoning, harmony calls) against the Python parsers' (reasoning.test.mjs), WebLLM's semantics
+(webllm_api.test.mjs) and one method list on every engine host (engine_methods.test.mjs). Each
+node test is one pytest case, so a failure names it."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ FILES = (
     "images.test.mjs",
     "worker.test.mjs",
     "local_files.test.mjs",
+    "webllm_api.test.mjs",
+    "engine_methods.test.mjs",
     "reasoning.test.mjs",
 )
 
@@ -73,6 +76,13 @@ def test_every_node_test_passes(results):
         "an interrupt mid-stream ends it with finish_reason abort and frees its pages",
         "a grammar reply matches it and ends when the grammar is complete",
         "what XGrammar refuses, and malformed formats, are refused by name",
+        "every engine host has exactly the page engine's methods",
+        "the engine methods are WebLLM's MLCEngineInterface and kvUsage",
+        "usage as WebLLM counts it: prompt_tokens is what this turn prefilled",
+        "unload() during a load aborts it: the load resolves, no model is loaded, progress stops",
+        "forwardTokensAndSample feeds a sequence token by token until resetChat",
+        "embedding batches: the Python Embedder's grouping and EmbedBatch's arrays",
+        "an extension service worker engine answers over a port and keeps its model across popups",
     ],
 )
 def test_phone_behaviour(results, name):

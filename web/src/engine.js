@@ -46,6 +46,26 @@ export class ModelCore {
     }
   }
 
+  // A sequence kept open across calls (forwardTokensAndSample): each `extend` appends tokens to
+  // its KV pages and returns the last token's logits; `close` frees them.
+  open() {
+    const id = this.nextId++;
+    this.kv.addSequence(id, []);
+    return id;
+  }
+
+  async extend(id, tokens) {
+    let logits = null;
+    for (let start = 0; start < tokens.length; start += this.chunk) {
+      logits = await this.step(id, tokens.slice(start, start + this.chunk));
+    }
+    return logits;
+  }
+
+  close(id) {
+    if (this.kv.seqs.has(id)) this.kv.free(id);
+  }
+
   // Logits of the last token, through decode for a single token as the Python engine does.
   async step(id, tokens, keys = tokens, images = null) {
     const first = this.kv.seqs.get(id).tokens.length;

@@ -22,8 +22,10 @@ function tail(detok, stops) {
 
 // Yields {token, text, logprob, top, finish (null until the last), stats}. `constraint`: the
 // choice's TokenConstraint (constraint.js) or null; `images`: the prompt's image runs
-// (vision.js promptImages).
-export async function* generateChoice(core, promptIds, params, index, control, { constraint = null, images = [] } = {}) {
+// (vision.js promptImages); `processor`: a WebLLM LogitProcessor, given the logits before the
+// constraint and the sampler and told each sampled token.
+export async function* generateChoice(core, promptIds, params, index, control,
+                                      { constraint = null, images = [], processor = null } = {}) {
   const maxNew = params.maxTokens ?? core.window - promptIds.length;
   const sampler = new TokenSampler(params, promptIds, index);
   const detok = new IncrementalDetokenizer(core.codec, promptIds);
@@ -36,7 +38,9 @@ export async function* generateChoice(core, promptIds, params, index, control, {
     await constraint?.prepare();
     const decodeStart = performance.now();
     for (let n = 1; ; n++) {
-      const s = sampler.sample(constraint ? constraint.masked(step.logits) : step.logits);
+      const logits = processor ? processor.processLogits(Float32Array.from(step.logits)) : step.logits;
+      const s = sampler.sample(constraint ? constraint.masked(logits) : logits);
+      processor?.processSampledToken(s.token);
       const eos = !params.ignoreEos && core.codec.eosIds.has(s.token);
       const complete = constraint ? await constraint.advance(s.token) : false;
       const out = stops.feed(eos ? "" : detok.push(s.token)); // a stop token adds no text

@@ -18,7 +18,25 @@ const NO_WEBGPU =
   "This browser has no WebGPU (navigator.gpu is missing). It needs Chrome or Edge 113+, " +
   "Safari 26 (iOS 26) or Android System WebView 121+.";
 
-export async function openDevice(features) {
+// One device per realm and feature set, shared by every model loaded there: a model's kernels
+// compile once per device (KernelSet keeps them), so a second engine or a reload of the same
+// artifact compiles nothing (SwiftShader takes a minute for a tiny model's kernels). Unloading a
+// model frees its buffers, not the device; a lost device is forgotten and the next load opens
+// a new one.
+const devices = new Map(); // sorted features -> Promise<{device, name}>
+
+export function openDevice(features) {
+  const key = [...features].sort().join(",");
+  if (!devices.has(key)) {
+    const opened = requestDevice(features);
+    devices.set(key, opened);
+    const forget = () => devices.get(key) === opened && devices.delete(key);
+    opened.then(({ device }) => device.lost.then(forget), forget);
+  }
+  return devices.get(key);
+}
+
+async function requestDevice(features) {
   const adapter = await requestAdapter();
   const missing = features.filter((f) => !adapter.features.has(f));
   if (missing.length) {
@@ -83,6 +101,12 @@ export class BufferPool {
     if (!this.free.has(buffer.size)) this.free.set(buffer.size, []);
     this.free.get(buffer.size).push(buffer);
   }
+
+  // Frees every pooled buffer (when the model using the pool is unloaded).
+  destroy() {
+    for (const list of this.free.values()) for (const buffer of list) buffer.destroy();
+    this.free.clear();
+  }
 }
 
 export function createBuffer(device, nbytes) {
@@ -135,18 +159,27 @@ class Pipeline {
   }
 }
 
+// device -> its compiled pipelines by kernel (name, bindings, source): Promise<Pipeline>
+const pipelines = new WeakMap();
+const compiledOn = (device) => pipelines.get(device) ?? pipelines.set(device, new Map()).get(device);
+
 export class KernelSet {
   static async load(device, plan, baseUrl, onProgress, fetchFn = fetch) {
     const set = new KernelSet(device);
     const names = Object.keys(plan.kernels);
+    const compiled = compiledOn(device);
     for (const [i, name] of names.entries()) {
       const kernel = plan.kernels[name];
       const code = await (await fetchFn(new URL(kernel.shader, baseUrl))).text();
-      const pipeline = new Pipeline(device, kernel, code);
-      // compiled here, off the page's thread, rather than at the first dispatch: Chromium's
-      // SwiftShader took ~25 s there for the tiny image encoder's kernels, ~4 s this way
-      await pipeline.compile(device);
-      set.pipelines.set(name, pipeline);
+      const key = JSON.stringify([name, kernel.write_access, kernel.arg_types, code]);
+      if (!compiled.has(key)) {
+        const pipeline = new Pipeline(device, kernel, code);
+        // compiled here, off the page's thread, rather than at the first dispatch: Chromium's
+        // SwiftShader took ~25 s there for the tiny image encoder's kernels, ~4 s this way
+        compiled.set(key, pipeline.compile(device).then(() => pipeline));
+        compiled.get(key).catch(() => compiled.delete(key));
+      }
+      set.pipelines.set(name, await compiled.get(key));
       onProgress?.(i + 1, names.length);
     }
     return set;
@@ -182,6 +215,12 @@ export class KernelSet {
       this.groups.set(key, group);
     }
     return group;
+  }
+
+  destroy() {
+    this.arena?.destroy();
+    this.arena = null;
+    this.groups.clear();
   }
 
   ensureArena(nbytes) {

@@ -1,4 +1,12 @@
-// Types of mlcx-web's API (WebLLM's names; OpenAI's request and response shapes).
+// Types of mlcx-web's API (WebLLM's names; OpenAI's request and response shapes). Model
+// records, app configs and chat options are in app_config.d.ts, the worker engines in
+// workers.d.ts, the browser cache calls in model_cache.d.ts.
+
+import type { AppConfig, ChatOptions } from "./app_config.js";
+
+export * from "./app_config.js";
+export * from "./model_cache.js";
+export * from "./workers.js";
 
 export interface InitProgressReport {
   progress: number; // 0..1
@@ -6,8 +14,30 @@ export interface InitProgressReport {
   text: string;
 }
 
+export type InitProgressCallback = (report: InitProgressReport) => void;
+export type LogLevel = "TRACE" | "DEBUG" | "INFO" | "WARN" | "ERROR" | "SILENT";
+export declare const LOG_LEVELS: Record<LogLevel, number>;
+
+/** WebLLM's LogitProcessor: sees each step's logits before sampling and each sampled token. */
+export interface LogitProcessor {
+  processLogits(logits: Float32Array): Float32Array;
+  processSampledToken(token: number): void;
+  resetState(): void;
+}
+
+/** The one method list every engine host has (MLCEngine, the worker and service worker proxies). */
+export declare const ENGINE_METHODS: string[];
+export declare function verifyIntegrity(data: ArrayBuffer | Uint8Array, expectedSRI: string, url: string, onFailure?: "error" | "warn"): Promise<void>;
+export declare function isValidSRI(sri: string): boolean;
+
 export interface MLCEngineConfig {
-  initProgressCallback?: (report: InitProgressReport) => void;
+  /** Where model ids are looked up (default prebuiltAppConfig). */
+  appConfig?: AppConfig;
+  initProgressCallback?: InitProgressCallback;
+  logLevel?: LogLevel;
+  /** model id -> its LogitProcessor (the page engine, or the worker's own engine). */
+  logitProcessorRegistry?: Map<string, LogitProcessor>;
+  /** Aborts the load (reload then throws AbortError; unload() aborts it quietly). */
   signal?: AbortSignal;
   /** KV cache pages to allocate (default 128), or a function of the plan and config. */
   kvBlocks?: number | ((plan: unknown, config: unknown) => number);
@@ -82,6 +112,8 @@ export interface SamplingFields {
 
 export interface ChatCompletionRequest extends SamplingFields {
   messages: ChatMessage[];
+  /** Which loaded model answers (needed when the engine holds several). */
+  model?: string | null;
   /** Given to the chat template (or written into the system message when it reads none). */
   tools?: Tool[];
   /** "auto" (the default with tools: a reply that begins with <tool_call> is parsed for calls),
@@ -99,16 +131,43 @@ export interface ChatCompletionRequest extends SamplingFields {
 
 export interface CompletionRequest extends SamplingFields {
   prompt: string | number[];
+  /** The prompt's text before each choice's (whole, and in each choice's first chunk). */
+  echo?: boolean;
+  model?: string | null;
+}
+
+export interface EmbeddingRequest {
+  input: string | string[] | number[] | number[][];
+  model?: string | null;
+  encoding_format?: "float" | "base64";
+  /** Matryoshka models only: the first k features, renormalized. */
+  dimensions?: number;
+}
+
+export interface EmbeddingResponse {
+  object: "list";
+  model: string;
+  data: { object: "embedding"; index: number; embedding: number[] | string }[];
+  usage: { prompt_tokens: number; total_tokens: number; extra: { prefill_tokens_per_s: number } };
 }
 
 export type FinishReason = "stop" | "length" | "tool_calls" | "abort" | null;
 
+/** As WebLLM counts it: prompt_tokens are the tokens prefilled this turn (a cached conversation
+ * prefix is not), total_tokens = prompt_tokens + completion_tokens; OpenAI's prompt length is
+ * extra.prompt_tokens_total, the prefix cache's hit prompt_tokens_details.cached_tokens. */
 export interface CompletionUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
   prompt_tokens_details: { cached_tokens: number };
-  extra: { time_to_first_token_s: number; prefill_tokens_per_s: number; decode_tokens_per_s: number };
+  extra: {
+    prompt_tokens_total: number;
+    time_to_first_token_s: number;
+    prefill_tokens_per_s: number;
+    decode_tokens_per_s: number;
+    time_per_output_token_s: number;
+  };
 }
 
 export interface TokenLogprob {
@@ -171,24 +230,41 @@ export interface MLCEngineInterface {
     create(request: CompletionRequest & { stream: true }): Promise<AsyncIterable<Completion>>;
     create(request: CompletionRequest & { stream?: false }): Promise<Completion>;
   };
-  reload(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<void>;
-  interruptGenerate(): void;
-  resetChat(): Promise<void>;
+  embeddings: { create(request: EmbeddingRequest): Promise<EmbeddingResponse> };
+  /** Loads model ids (appConfig records, or artifact URLs), one after another; unload() during it
+   * aborts it and it resolves. */
+  reload(modelId: string | URL | (string | URL)[], chatOpts?: ChatOptions | ChatOptions[]): Promise<void>;
   unload(): Promise<void>;
-}
-
-export declare class MLCEngine extends EventTarget implements MLCEngineInterface {
-  chat: MLCEngineInterface["chat"];
-  completions: MLCEngineInterface["completions"];
-  reload(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<void>;
+  chatCompletion(request: ChatCompletionRequest): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+  completion(request: CompletionRequest): Promise<Completion | AsyncIterable<Completion>>;
+  embedding(request: EmbeddingRequest): Promise<EmbeddingResponse>;
+  /** The last reply's text (its last choice), as far as it has come. */
+  getMessage(modelId?: string): Promise<string>;
+  /** "prefill: X tokens/sec, decoding: Y tokens/sec" over the requests since resetChat. */
+  runtimeStatsText(modelId?: string): Promise<string>;
+  resetChat(keepStats?: boolean, modelId?: string): Promise<void>;
   interruptGenerate(): void;
-  resetChat(): Promise<void>;
-  unload(): Promise<void>;
+  /** Feeds token ids to a sequence kept until resetChat or the next request; samples the next. */
+  forwardTokensAndSample(inputIds: number[], isPrefill: boolean, modelId?: string): Promise<number>;
+  setInitProgressCallback(initProgressCallback?: InitProgressCallback): void;
+  getInitProgressCallback(): InitProgressCallback | undefined;
+  setAppConfig(appConfig: AppConfig): void;
+  setLogLevel(logLevel: LogLevel): void;
+  getGPUVendor(): Promise<string>;
+  getMaxStorageBufferBindingSize(): Promise<number>;
   /** KV pages held by running generations (0 when idle) and free. */
-  kvUsage(): { usedBlocks: number; freeBlocks: number };
+  kvUsage(modelId?: string): { usedBlocks: number; freeBlocks: number } | Promise<{ usedBlocks: number; freeBlocks: number }>;
 }
 
-export declare function CreateMLCEngine(artifactUrl: string | URL | null, config?: MLCEngineConfig): Promise<MLCEngine>;
+// MLCEngineInterface's members, by declaration merging.
+export interface MLCEngine extends MLCEngineInterface {}
+export declare class MLCEngine extends EventTarget {
+  constructor(engineConfig?: MLCEngineConfig);
+  kvUsage(modelId?: string): { usedBlocks: number; freeBlocks: number };
+}
+
+export declare function CreateMLCEngine(
+  modelId: string | URL | (string | URL)[], engineConfig?: MLCEngineConfig, chatOpts?: ChatOptions | ChatOptions[]): Promise<MLCEngine>;
 
 export declare class InvalidRequestError extends Error {
   param: string | null;
@@ -199,50 +275,13 @@ export declare class ContextWindowSizeExceededError extends InvalidRequestError 
 export declare class EngineNotLoadedError extends Error {}
 export declare class DeviceLostError extends Error {}
 
-/** A proxy with MLCEngine's API for an engine in a Web Worker running WebWorkerMLCEngineHandler. */
-export declare class WebWorkerMLCEngine extends EventTarget implements MLCEngineInterface {
-  constructor(worker: Worker);
-  chat: MLCEngineInterface["chat"];
-  completions: MLCEngineInterface["completions"];
-  /** `signal` stays on the page: checked when the load ends (an AbortSignal cannot be posted). */
-  reload(artifactUrl: string | URL, config?: MLCEngineConfig): Promise<void>;
-  interruptGenerate(): void;
-  resetChat(): Promise<void>;
-  unload(): Promise<void>;
-  kvUsage(): Promise<{ usedBlocks: number; freeBlocks: number }>;
+export declare class ModelNotFoundError extends Error {}
+export declare class SpecifiedModelNotFoundError extends InvalidRequestError {}
+export declare class UnclearModelToUseError extends InvalidRequestError {}
+export declare class IncorrectPipelineLoadedError extends InvalidRequestError {}
+export declare class ReloadArgumentError extends Error {}
+export declare class IntegrityError extends Error {
+  url: string;
+  expected: string;
+  actual: string;
 }
-
-export declare function CreateWebWorkerMLCEngine(
-  worker: Worker, artifactUrl: string | URL, config?: MLCEngineConfig): Promise<WebWorkerMLCEngine>;
-
-/** In the worker: `const h = new WebWorkerMLCEngineHandler(); self.onmessage = (e) => h.onmessage(e);` */
-export declare class WebWorkerMLCEngineHandler {
-  constructor(engine?: MLCEngine, post?: (message: unknown) => void);
-  onmessage(event: MessageEvent): Promise<void>;
-}
-
-export interface CacheQueryOptions {
-  /** Where the weight shards are when not next to the plan. */
-  shardsUrl?: string | URL;
-}
-
-/** Whether the artifact is in the browser's Cache API: its config, plan, shaders, tokenizer
- * files and weight shards (a load then fetches nothing). */
-export declare function hasModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<boolean>;
-/** Drops the artifact's files and weight shards (and half-downloaded ones) from the cache; the
- * next load fetches them again (do this after rebuilding an artifact at the same URL). */
-export declare function deleteModelInCache(artifactUrl: string | URL, options?: CacheQueryOptions): Promise<void>;
-
-/** In a Service Worker: `new ServiceWorkerMLCEngineHandler()` listens to its pages by itself;
- * the engine stays loaded across page reloads (a reload of the same artifact answers at once). */
-export declare class ServiceWorkerMLCEngineHandler extends WebWorkerMLCEngineHandler {
-  constructor(engine?: MLCEngine, scope?: EventTarget);
-}
-
-/** A proxy with MLCEngine's API for the engine in the service worker controlling the page. */
-export declare class ServiceWorkerMLCEngine extends WebWorkerMLCEngine {
-  constructor(container?: ServiceWorkerContainer);
-}
-
-export declare function CreateServiceWorkerMLCEngine(
-  artifactUrl: string | URL, config?: MLCEngineConfig): Promise<ServiceWorkerMLCEngine>;

@@ -1,9 +1,12 @@
-// Loading an artifact for an engine: the plan, kernels and weights (Runner), the tokenizer
-// and template (TextCodec), with WebLLM's progress reports ({progress, timeElapsed, text})
-// and an AbortSignal checked between stages. The artifact's files come from the browser's
-// cache when an earlier load kept them (artifact_files.js, weights.js).
+// Loading an artifact for an engine: the plan, kernels and weights (Runner, or EmbeddingRunner
+// for an embedding model), the tokenizer and template (TextCodec), with WebLLM's progress
+// reports ({progress, timeElapsed, text}) and an AbortSignal that stops downloads and is
+// checked between stages. The artifact's files come from the browser's cache when an earlier
+// load kept them (artifact_files.js, weights.js).
 
 import { ArtifactFiles } from "./artifact_files.js";
+import { EmbeddingRunner } from "./embedding_runner.js";
+import { withIntegrity } from "./integrity.js";
 import { localArtifact } from "./local_files.js";
 import { Runner } from "./runner.js";
 import { TextCodec } from "./tokenizer.js";
@@ -27,12 +30,23 @@ function report(status, started) {
   return { progress, timeElapsed, text, ...status };
 }
 
+// What an artifact is for, by its mlcx-config.json `task`: loads its runner.
+const RUNNERS = {
+  generate: ({ base, kvBlocks, onStatus, shards, fetchFn, config }) =>
+    Runner.load(base, kvBlocks, onStatus, shards, fetchFn, config),
+  embed: ({ base, onStatus, shards, fetchFn, config }) => EmbeddingRunner.load(base, config, onStatus, shards, fetchFn),
+};
+
 // `files`: the artifact's files picked from disk (local_files.js); `artifactUrl` is then ignored.
-export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl, files } = {}) {
+// `integrity`: a WebLLM model record's (integrity.js). -> {runner, codec, vision, task}
+export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl, files, integrity } = {}) {
   const local = files ? localArtifact(files) : null;
   const base = local?.base ?? new URL(artifactUrl, globalThis.location?.href);
-  const kept = local ? null : await ArtifactFiles.open(base, (url, init) => fetch(url, init));
-  const fetchFn = local?.fetchFn ?? kept.fetch;
+  // an abort stops a download at once, not at its next progress report
+  const kept = local ? null : await ArtifactFiles.open(base, (url, init) => fetch(url, { ...init, signal }));
+  let library = null;
+  const plain = local?.fetchFn ?? kept.fetch;
+  const fetchFn = integrity ? withIntegrity(plain, base, integrity, () => library) : plain;
   const started = performance.now();
   const onStatus = (s) => {
     signal?.throwIfAborted();
@@ -42,14 +56,29 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
   // Best effort: ask the browser not to evict the weights' cache under storage pressure
   // (persist() exists in pages only, not in workers).
   await Promise.resolve(globalThis.navigator?.storage?.persist?.()).catch(() => false);
-  const [runner, codec] = await Promise.all([
-    Runner.load(base, kvBlocks, onStatus, shardsUrl && new URL(shardsUrl, base), fetchFn),
+  const config = await (await fetchFn(new URL("mlcx-config.json", base))).json();
+  library = config.library;
+  const task = config.task ?? "generate";
+  if (!Object.hasOwn(RUNNERS, task)) throw new Error(`${base}: an artifact for ${JSON.stringify(task)}, which this engine does not run`);
+  const shards = shardsUrl && new URL(shardsUrl, base);
+  const settled = await Promise.allSettled([
+    RUNNERS[task]({ base, kvBlocks, onStatus, shards, fetchFn, config }),
     TextCodec.load(base, fetchFn),
   ]);
-  signal?.throwIfAborted();
-  // the image encoder (vision/), where the artifact has one, on the text model's device
-  const vision = await VisionEncoder.load(runner, base, fetchFn, onStatus);
-  await kept?.commit();
-  initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
-  return { runner, codec, vision };
+  if (settled[1].status === "rejected") settled[0].value?.dispose();
+  const [runner, codec] = settled.map((r) => {
+    if (r.status === "rejected") throw r.reason;
+    return r.value;
+  });
+  try {
+    signal?.throwIfAborted();
+    // the image encoder (vision/), where the artifact has one, on the text model's device
+    const vision = task === "generate" ? await VisionEncoder.load(runner, base, fetchFn, onStatus) : null;
+    await kept?.commit();
+    initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
+    return { runner, codec, vision, task };
+  } catch (err) {
+    runner.dispose();
+    throw err;
+  }
 }

@@ -63,8 +63,8 @@ async function takeImage() {
 }
 
 function speedNote(usage) {
-  const { prompt_tokens: p, completion_tokens: n, prompt_tokens_details: d, extra } = usage;
-  return `${n} tokens · prefill ${p - d.cached_tokens} in ${extra.time_to_first_token_s.toFixed(2)} s · ` +
+  const { prompt_tokens: p, completion_tokens: n, extra } = usage;
+  return `${n} tokens · prefill ${p} in ${extra.time_to_first_token_s.toFixed(2)} s · ` +
     `decode ${extra.decode_tokens_per_s.toFixed(2)} tok/s`;
 }
 

@@ -1,20 +1,30 @@
 // OpenAI response shapes for the two endpoints: chat.completion(.chunk) and text_completion,
-// streamed or whole, with usage (cached prompt tokens from the prefix cache; WebLLM's
-// `extra` speeds) and, when asked for with `return_token_ids` (vLLM's name), the token ids.
+// streamed or whole, with usage as WebLLM reports it (prompt_tokens: the tokens prefilled this
+// turn, a cached conversation prefix not counted; WebLLM's `extra` speeds) with OpenAI's prompt
+// length kept in `extra.prompt_tokens_total` and the prefix cache's hit in
+// `prompt_tokens_details.cached_tokens`, and, when asked for with `return_token_ids` (vLLM's
+// name), the token ids.
 
 const seconds = (ms) => ms / 1000;
+const sum = (stats, f) => stats.reduce((n, s) => n + (s ? f(s) : 0), 0);
 
+// `stats`: each choice's generation stats (generation.js), in choice order.
 export function usageOf(promptTokens, completionTokens, stats) {
-  const decodeSteps = Math.max(stats.generated - 1, 0);
+  const prefilled = sum(stats, (s) => s.promptTokens - s.cachedTokens);
+  const prefillMs = sum(stats, (s) => s.prefillMs);
+  const decodeSteps = sum(stats, (s) => Math.max(s.generated - 1, 0));
+  const decodeMs = sum(stats, (s) => s.decodeMs);
   return {
-    prompt_tokens: promptTokens,
+    prompt_tokens: prefilled,
     completion_tokens: completionTokens,
-    total_tokens: promptTokens + completionTokens,
-    prompt_tokens_details: { cached_tokens: stats.cachedTokens },
+    total_tokens: prefilled + completionTokens,
+    prompt_tokens_details: { cached_tokens: stats[0]?.cachedTokens ?? 0 },
     extra: {
-      time_to_first_token_s: seconds(stats.prefillMs),
-      prefill_tokens_per_s: (stats.promptTokens - stats.cachedTokens) / seconds(stats.prefillMs || 1),
-      decode_tokens_per_s: decodeSteps ? decodeSteps / seconds(stats.decodeMs) : 0,
+      prompt_tokens_total: promptTokens,
+      time_to_first_token_s: seconds(stats[0]?.prefillMs ?? 0),
+      prefill_tokens_per_s: prefilled / seconds(prefillMs || 1),
+      decode_tokens_per_s: decodeSteps ? decodeSteps / seconds(decodeMs) : 0,
+      time_per_output_token_s: decodeSteps ? seconds(decodeMs) / decodeSteps : 0,
     },
   };
 }

@@ -11,8 +11,11 @@ export class Runner {
   // numBlocks: KV pages, or a function (plan, config) -> pages; shardsUrl: where the weight
   // shards are when not next to the plan (an app's bundle); fetchFn: how files are read
   // (local_files.js serves a user-picked folder).
-  static async load(baseUrl, numBlocks, onStatus, shardsUrl = undefined, fetchFn = fetch) {
-    const config = await (await fetchFn(new URL("mlcx-config.json", baseUrl))).json();
+  // config: mlcx-config.json when the caller has read it already. The device is the realm's
+  // shared one (gpu.js openDevice): a load that fails leaves its buffers to the garbage
+  // collector, `dispose` frees a loaded model's.
+  static async load(baseUrl, numBlocks, onStatus, shardsUrl = undefined, fetchFn = fetch, config = null) {
+    config ??= await (await fetchFn(new URL("mlcx-config.json", baseUrl))).json();
     const plan = await (await fetchFn(new URL(config.library, baseUrl))).json();
     if (typeof numBlocks === "function") numBlocks = numBlocks(plan, config);
     const { device, name } = await openDevice(plan.features);
@@ -25,11 +28,20 @@ export class Runner {
   }
 
   constructor({ config, plan, device, kernels, params, numBlocks, adapter, cached }) {
-    Object.assign(this, { config, plan, device, params, numBlocks, adapter, weightsCached: cached });
+    Object.assign(this, { config, plan, device, kernels, params, numBlocks, adapter, weightsCached: cached });
     this.pool = new BufferPool(device);
     this.executor = new PlanExecutor(plan, kernels, this.pool);
     this.staging = [];
     this.kvPages = kvPagesTensors(plan, numBlocks).map((t) => ({ ...t, buffer: createBuffer(device, tensorBytes(t)) }));
+  }
+
+  // Frees this model's GPU memory (weights, KV pages, pooled and staging buffers); the shared
+  // device stays for other models.
+  dispose() {
+    for (const t of [...this.params, ...this.kvPages]) t.buffer.destroy();
+    for (const b of this.staging) b.destroy();
+    this.pool.destroy();
+    this.kernels.destroy();
   }
 
   i32(values) {

@@ -52,6 +52,12 @@ export class VisionEncoder {
     this.encoded = 0; // images run through the encoder (cache misses)
   }
 
+  // Frees the encoder's weights with its model (the device and pool are the model's).
+  dispose() {
+    for (const t of this.params) t.buffer.destroy();
+    this.executor.kernels.destroy();
+  }
+
   // image: {width, height, rgb} -> {digest, rows: [Float32Array per frame]}
   async encode(image) {
     const p = this.config.preprocess;

@@ -5,6 +5,7 @@
 // download URL), given as shardsUrl.
 
 import { download } from "./download.js";
+import { IntegrityError } from "./errors.js";
 import { createBuffer } from "./gpu.js";
 
 export const CACHE = "mlcx-weights-v1";
@@ -47,10 +48,12 @@ async function cachedShard(url, shard, onBytes, fetchFn) {
     ? new Uint8Array(await hit.arrayBuffer())
     : await fetchShard(cache, url, key, shard.nbytes, onBytes, fetchFn);
   if (hit) onBytes(data.byteLength, true);
-  if ((await sha256Hex(data)) !== shard.sha256) {
+  const actual = await sha256Hex(data);
+  if (actual !== shard.sha256) {
     await cache?.delete(key);
-    throw new Error(`${shard.file} does not match its sha256 (a damaged download or stale ` +
-      "files); it was dropped from the cache, reload to fetch it again");
+    throw Object.assign(new IntegrityError(url, `sha256 ${shard.sha256}`, `sha256 ${actual}`), {
+      message: `${shard.file} does not match its sha256 (a damaged download or stale files); ` +
+        "it was dropped from the cache, reload to fetch it again" });
   }
   if (!hit) await cache?.put(key, new Response(data)).catch((err) => console.warn(
     `mlcx: ${shard.file} is kept in memory only, the browser cache refused it (${err.name}: ` +

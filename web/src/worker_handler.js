@@ -1,47 +1,63 @@
 // The worker side of a worker engine: WebWorkerMLCEngineHandler owns a real MLCEngine in a
 // dedicated Web Worker (or, as ServiceWorkerMLCEngineHandler, in a Service Worker that keeps
 // it loaded across page reloads) and answers the page's proxy (worker_engine.js). Messages:
-//   page -> worker  {id, method, args}            a call; method "cancel" ends stream `id`
+//   page -> worker  {id, method, args}            a call of an engine method (engine_methods.js);
+//                                                 "cancel" ends stream `id`, "keepAlive" pings
 //   worker -> page  {id, kind: "result", value}   a call's answer
 //                   {id, kind: "chunk", value}    one chunk of stream `id`, then {id, kind: "done"}
 //                   {id, kind: "error", error}    {name, message} of what the call threw
 //                   {id, kind: "progress", value} a load's InitProgressReport
 //                   {kind: "event", type: "error", error}   the engine's error event (device lost)
+// `onmessage` takes a MessageEvent or the message itself (a chrome.runtime port hands those).
 
-import { MLCEngine } from "./mlc_engine.js";
+import { ENGINE_METHODS } from "./engine_methods.js";
+import { MLCEngine } from "./page_engine.js";
 
 export const errorOf = (err) => ({ name: err?.name ?? "Error", message: err?.message ?? String(err) });
+
+// What stays on the page side (worker_engine.js keeps them, or sends them with reload).
+const PAGE_SIDE = ["reload", "setInitProgressCallback", "getInitProgressCallback", "setAppConfig"];
 
 export class WebWorkerMLCEngineHandler {
   constructor(engine = new MLCEngine(), post = (msg) => globalThis.postMessage(msg)) {
     this.engine = engine;
     this.post = post;
     this.cancelled = new Set();
+    this.loadOptions = { ...engine.loadOptions }; // the worker's own, under the page's
     engine.addEventListener("error", (event) => this.post({ kind: "event", type: "error", error: errorOf(event.error) }));
+    const forwarded = ENGINE_METHODS.filter((m) => !PAGE_SIDE.includes(m));
     // method -> what it does with its args (the streaming ones answer through `stream`)
     this.methods = {
-      reload: (id, [url, options], reply) => this.reload(url, options, (value) => reply({ id, kind: "progress", value })),
-      chatCompletion: (id, [request]) => engine.chat.completions.create(request),
-      completion: (id, [request]) => engine.completions.create(request),
-      interruptGenerate: () => engine.interruptGenerate(),
-      resetChat: () => engine.resetChat(),
-      unload: () => engine.unload(),
-      kvUsage: () => engine.kvUsage(),
+      ...Object.fromEntries(forwarded.map((m) => [m, (id, args) => engine[m](...args)])),
+      reload: (id, [modelId, chatOpts, config], reply) =>
+        this.reload(modelId, chatOpts, config ?? {}, (value) => reply({ id, kind: "progress", value })),
       cancel: (id, args, reply, key) => this.cancelled.add(key),
+      keepAlive: () => null,
     };
   }
 
-  reload(url, options, initProgressCallback) {
-    return this.engine.reload(url, { ...options, initProgressCallback });
+  // WebLLM's: the worker's engine takes logit processors (functions cannot be posted).
+  setLogitProcessorRegistry(registry) {
+    this.engine.logitProcessorRegistry = registry;
   }
 
-  // Pass each MessageEvent the worker receives; a Service Worker's come from several pages,
-  // each answered through its `source` (ids are unique per page only).
+  async reload(modelId, chatOpts, { appConfig, logLevel, load } = {}, initProgressCallback) {
+    if (appConfig) this.engine.setAppConfig(appConfig);
+    if (logLevel) this.engine.setLogLevel(logLevel);
+    this.engine.loadOptions = { ...this.loadOptions, ...load };
+    this.engine.setInitProgressCallback(initProgressCallback);
+    await this.engine.reload(modelId, chatOpts);
+  }
+
+  // Pass each message the worker receives; a Service Worker's come from several pages, each
+  // answered through its `source` (ids are unique per page only).
   async onmessage(event) {
-    const { id, method, args = [] } = event.data;
+    const data = event?.method !== undefined ? event : event.data;
+    const { id, method, args = [] } = data;
     const reply = event.source ? (msg) => event.source.postMessage(msg) : this.post;
     const key = `${event.source?.id ?? ""}:${id}`;
     try {
+      if (!Object.hasOwn(this.methods, method)) throw new Error(`the worker engine has no method ${JSON.stringify(method)}`);
       const value = await this.methods[method](id, args, reply, key);
       if (value?.[Symbol.asyncIterator]) await this.stream(id, key, value, reply);
       else if (method !== "cancel") reply({ id, kind: "result", value });
@@ -64,26 +80,32 @@ export class WebWorkerMLCEngineHandler {
   }
 }
 
-// In a Service Worker: `new ServiceWorkerMLCEngineHandler()` listens by itself. The engine
-// outlives the pages: a reload of the artifact already loaded (a page reloaded, a second
-// tab) answers at once instead of loading it again.
-export class ServiceWorkerMLCEngineHandler extends WebWorkerMLCEngineHandler {
+// A handler whose engine outlives its pages: a reload of what is loaded already (a page
+// reloaded, a second tab, a popup opened again) answers at once instead of loading it again.
+export class PersistentEngineHandler extends WebWorkerMLCEngineHandler {
+  loadedKey = null;
+
+  async reload(modelId, chatOpts, config = {}, initProgressCallback) {
+    const ids = [modelId].flat();
+    const records = (config.appConfig?.model_list ?? []).filter((r) => ids.includes(r.model_id));
+    const key = JSON.stringify([ids, chatOpts ?? null, records, config.load ?? {}]);
+    if (this.loadedKey === key && this.engine.slots.size === ids.length) {
+      initProgressCallback({ progress: 1, timeElapsed: 0, text: "already loaded in the service worker" });
+      return;
+    }
+    this.loadedKey = null;
+    await super.reload(modelId, chatOpts, config, initProgressCallback);
+    if (this.engine.slots.size === ids.length) this.loadedKey = key; // not when unload() aborted it
+  }
+}
+
+// In a Service Worker: `new ServiceWorkerMLCEngineHandler()` listens by itself.
+export class ServiceWorkerMLCEngineHandler extends PersistentEngineHandler {
   constructor(engine = new MLCEngine(), scope = globalThis) {
     super(engine, () => {});
-    this.loadedUrl = null;
     scope.addEventListener("message", (event) => {
       const answered = this.onmessage(event);
       event.waitUntil?.(answered); // the browser keeps the worker alive until then
     });
-  }
-
-  async reload(url, options, initProgressCallback) {
-    if (this.loadedUrl === url && this.engine.core) {
-      initProgressCallback({ progress: 1, timeElapsed: 0, text: "already loaded in the service worker" });
-      return;
-    }
-    this.loadedUrl = null;
-    await super.reload(url, options, initProgressCallback);
-    this.loadedUrl = url;
   }
 }

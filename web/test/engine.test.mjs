@@ -19,7 +19,7 @@ async function drain(stream) {
 const text = (chunks) => chunks.flatMap((c) => c.choices.map((x) => x.delta.content)).join("");
 
 test("a whole reply: OpenAI's shape, usage and finish_reason length", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const reply = await engine.chat.completions.create(ask("hello", { max_tokens: 5 }));
   assert.equal(reply.object, "chat.completion");
   assert.equal(reply.choices[0].message.role, "assistant");
@@ -30,7 +30,7 @@ test("a whole reply: OpenAI's shape, usage and finish_reason length", async () =
 });
 
 test("a stream says what the whole reply says, usage last", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const whole = await engine.chat.completions.create(ask("hello", { max_tokens: 6 }));
   const chunks = await drain(await engine.chat.completions.create(
     ask("hello", { max_tokens: 6, stream: true, stream_options: { include_usage: true } })));
@@ -43,7 +43,7 @@ test("a stream says what the whole reply says, usage last", async () => {
 });
 
 test("a follow-up turn reports the prefix cache's hit as cached_tokens", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const first = await engine.chat.completions.create(ask("abcdefghijkl", { max_tokens: 3 }));
   const messages = [{ role: "user", content: "abcdefghijkl" }, first.choices[0].message, { role: "user", content: "more" }];
   const second = await engine.chat.completions.create({ messages, temperature: 0, max_tokens: 3 });
@@ -54,7 +54,7 @@ test("a follow-up turn reports the prefix cache's hit as cached_tokens", async (
 });
 
 test("a stop string ends the reply before it, finish_reason stop", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const free = (await engine.chat.completions.create(ask("hello", { max_tokens: 12 }))).choices[0].message.content;
   const stop = free.slice(4, 6);
   const cut = await engine.chat.completions.create(ask("hello", { max_tokens: 12, stop: [stop] }));
@@ -63,7 +63,7 @@ test("a stop string ends the reply before it, finish_reason stop", async () => {
 });
 
 test("an interrupt mid-stream ends it with finish_reason abort and frees its pages", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const chunks = [];
   for await (const chunk of await engine.chat.completions.create(ask("hello", { max_tokens: 40, stream: true }))) {
     chunks.push(chunk);
@@ -78,14 +78,14 @@ test("an interrupt mid-stream ends it with finish_reason abort and frees its pag
 });
 
 test("breaking out of a stream frees its pages", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   for await (const _ of await engine.chat.completions.create(ask("hello", { max_tokens: 40, stream: true }))) break;
   assert.equal(engine.kvUsage().usedBlocks, 0);
   assert.equal((await engine.chat.completions.create(ask("hi", { max_tokens: 2 }))).usage.completion_tokens, 2);
 });
 
 test("two concurrent streams do not interleave", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const order = [];
   const run = async (content) => {
     for await (const chunk of await engine.chat.completions.create(ask(content, { max_tokens: 5, stream: true }))) {
@@ -98,7 +98,7 @@ test("two concurrent streams do not interleave", async () => {
 });
 
 test("a seed reproduces a sampled reply; choice i of n draws from seed + i", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const req = ask("hello", { temperature: 1.5, seed: 11, max_tokens: 10, n: 2, return_token_ids: true });
   const [one, two] = [await engine.chat.completions.create(req), await engine.chat.completions.create(req)];
   assert.deepEqual(one.choices, two.choices);
@@ -108,7 +108,7 @@ test("a seed reproduces a sampled reply; choice i of n draws from seed + i", asy
 });
 
 test("logprobs name each token and its alternatives", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const reply = await engine.chat.completions.create(ask("hi", { max_tokens: 3, logprobs: true, top_logprobs: 2 }));
   const [first] = reply.choices[0].logprobs.content;
   assert.equal(first.token, first.top_logprobs[0].token);
@@ -116,7 +116,7 @@ test("logprobs name each token and its alternatives", async () => {
 });
 
 test("text completions take a string or token ids", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const reply = await engine.completions.create({ prompt: "abc", max_tokens: 3, temperature: 0 });
   assert.equal(reply.object, "text_completion");
   assert.equal(reply.choices[0].text.length, 3);
@@ -125,27 +125,27 @@ test("text completions take a string or token ids", async () => {
 });
 
 test("a prompt past the context window is refused by name", async () => {
-  const engine = fakeEngine({ contextWindow: 32 });
+  const engine = await fakeEngine({ contextWindow: 32 });
   await assert.rejects(engine.chat.completions.create(ask("x".repeat(40))), ContextWindowSizeExceededError);
   await assert.rejects(engine.chat.completions.create(ask("x", { max_tokens: 30 })), /lower max_tokens to at most/);
   await assert.rejects(engine.chat.completions.create(ask("x", { top_p: 2 })), /top_p must be/);
 });
 
-test("unload frees the device; requests then fail until reload", async () => {
-  const engine = fakeEngine();
+test("unload frees the model's GPU memory; requests then fail until reload", async () => {
+  const engine = await fakeEngine();
   const { runner } = engine.core;
   await engine.unload();
-  assert.ok(runner.destroyed);
+  assert.ok(runner.disposed);
   await assert.rejects(engine.chat.completions.create(ask("hi")), { name: "EngineNotLoadedError" });
 });
 
 test("completions refuse token ids outside the vocabulary", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   await assert.rejects(engine.completions.create({ prompt: [1, 99] }), /token ids in \[0, 27\)/);
 });
 
 test("an image for a text-only model, or a URL that is not data:, is refused naming its part", async () => {
-  const engine = fakeEngine();
+  const engine = await fakeEngine();
   const image = (url) => [{ type: "text", text: "what is this" }, { type: "image_url", image_url: { url } }];
   await assert.rejects(engine.chat.completions.create(ask(image("data:image/png;base64,AAAA"))),
     { name: "InvalidRequestError", param: "messages.0.content.1", message: /takes text only/ });

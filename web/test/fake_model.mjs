@@ -2,8 +2,7 @@
 // one letter per token id, logits that favour a token computed from the last one and its
 // position, and an await per step so that concurrent requests could interleave if let.
 
-import { MLCEngine } from "../src/mlc_engine.js";
-import { ModelCore } from "../src/engine.js";
+import { CreateMLCEngine } from "../src/page_engine.js";
 
 export const VOCAB = 27; // id 0 is EOS, 1..26 are "a".."z"
 
@@ -12,8 +11,15 @@ class FakeRunner {
     this.numBlocks = numBlocks;
     this.config = { model_name: "fake", page_size: pageSize, prefill_chunk: 8, context_window: contextWindow,
                     sampling: { temperature: 0.7, top_p: 0.95 }, model: { vocab_size: VOCAB } };
-    this.device = { destroy: () => (this.destroyed = true), lost: new Promise(() => {}) };
+    let lose;
+    const lost = new Promise((resolve) => (lose = resolve));
+    // lose(info): as a driver reset would
+    this.device = { lost, lose };
     this.steps = 0;
+  }
+
+  dispose() {
+    this.disposed = true;
   }
 
   async forward(ids, tables) {
@@ -37,11 +43,19 @@ export const fakeCodec = {
   },
 };
 
-export function fakeEngine(options) {
-  const engine = new MLCEngine();
-  engine.core = new ModelCore(new FakeRunner(options), fakeCodec);
-  engine.modelId = "fake";
-  return engine;
+// An engine that loads `runner` and `codec` through its own reload (appConfig id -> URL ->
+// the loader, here a stand-in), under `modelId`.
+export function engineWith(modelId, runner, codec, engineConfig = {}) {
+  const appConfig = { model_list: [{ model: `http://models.test/${modelId}/`, model_id: modelId }] };
+  const loadModel = async (url, options) => {
+    options.initProgressCallback?.({ progress: 1, timeElapsed: 0, text: `loaded ${url}` });
+    return { runner, codec, vision: null, task: "generate" };
+  };
+  return CreateMLCEngine(modelId, { appConfig, loadModel, ...engineConfig });
+}
+
+export function fakeEngine(options, engineConfig = {}) {
+  return engineWith("fake", new FakeRunner(options), fakeCodec, engineConfig);
 }
 
 // A model that answers `pieces` in order, then EOS: token 0 is EOS, 1..n the pieces, n + 1
@@ -73,8 +87,5 @@ export function scriptedEngine(pieces) {
       return this.encode(messages.map((m) => m.content).join(""));
     },
   };
-  const engine = new MLCEngine();
-  engine.core = new ModelCore(new ScriptedRunner(pieces.length), codec);
-  engine.modelId = "scripted";
-  return engine;
+  return engineWith("scripted", new ScriptedRunner(pieces.length), codec);
 }

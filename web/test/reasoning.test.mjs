@@ -54,10 +54,10 @@ const HARMONY = ["<|channel|>analysis<|message|>", "Need the tool.", "<|end|><|s
 const ask = (extra) => ({ messages: [{ role: "user", content: "Hi" }], temperature: 0, ...extra });
 
 test("a think reply through the engine: reasoning_content and content, whole and streamed", async () => {
-  const whole = await scriptedEngine(THINK).chat.completions.create(ask({ reasoning_format: "think" }));
+  const whole = await (await scriptedEngine(THINK)).chat.completions.create(ask({ reasoning_format: "think" }));
   assert.deepEqual(whole.choices[0].message, { role: "assistant", content: "Hello there!", reasoning_content: "The user greets." });
   const chunks = [];
-  for await (const c of await scriptedEngine(THINK).chat.completions.create(ask({ reasoning_format: "think", stream: true }))) {
+  for await (const c of await (await scriptedEngine(THINK)).chat.completions.create(ask({ reasoning_format: "think", stream: true }))) {
     chunks.push(c.choices[0]);
   }
   assert.equal(chunks.map((c) => c.delta.reasoning_content ?? "").join(""), "The user greets.");
@@ -66,7 +66,7 @@ test("a think reply through the engine: reasoning_content and content, whole and
 });
 
 test("a harmony call through the engine: tool_calls and finish_reason tool_calls", async () => {
-  const whole = await scriptedEngine(HARMONY).chat.completions.create(ask({ reasoning_format: "harmony" }));
+  const whole = await (await scriptedEngine(HARMONY)).chat.completions.create(ask({ reasoning_format: "harmony" }));
   const [choice] = whole.choices;
   assert.equal(choice.finish_reason, "tool_calls");
   assert.equal(choice.message.content, null);
@@ -75,9 +75,22 @@ test("a harmony call through the engine: tool_calls and finish_reason tool_calls
   assert.deepEqual(JSON.parse(choice.message.tool_calls[0].function.arguments), { city: "Paris" });
 });
 
+test("a harmony call, streamed: reasoning as it comes, the whole call on the last chunk", async () => {
+  const chunks = [];
+  const engine = await scriptedEngine(HARMONY);
+  for await (const c of await engine.chat.completions.create(ask({ reasoning_format: "harmony", stream: true }))) {
+    chunks.push(c.choices[0]);
+  }
+  assert.equal(chunks.map((c) => c.delta.reasoning_content ?? "").join(""), "Need the tool.");
+  assert.ok(chunks.slice(0, -1).every((c) => !c.delta.tool_calls));
+  const [call] = chunks.at(-1).delta.tool_calls;
+  assert.deepEqual([call.index, call.function.name, JSON.parse(call.function.arguments)], [0, "get_weather", { city: "Paris" }]);
+  assert.equal(chunks.at(-1).finish_reason, "tool_calls");
+});
+
 test("reasoning_format none keeps the reply inline; an unknown one is refused", async () => {
-  const whole = await scriptedEngine(THINK).chat.completions.create(ask({ reasoning_format: "none" }));
+  const whole = await (await scriptedEngine(THINK)).chat.completions.create(ask({ reasoning_format: "none" }));
   assert.deepEqual(whole.choices[0].message, { role: "assistant", content: THINK.join("") });
-  await assert.rejects(scriptedEngine(THINK).chat.completions.create(ask({ reasoning_format: "x" })),
+  await assert.rejects((await scriptedEngine(THINK)).chat.completions.create(ask({ reasoning_format: "x" })),
     (err) => err.param === "reasoning_format");
 });

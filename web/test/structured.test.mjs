@@ -20,9 +20,9 @@ const LETTERS = {
   decoder: null,
 };
 
-function engine() {
-  const e = fakeEngine();
-  e.grammars = new GrammarConstraints(LETTERS, VOCAB, [0]);
+async function engine() {
+  const e = await fakeEngine();
+  e.slots.get("fake").grammars = new GrammarConstraints(LETTERS, VOCAB, [0]);
   return e;
 }
 
@@ -30,7 +30,7 @@ const ask = (extra) => ({ messages: [{ role: "user", content: "spell" }], max_to
 const GRAMMAR = { type: "grammar", grammar: 'root ::= ("ab" | "ba") [c-e]+ "z"' };
 
 test("a grammar reply matches it and ends when the grammar is complete", async () => {
-  const e = engine();
+  const e = await engine();
   for (const temperature of [0, 1]) {
     const reply = await e.chat.completions.create(ask({ response_format: GRAMMAR, temperature, seed: 3 }));
     const [choice] = reply.choices;
@@ -42,19 +42,19 @@ test("a grammar reply matches it and ends when the grammar is complete", async (
 
 test("streamed, the same constraint", async () => {
   const chunks = [];
-  const stream = await engine().chat.completions.create(ask({ response_format: GRAMMAR, stream: true, temperature: 0 }));
+  const stream = await (await engine()).chat.completions.create(ask({ response_format: GRAMMAR, stream: true, temperature: 0 }));
   for await (const c of stream) chunks.push(c.choices[0]);
   assert.match(chunks.map((c) => c.delta.content).join(""), /^(ab|ba)[c-e]+z$/);
   assert.equal(chunks.at(-1).finish_reason, "stop");
 });
 
 test("without a constraint the fake model writes something else", async () => {
-  const reply = await engine().chat.completions.create(ask({ temperature: 0 }));
+  const reply = await (await engine()).chat.completions.create(ask({ temperature: 0 }));
   assert.doesNotMatch(reply.choices[0].message.content, /^(ab|ba)[c-e]+z$/);
 });
 
 test("what XGrammar refuses, and malformed formats, are refused by name", async () => {
-  const e = engine();
+  const e = await engine();
   const refused = (response_format, pattern) =>
     assert.rejects(e.chat.completions.create(ask({ response_format })), (err) =>
       err.name === "InvalidRequestError" && err.param === "response_format" && pattern.test(err.message));
@@ -69,7 +69,7 @@ test("what XGrammar refuses, and malformed formats, are refused by name", async 
 });
 
 test("tool_choice is checked as the Python server checks it; one constraint per request", async () => {
-  const e = engine();
+  const e = await engine();
   const tools = [{ type: "function", function: { name: "spell", parameters: { type: "object" } } }];
   await assert.rejects(e.chat.completions.create(ask({ tools, tool_choice: { type: "function", function: { name: "other" } } })),
     /names "other", which is not in tools \(spell\)/);

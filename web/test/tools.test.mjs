@@ -12,7 +12,7 @@ const TOOLS = [{ type: "function", function: { name: "get_weather", parameters: 
 const ask = (extra = {}) => ({ messages: [{ role: "user", content: "Weather?" }], tools: TOOLS, temperature: 0, ...extra });
 
 test("a named tool call, whole: tool_calls, null content, finish_reason tool_calls", async () => {
-  const engine = scriptedEngine(CALL);
+  const engine = await scriptedEngine(CALL);
   const reply = await engine.chat.completions.create(ask());
   const [choice] = reply.choices;
   assert.equal(choice.finish_reason, "tool_calls");
@@ -23,19 +23,21 @@ test("a named tool call, whole: tool_calls, null content, finish_reason tool_cal
   assert.deepEqual(engine.core.codec.tools, TOOLS);
 });
 
-test("a named tool call, streamed: the name first, then the arguments in pieces", async () => {
-  const engine = scriptedEngine(CALL);
+test("a named tool call, streamed: the whole call on the last chunk, where WebLLM puts it", async () => {
+  const engine = await scriptedEngine(CALL);
   const deltas = [];
   for await (const chunk of await engine.chat.completions.create(ask({ stream: true }))) deltas.push(chunk.choices[0]);
-  const entries = deltas.flatMap((c) => c.delta.tool_calls ?? []);
-  assert.equal(entries[0].function.name, "get_weather");
-  assert.equal(entries.map((e) => e.function.arguments).join(""), '{"city": "Paris"}');
+  assert.ok(deltas.slice(0, -1).every((c) => !c.delta.tool_calls));
+  const [call] = deltas.at(-1).delta.tool_calls;
+  assert.equal(call.index, 0);
+  assert.match(call.id, /^call_[0-9a-f]{24}$/);
+  assert.deepEqual([call.type, call.function.name, call.function.arguments], ["function", "get_weather", '{"city": "Paris"}']);
   assert.equal(deltas.at(-1).finish_reason, "tool_calls");
   assert.equal(deltas.map((c) => c.delta.content ?? "").join(""), "");
 });
 
 test("a reply without a call is content", async () => {
-  const engine = scriptedEngine(["It is ", "sunny."]);
+  const engine = await scriptedEngine(["It is ", "sunny."]);
   const reply = await engine.chat.completions.create(ask());
   assert.equal(reply.choices[0].message.content, "It is sunny.");
   assert.equal(reply.choices[0].finish_reason, "stop");

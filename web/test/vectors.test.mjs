@@ -90,3 +90,19 @@ for (const [name, vec] of Object.entries(tools.prompts)) {
     assert.deepEqual(withGenericTools(vec.messages, vec.tools), vec.rendered);
   });
 }
+
+test("embedding batches: the Python Embedder's grouping and EmbedBatch's arrays", async () => {
+  const { batchRows, embedBatch } = await import("../src/embedding_batch.js");
+  const vec = load("embed_batch.json");
+  assert.deepEqual(batchRows(vec.prompts, vec.limits.max_batch, vec.limits.max_batch_tokens), vec.batches);
+  for (const [mode, batches] of Object.entries(vec.arrays)) {
+    vec.batches.forEach((rows, b) => {
+      const { arrays } = embedBatch(rows.map((r) => vec.prompts[r]), mode);
+      const want = batches[b];
+      for (const name of ["input_ids", "positions", "rows"]) assert.deepEqual(Array.from(arrays[name]), want[name], `${mode} ${name}`);
+      for (const name of ["mask", "pool"]) {
+        assert.deepEqual(Array.from(arrays[name]), want[name].flat().map(Math.fround), `${mode} ${name}`);
+      }
+    });
+  }
+});

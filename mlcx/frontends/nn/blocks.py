@@ -12,6 +12,7 @@ from tvm.relax.frontend.nn import op
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.attention import PagedKVOps, StepTensors
+from mlcx.kernels.mrope_te import mrope_te
 from mlcx.kernels.norm import rms_normalize_te
 from mlcx.kernels.rope import position_scale_te, rope_te
 from mlcx.kernels.rope_scaling import rope_for_context
@@ -133,6 +134,13 @@ class PagedAttention(nn.Module):
             return x
         theta, scaling = self.rope
         rotary = self.rope_dim
+        if self.cfg.mrope_sections:  # positions [3, tokens] (mlcx.kernels.mrope)
+            sections, interleaved = self.cfg.mrope_sections, self.cfg.mrope_interleaved
+            return op.tensor_expr_op(
+                lambda xt, pt: mrope_te(xt, pt, theta, scaling, sections, interleaved, rotary),
+                "mrope",
+                [x, positions],
+            )
         return op.tensor_expr_op(
             lambda xt, pt: rope_te(xt, pt, theta, scaling, rotary), "rope", [x, positions]
         )

@@ -13,6 +13,7 @@ mlcx.kernels.step_params defines the step parameters (names, order, shapes) once
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 
@@ -25,7 +26,7 @@ from mlcx.frontends.nn.layer import DecoderLayer
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.frontends.nn.per_layer_inputs import PerLayerInputs
 from mlcx.kernels.attention import PagedKVOps, StepTensors
-from mlcx.kernels.image_rows import replace_rows_te
+from mlcx.kernels.image_rows import add_rows_te, replace_rows_te
 from mlcx.kernels.kv_layout import NUM_PAGES
 from mlcx.kernels.linear import gather_rows_te
 from mlcx.kernels.step_params import (
@@ -38,6 +39,7 @@ from mlcx.kernels.step_params import (
     PAGE_TABLES,
     PREFILL,
     PREFILL_IMAGE,
+    ROPE_POSITIONS,
     TOKENS,
     param_shape,
     step_params,
@@ -46,21 +48,29 @@ from mlcx.kernels.step_params import (
 LayerFactory = Callable[[DecoderConfig, Formats, int, PagedKVOps], nn.Module]
 
 
-def _step_method(function: str):
-    """CausalLM.prefill or .decode: takes step_params(function), then kv_pages.
+class _StepMethod:
+    """CausalLM.prefill or .decode: takes step_params(function) (rope_positions too for an
+    M-RoPE model), then kv_pages.
 
     nn's exporter names and orders the exported function's parameters by the method's
     signature, so the signature is built from the one definition of the step parameters."""
-    names = (*step_params(function), KV_PAGES)
 
-    def method(self, *args):
-        return self._step(function, dict(zip(names, args, strict=True)))
+    def __init__(self, function: str):
+        self.function = function
 
-    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    params = [inspect.Parameter(n, kind) for n in ("self", *names)]
-    method.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    method.__name__ = method.__qualname__ = function
-    return method
+    def __get__(self, model, owner=None):
+        if model is None:
+            return self
+        names = (*step_params(self.function, mrope=model.mrope), KV_PAGES)
+
+        def method(*args):
+            return model._step(self.function, dict(zip(names, args, strict=True)))
+
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        params = [inspect.Parameter(n, kind) for n in names]
+        method.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        method.__name__ = method.__qualname__ = self.function
+        return method
 
 
 class CausalLM(nn.Module):
@@ -76,6 +86,7 @@ class CausalLM(nn.Module):
         self.cfg = cfg
         self.kv = kv
         self.images = images  # export prefill_image too (models with an image encoder)
+        self.mrope = bool(cfg.mrope_sections)  # the steps take 3-row rope positions
         self.embed = QEmbedding(cfg.vocab_size, cfg.hidden_size, formats["embed"], dtype)
         self.layers = nn.ModuleList([layer(cfg, formats, i, kv) for i in range(cfg.num_layers)])
         self.ple = PerLayerInputs(cfg, formats, dtype) if cfg.per_layer_input_size else None
@@ -99,6 +110,8 @@ class CausalLM(nn.Module):
             source = self.cfg.kv_source(i)
             x, written = layer(x, pages[source], step, decode, per_layer[i])
             pages[source] = written
+            if image is not None and i < self.cfg.deepstack_layers:
+                x = self._deepstack(x, image, i)
         return x, tuple(pages[i] for i in self.cfg.kv_layers)
 
     def _per_layer_inputs(self, input_ids, x) -> list[nn.Tensor | None]:
@@ -109,6 +122,13 @@ class CausalLM(nn.Module):
         inputs = self.ple(input_ids, x)
         parts = op.split(inputs, cfg.num_layers, axis=1) if cfg.num_layers > 1 else [inputs]
         return [op.squeeze(p, axis=1) for p in parts]
+
+    def _deepstack(self, x: nn.Tensor, image, layer: int) -> nn.Tensor:
+        """Block layer + 1 of the image rows added to the image tokens' hidden states."""
+        offset = (layer + 1) * self.cfg.hidden_size
+        return op.tensor_expr_op(
+            lambda xt, rt, et: add_rows_te(xt, rt, et, offset), "image_rows_add", [x, *image]
+        )
 
     def _logits(self, x: nn.Tensor) -> nn.Tensor:
         x = self.norm(x)
@@ -121,6 +141,8 @@ class CausalLM(nn.Module):
 
     def _step(self, function: str, args: dict[str, nn.Tensor]):
         step = StepTensors(**{name: args[name] for name in PAGE_TABLES})
+        if self.mrope:  # RoPE turns by the 3-row positions
+            step = dataclasses.replace(step, positions=args[ROPE_POSITIONS])
         decode = function == DECODE
         image = (args[IMAGE_ROWS], args[IMAGE_EMBEDS]) if function == PREFILL_IMAGE else None
         x, pages = self._body(args[TOKENS], args[KV_PAGES], step, decode, image)
@@ -128,9 +150,9 @@ class CausalLM(nn.Module):
             x = op.tensor_expr_op(gather_rows_te, "gather_rows", [x, args[LOGIT_ROWS]])
         return self._logits(x), pages
 
-    prefill = _step_method(PREFILL)
-    decode = _step_method(DECODE)
-    prefill_image = _step_method(PREFILL_IMAGE)
+    prefill = _StepMethod(PREFILL)
+    decode = _StepMethod(DECODE)
+    prefill_image = _StepMethod(PREFILL_IMAGE)
 
     def _kv_ops(self) -> list[PagedKVOps]:
         """The kernels of each KV layer's pages (their head geometry may differ)."""
@@ -143,8 +165,9 @@ class CausalLM(nn.Module):
         return tuple(ops.copy(p, pairs) for ops, p in zip(self._kv_ops(), kv_pages, strict=True))
 
     def _param_spec(self, name: str) -> spec.Tensor:
-        if name == IMAGE_EMBEDS:
-            return spec.Tensor(("image_tokens", self.cfg.hidden_size), "float32")
+        if name == IMAGE_EMBEDS:  # deepstack blocks after the rows that replace embeddings
+            width = self.cfg.hidden_size * (1 + self.cfg.deepstack_layers)
+            return spec.Tensor(("image_tokens", width), "float32")
         return spec.Tensor(param_shape(name), "int32")
 
     def export_spec(self) -> dict:
@@ -154,7 +177,7 @@ class CausalLM(nn.Module):
         functions = (PREFILL, DECODE, PREFILL_IMAGE) if self.images else (PREFILL, DECODE)
         steps = {
             name: {
-                **{p: self._param_spec(p) for p in step_params(name)},
+                **{p: self._param_spec(p) for p in step_params(name, mrope=self.mrope)},
                 KV_PAGES: kv,
                 "$": packed,
             }

@@ -54,6 +54,7 @@ class Mxfp4TiledReader:
 
     subs = 1  # one block, one scale, per chunk
     has_offset = True
+    half_offsets = False
     quads = True
     signed_codes = False
 
@@ -94,5 +95,5 @@ class Mxfp4TiledReader:
         """float32 x 16: the block scale of `chunk` for the band's 16 rows."""
         return e8m0_scales(views["exponents"][band * views["chunks"] + chunk, vec.ramp(0, ROWS)])
 
-    def offsets(self, views, band, chunk) -> tirx.PrimExpr:
+    def offsets(self, views, band, chunk, sub: int = 0) -> tirx.PrimExpr:
         return vec.splat(vec.f32(-ZERO), ROWS) * self.scales(views, band, chunk)

@@ -150,7 +150,8 @@ def _route(spec: ExpertSpec, cfg: KernelConfig, reader, dots, views, flat, token
     rows = pairs if spec.per_slot else tokens
     order = list(dots.order)
     source_bufs = {spec.input_name: flat["x"]}
-    q, words = quantize_all(spec.source, source_bufs, rows, cfg.threads, dots.bits, order)
+    halves = reader.half_offsets
+    q, words = quantize_all(spec.source, source_bufs, rows, cfg.threads, dots.bits, order, halves)
     inputs = BandInputs(reader, dots, views, q, words, spec.in_features, cfg.prefetch_bytes)
     sel = T.alloc_buffer((pairs,), "int32")
     start = T.alloc_buffer((spec.experts + 1,), "int32")

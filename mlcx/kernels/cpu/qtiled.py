@@ -55,7 +55,7 @@ def _walk(spec, cfg: KernelConfig, reader, dots, views, q, words, tokens, c) -> 
 def _private(spec, cfg, reader, views, tokens) -> None:
     """Few tokens: every thread quantizes all rows itself, then walks its bands."""
     with T.parallel(0, cfg.threads) as c:
-        q = QuantizedRows.alloc(tokens, spec.in_features)
+        q = QuantizedRows.alloc(tokens, spec.in_features, halves=reader.half_offsets)
         with T.serial(0, tokens) as t:
             quantize_row(spec.source, views["bufs"], t, q, t, NATURAL)
         pairs = T.decl_buffer((tokens, spec.in_features // 2), "int32", data=q.codes.data)
@@ -68,7 +68,8 @@ def _shared(spec, cfg, reader, views, tokens) -> None:
     step by the weights' bytes, which int8 would not shrink."""
     dots = dots_for(reader, cfg.linear_kernels is LinearKernels.INT8)
     bufs = views["bufs"]
-    q, words = quantize_all(spec.source, bufs, tokens, cfg.threads, dots.bits, list(dots.order))
+    order, halves = list(dots.order), reader.half_offsets
+    q, words = quantize_all(spec.source, bufs, tokens, cfg.threads, dots.bits, order, halves)
     with T.parallel(0, cfg.threads) as c:
         _walk(spec, cfg, reader, dots, views, q, words, tokens, c)
 

@@ -94,7 +94,8 @@ RowSource = PlainRows | RmsNormRows | SwiGluRows
 @dataclass(frozen=True)
 class QuantizedRows:
     """Scratch for int16 or int8 rows: codes [rows, K], scale and sum per chunk [rows, K/32];
-    int8 rows also keep the sum of each half chunk [rows, K/16] (for Q6_K's scales per 16)."""
+    int8 rows also keep the sum of each half chunk [rows, K/16] (for Q6_K's scales per 16), and
+    int16 rows where asked (`halves`: Q2_K's minimums per 16)."""
 
     codes: tirx.Buffer
     scales: tirx.Buffer
@@ -117,13 +118,13 @@ class QuantizedRows:
         return 8 if self.codes.dtype == "int8" else 16
 
     @staticmethod
-    def alloc(rows, features: int, bits: int = 16) -> QuantizedRows:
+    def alloc(rows, features: int, bits: int = 16, halves: bool = False) -> QuantizedRows:
         chunks = features // CHUNK
         return QuantizedRows(
             T.alloc_buffer((rows, features), CODES[bits][0]),
             T.alloc_buffer((rows, chunks), "float32"),
             T.alloc_buffer((rows, chunks), "float32"),
-            T.alloc_buffer((rows, 2 * chunks), "float32") if bits == 8 else None,
+            T.alloc_buffer((rows, 2 * chunks), "float32") if bits == 8 or halves else None,
         )
 
 
@@ -151,6 +152,10 @@ def quantize_row(source: RowSource, bufs: Buffers, t, dest: QuantizedRows, row, 
             T.buffer_store(dest.sums, (low + high) * scale, [row, c])
         else:
             T.buffer_store(dest.sums, vec.hsum(v, CHUNK), [row, c])
+            if dest.halves is not None:
+                low, high = vec.halves(v, CHUNK)
+                T.buffer_store(dest.halves, vec.hsum(low, CHUNK // 2), [row, 2 * c])
+                T.buffer_store(dest.halves, vec.hsum(high, CHUNK // 2), [row, 2 * c + 1])
 
 
 def float_row(source: RowSource, bufs: Buffers, t, dest: tirx.Buffer, row) -> None:
@@ -160,11 +165,13 @@ def float_row(source: RowSource, bufs: Buffers, t, dest: tirx.Buffer, row) -> No
         T.buffer_store(dest, source.chunk(bufs, t, c, state), [row, vec.ramp(c * CHUNK, CHUNK)])
 
 
-def quantize_all(source: RowSource, bufs: Buffers, tokens, threads: int, bits=16, order=None):
+def quantize_all(
+    source: RowSource, bufs: Buffers, tokens, threads: int, bits=16, order=None, halves=False
+):
     """Every input row quantized (chunk lanes in `order`, natural by default) in a parallel
     pass of its own (a barrier follows): (rows, the same codes viewed as int32 words
     [tokens, K * bits / 32]: feature pairs of int16, quads of int8)."""
-    q = QuantizedRows.alloc(tokens, source.features, bits)
+    q = QuantizedRows.alloc(tokens, source.features, bits, halves)
     with T.parallel(0, threads) as c:
         per = (tokens + threads - 1) // threads
         with T.serial(c * per, T.min((c + 1) * per, tokens)) as t:

@@ -43,18 +43,21 @@ def band_block(inp: BandInputs, band, rows: Sequence, store: Callable) -> None:
         for i in range(count * subs):
             T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), ROWS), [i, rv])
         # A loop over quarters, not unrolled: unrolled, LLVM hoists every plane and spills.
-        with T.serial(0, PAIRS // 4) as quarter:
-            if inp.ahead:
-                reader.prefetch_quarter(views, band, g, quarter, inp.ahead)
-            sub = quarter * subs // 4
-            planes = dots.planes(reader, views, band, g, quarter)
-            first = g * dots.words_per_chunk + quarter * len(planes)
-            for m, plane in enumerate(planes):
-                w = T.bind(plane)
-                for t, row in enumerate(rows):
-                    i = t * subs + sub
-                    acc = dots.accumulate(iacc[i, rv], w, inp.words[row, first + m])
-                    T.buffer_store(iacc, acc, [i, rv])
+        # One loop per scale group, so that each accumulator's index is static (a register).
+        per = PAIRS // 4 // subs
+        for sub in range(subs):
+            with T.serial(0, per) as qq:
+                quarter = sub * per + qq
+                if inp.ahead:
+                    reader.prefetch_quarter(views, band, g, quarter, inp.ahead)
+                planes = dots.planes(reader, views, band, g, quarter)
+                first = g * dots.words_per_chunk + quarter * len(planes)
+                for m, plane in enumerate(planes):
+                    w = T.bind(plane)
+                    for t, row in enumerate(rows):
+                        i = t * subs + sub
+                        acc = dots.accumulate(iacc[i, rv], w, inp.words[row, first + m])
+                        T.buffer_store(iacc, acc, [i, rv])
         wsc = [T.bind(reader.scales(views, band, g, s)) for s in range(subs)]
         offsets = dots.offsets(reader, views, band, g, wsc)
         woff = [T.bind(o) if o is not None else None for o in offsets]

@@ -34,9 +34,10 @@ class PairDots:
 
     def offsets(self, reader, views, band, chunk, scales) -> list:
         """Per scale group of the chunk: what multiplies the activations' sum (None: nothing).
-        Signed codes (Q6_K) were centred in the planes already."""
-        first = reader.offsets(views, band, chunk) if reader.has_offset else None
-        return [first] + [None] * (len(scales) - 1)
+        Signed codes (Q6_K, Q3_K, IQ4) were centred in the planes already."""
+        if not reader.has_offset:
+            return [None] * len(scales)
+        return [reader.offsets(views, band, chunk, s) for s in range(len(scales))]
 
     def accumulate(self, acc, plane, word):
         x = vec.splat(word, ROWS)
@@ -54,10 +55,11 @@ class QuadDots:
 
     def offsets(self, reader, views, band, chunk, scales) -> list:
         """Per scale group of the chunk: what multiplies the activations' sum. The byte planes
-        hold unsigned codes, so signed ones (Q6_K: code - 32 per half chunk) subtract here."""
+        hold unsigned codes, so signed ones (Q6_K: code - 32 per half chunk; IQ4: table value
+        + 128) subtract here."""
         if reader.has_offset:
-            return [reader.offsets(views, band, chunk)]
-        zero = vec.splat(vec.f32(-reader.fmt.zero_point), ROWS)
+            return [reader.offsets(views, band, chunk, s) for s in range(len(scales))]
+        zero = vec.splat(vec.f32(-reader.quad_zero), ROWS)
         return [zero * s for s in scales]
 
     def accumulate(self, acc, plane, word):

@@ -34,12 +34,13 @@ def _group_supported(fmt) -> bool:
 
 
 def reader_for(fmt, cfg=None):
-    """The reader of a tiled format: TiledReader, BlockTiledReader or Mxfp4TiledReader (which
-    looks codes up with the byte shuffle of cfg, a KernelConfig)."""
+    """The reader of a tiled format: TiledReader, BlockTiledReader or Mxfp4TiledReader (the
+    last two look table codes up with the byte shuffle of cfg, a KernelConfig)."""
+    shuffle = cfg.byte_table if cfg is not None else ""
     if mxfp4_reader.supports(fmt):
-        return mxfp4_reader.Mxfp4TiledReader(fmt, cfg.byte_table if cfg is not None else "")
+        return mxfp4_reader.Mxfp4TiledReader(fmt, shuffle)
     if block_reader.supports(fmt):
-        return block_reader.BlockTiledReader(fmt)
+        return block_reader.BlockTiledReader(fmt, shuffle)
     return TiledReader(fmt)
 
 
@@ -59,6 +60,8 @@ class TiledReader:
     def subs(self) -> int:
         """Scale groups in one chunk (a group spans whole chunks here)."""
         return 1
+
+    half_offsets = False  # one offset a chunk
 
     def views(self, bufs, n: int, k: int) -> dict:
         """The parameter buffers re-declared in tile order: codes by (band, chunk, pair
@@ -122,7 +125,7 @@ class TiledReader:
     def scales(self, views, band, chunk, sub: int = 0) -> tirx.PrimExpr:
         return vec.to_f32(views["scales"][self._group_row(views, band, chunk), vec.ramp(0, ROWS)])
 
-    def offsets(self, views, band, chunk) -> tirx.PrimExpr:
+    def offsets(self, views, band, chunk, sub: int = 0) -> tirx.PrimExpr:
         """Added once per feature: the group minimums, or -zero_point * scale."""
         if self.fmt.affine:
             row = self._group_row(views, band, chunk)

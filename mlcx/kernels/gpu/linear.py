@@ -97,6 +97,7 @@ class GroupDots:
         shape = len(tokens_at) * len(rows)
         self.dot = T.alloc_buffer((shape,), "float32", scope="local")
         self.xsum = T.alloc_buffer((len(tokens_at),), "float32", scope="local")
+        self.table = reader.local_table()
 
     def run(self, group, acc) -> None:
         reader, n_tok, n_row = self.reader, len(self.tokens_at), len(self.rows)
@@ -108,7 +109,7 @@ class GroupDots:
             codes = []
             for row in self.rows:
                 loaded = [T.bind(v) for v in reader.load_step(self.bufs, row, step)]
-                codes.append([T.bind(c) for c in reader.codes(loaded)])
+                codes.append([T.bind(c) for c in reader.codes(loaded, self.table)])
             for t, token in enumerate(self.tokens_at):
                 k0 = step * STEP
                 x = self.bufs["x"]

@@ -21,9 +21,12 @@ from mlcx.artifact.embedding_config import EmbeddingArtifact
 from mlcx.errors import InvalidFieldError
 from mlcx.runtime.backends.embed_batch import EmbedBatch
 from mlcx.runtime.backends.embed_runner import EmbedRunner
+from mlcx.runtime.backends.wgpu_embed import WgpuEmbedRunner
 from mlcx.runtime.text.tokenizer import Tokenizer
 
 EmbedInput = str | Sequence[int]
+# the artifact's runtime -> what runs its `embed` (a webgpu artifact runs natively on wgpu)
+RUNNERS = {"tvm": EmbedRunner, "wgpu": WgpuEmbedRunner}
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class Embedder:
         )
         self.config = self.artifact.config
         self.tokenizer = Tokenizer.from_dir(self.artifact.path)
-        self.runner = EmbedRunner(self.artifact)
+        self.runner = RUNNERS[self.config.runtime](self.artifact)
         self.limits = limits
 
     @property

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mlcx.kernels.decode_buckets import bucket_for, page_capacity
-from mlcx.kernels.step_params import STATE_SLOTS
+from mlcx.kernels.step_params import ROPE_POSITIONS, STATE_SLOTS
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 
 log = logging.getLogger(__name__)
@@ -54,6 +54,9 @@ def padded_decode_inputs(
     }
     if STATE_SLOTS in inputs:
         out[STATE_SLOTS] = tail(STATE_SLOTS, scratch_slot)
+    if ROPE_POSITIONS in inputs:
+        pad = np.zeros((3, extra), np.int32)
+        out[ROPE_POSITIONS] = np.concatenate([inputs[ROPE_POSITIONS], pad], axis=1)
     return {name: out[name] for name in inputs}
 
 

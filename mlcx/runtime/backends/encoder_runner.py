@@ -20,8 +20,10 @@ DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 
 
 class EncoderRunner(Protocol):
-    def embed(self, pixels: np.ndarray) -> np.ndarray:
-        """pixels [3, S, S] float32 -> image rows [tokens, text hidden] float32."""
+    def embed(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        """embed_image's inputs by name, in order (pixels [3, S, S] float32, or a
+        dynamic-resolution encoder's: EncoderConfig.inputs) -> image rows [tokens, text
+        hidden] float32."""
         ...
 
 
@@ -40,9 +42,9 @@ class TVMEncoderRunner:
         ]
         self._params = tvm_ffi.convert(arrays)
 
-    def embed(self, pixels: np.ndarray) -> np.ndarray:
-        tensor = tvm.runtime.tensor(np.ascontiguousarray(pixels, dtype=np.float32), self.device)
-        return self.vm[EMBED_IMAGE](tensor, self._params).numpy()
+    def embed(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        args = [tvm.runtime.tensor(np.ascontiguousarray(a), self.device) for a in inputs.values()]
+        return self.vm[EMBED_IMAGE](*args, self._params).numpy()
 
 
 def _wgpu(artifact_dir, config: EncoderConfig) -> EncoderRunner:

@@ -11,6 +11,7 @@ from mlcx.kernels.step_params import (
     IMAGE_ROWS,
     LOGIT_ROWS,
     PREFILL_IMAGE,
+    ROPE_POSITIONS,
     STATE_SLOTS,
     TOKENS,
     step_function,
@@ -36,6 +37,7 @@ class ForwardBatch:
     image_embeds: np.ndarray | None = None  # float32 [image tokens, hidden]
     state_slots: np.ndarray | None = None  # int32 [batch]; None: a model without state
     state_copies: list[list[tuple[int, int]]] = field(default_factory=list)
+    rope_positions: np.ndarray | None = None  # int32 [3, t]; None: a model without M-RoPE
 
     def __post_init__(self) -> None:
         if len(self.input_ids) != self.tables.num_new_tokens:
@@ -56,7 +58,11 @@ class ForwardBatch:
 
     def step_inputs(self) -> dict[str, np.ndarray]:
         """The arrays `function` takes before the KV pages, by parameter name, in order."""
-        names = step_params(self.function, states=self.state_slots is not None)
+        names = step_params(
+            self.function,
+            states=self.state_slots is not None,
+            mrope=self.rope_positions is not None,
+        )
         return {name: self._array(name) for name in names}
 
     def _array(self, name: str) -> np.ndarray:
@@ -67,6 +73,9 @@ class ForwardBatch:
             return self.state_slots
         if name == LOGIT_ROWS:
             return self.rows
+        if name == ROPE_POSITIONS:
+            assert self.rope_positions is not None  # named only with rope positions
+            return self.rope_positions
         if name in (IMAGE_ROWS, IMAGE_EMBEDS):
             array = self.image_rows if name == IMAGE_ROWS else self.image_embeds
             assert array is not None  # function is PREFILL_IMAGE only with both

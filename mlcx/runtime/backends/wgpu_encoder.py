@@ -15,7 +15,7 @@ from mlcx.runtime.backends.wgpu_kernels import KernelSet
 from mlcx.targets.webgpu_plan.schema import Plan
 
 
-def load_encoder_plan(path) -> Plan:
+def load_encoder_plan(path, inputs: tuple[str, ...] = (PIXELS,)) -> Plan:
     try:
         plan = Plan.from_json(path.read_text())
     except FileNotFoundError:
@@ -24,15 +24,16 @@ def load_encoder_plan(path) -> Plan:
         raise ArtifactError(f"{path} is malformed ({err}); recompile") from None
     func = plan.functions.get(EMBED_IMAGE)
     got = tuple(i.name for i in func.inputs) if func else ()
-    if got != (PIXELS, PARAMS):
-        raise ArtifactError(f"{path}: {EMBED_IMAGE} takes {got}, not (pixels, weights); recompile")
+    if got != (*inputs, PARAMS):
+        want = ", ".join(inputs)
+        raise ArtifactError(f"{path}: {EMBED_IMAGE} takes {got}, not ({want}, weights); recompile")
     return plan
 
 
 class WgpuEncoderRunner:
     def __init__(self, artifact_dir, config: EncoderConfig, device: str | None = None):
         folder = encoder_dir(artifact_dir)
-        plan = load_encoder_plan(folder / config.library)
+        plan = load_encoder_plan(folder / config.library, config.inputs)
         self.gpu = GpuDevice.open(plan.features, device)
         self.pool = BufferPool(self.gpu)
         self.executor = PlanExecutor(plan, KernelSet(self.gpu, plan, folder), self.pool)
@@ -41,12 +42,16 @@ class WgpuEncoderRunner:
             for _, a in load_arrays(folder / "params")
         ]
 
-    def embed(self, pixels: np.ndarray) -> np.ndarray:
-        data = np.ascontiguousarray(pixels, dtype=np.float32)
-        image = GpuTensor(self.pool.acquire(data.nbytes), data.shape, "float32")
-        self.gpu.device.queue.write_buffer(image.buffer, 0, data)
-        rows = self.executor.run(EMBED_IMAGE, {PIXELS: image, PARAMS: self.params})
+    def _upload(self, array: np.ndarray) -> GpuTensor:
+        data = np.ascontiguousarray(array)
+        tensor = GpuTensor(self.pool.acquire(data.nbytes), data.shape, str(data.dtype))
+        self.gpu.device.queue.write_buffer(tensor.buffer, 0, data)
+        return tensor
+
+    def embed(self, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        tensors = {name: self._upload(array) for name, array in inputs.items()}
+        rows = self.executor.run(EMBED_IMAGE, {**tensors, PARAMS: self.params})
         out = self.gpu.download(rows.buffer, rows.nbytes).view(np.float32)
-        for tensor in (image, rows):
+        for tensor in (*tensors.values(), rows):
             self.pool.release(tensor.buffer)
         return out.reshape(rows.shape).copy()

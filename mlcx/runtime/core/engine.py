@@ -36,6 +36,7 @@ from mlcx.runtime.core.image_inputs import ImageInputs
 from mlcx.runtime.core.inbox import Inbox, NewRequest
 from mlcx.runtime.core.output_processor import OutputProcessor
 from mlcx.runtime.core.outputs import Delta
+from mlcx.runtime.core.rope_positions import step_positions
 from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
 from mlcx.runtime.core.sequence import Sequence, SequenceStatus
 from mlcx.runtime.core.stats import EngineStats, state_stats
@@ -217,13 +218,16 @@ class Engine:
         # where the prefill kernel gives a few queries of one sequence to one thread per head.
         rows_per_token = plan.verifies_every_token
         batch = [(s.seq.seq_id, s.num_new) for s in plan.scheduled]
-        images = self.images.step(plan, lambda seq: self.scheduler.requests[seq.request_id].images)
+        images_of = lambda seq: self.scheduler.requests[seq.request_id].images  # noqa: E731
+        images = self.images.step(plan, images_of)
         spans = images.spans if images else None
         with self.hooks.phase(PAGE_TABLES):
             tables = self.kv.build_arrays(batch, row_per_token=rows_per_token, spans=spans)
         rows = None if rows_per_token else plan.logit_rows()
         tokens = np.array(ids, dtype=np.int32)
         state = {"state_slots": plan.state.slots, "state_copies": plan.state.copies}
+        if self.artifact.config.model.mrope_sections:
+            state["rope_positions"] = step_positions(plan, images_of)
         if images is not None:
             return ForwardBatch(
                 tokens, tables, plan.copies, images.logit_rows, images.rows, images.embeds, **state

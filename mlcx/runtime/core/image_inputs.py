@@ -16,8 +16,7 @@ from mlcx.errors import ImageError
 from mlcx.runtime.core.images import PromptImage, image_runs, step_images
 from mlcx.runtime.core.scheduler_output import SchedulerOutput
 from mlcx.runtime.vision.encoder import ImageEncoder
-from mlcx.runtime.vision.layout import runs_of
-from mlcx.runtime.vision.preprocess import grid
+from mlcx.runtime.vision.layout import image_layout
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class ImageInputs:
 
     def check(self, prompt_ids: Sequence[int], images: Sequence[Image.Image]) -> None:
         """Raise ImageError unless the prompt holds a whole run of image tokens for each frame
-        of each image (one frame, or Idefics3's tiles and global image)."""
+        of each image (one frame, or Idefics3's tiles and global image), as many as it has."""
         if not images:
             return
         if self.encoder is None:
@@ -47,17 +46,17 @@ class ImageInputs:
                 "this model takes text only (it was compiled without an image encoder)"
             )
         cfg = self.encoder.config
-        runs = image_runs(prompt_ids, cfg.image_token_id)
-        wanted = sum(runs_of(grid(image, cfg.preprocess)) for image in images)
-        if len(runs) != wanted or any(e - s != cfg.tokens_per_image for s, e in runs):
+        found = [e - s for s, e in image_runs(prompt_ids, cfg.image_token_id)]
+        wanted = [n for image in images for n in image_layout(cfg, image).runs]
+        if found != wanted:
             raise ImageError(
-                f"{len(images)} image(s) need {wanted} run(s) of {cfg.tokens_per_image} image "
-                f"tokens in the prompt, which has {len(runs)}"
+                f"{len(images)} image(s) need runs of {_counts(wanted)} image tokens in the "
+                f"prompt, which has {_counts(found) or 'none'}"
             )
-        if cfg.tokens_per_image > self.step_budget:
+        if max(wanted) > self.step_budget:
             raise ImageError(
-                f"an image's {cfg.tokens_per_image} tokens exceed a step's {self.step_budget}; "
-                "recompile with a larger --prefill-chunk"
+                f"an image's {max(wanted)} tokens exceed a step's {self.step_budget}; "
+                "recompile with a larger --prefill-chunk (or give a smaller image)"
             )
 
     def encode(
@@ -65,16 +64,18 @@ class ImageInputs:
     ) -> tuple[PromptImage, ...]:
         if not images or self.encoder is None:
             return ()
-        runs = iter(image_runs(prompt_ids, self.encoder.config.image_token_id))
-        n = self.encoder.config.tokens_per_image
+        cfg = self.encoder.config
+        runs = iter(image_runs(prompt_ids, cfg.image_token_id))
         out = []
-        for image in images:  # a run of n tokens for each frame (tile or global image)
-            encoded = self.encoder.encode(image)
-            for k in range(len(encoded.rows) // n):
+        for image in images:  # a run for each frame (tile or global image)
+            encoded, layout = self.encoder.encode(image), image_layout(cfg, image)
+            first = 0
+            for k, n in enumerate(layout.runs):
                 start, _ = next(runs)
-                rows = encoded.rows[k * n : (k + 1) * n]
+                rows = encoded.rows[first : first + n]
                 digest = hashlib.sha256(encoded.digest + bytes([k])).digest()
-                out.append(PromptImage(start, rows, digest))
+                out.append(PromptImage(start, rows, digest, layout.grid))
+                first += n
         return tuple(out)
 
     def step(self, plan: SchedulerOutput, images_of) -> StepImages | None:
@@ -104,3 +105,7 @@ class ImageInputs:
         ends = np.cumsum([item.num_new for item in plan.scheduled]) - 1
         logit_rows = explicit if explicit is not None else ends.astype(np.int32)
         return StepImages(spans, index, embeds, logit_rows)
+
+
+def _counts(runs: list[int]) -> str:
+    return ", ".join(str(n) for n in runs)

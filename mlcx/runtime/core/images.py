@@ -22,6 +22,7 @@ class PromptImage:
     start: int  # position of the image's first token
     rows: np.ndarray  # float32 [tokens, hidden]
     digest: bytes  # content hash (sha256 of the pixels)
+    grid: tuple[int, int] | None = None  # (rows, columns) of merged tokens (M-RoPE models)
 
     @property
     def end(self) -> int:

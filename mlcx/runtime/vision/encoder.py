@@ -13,13 +13,14 @@ from PIL import Image
 
 from mlcx.artifact.encoder import EncoderConfig, read_encoder
 from mlcx.runtime.backends.encoder_runner import open_encoder_runner
+from mlcx.runtime.vision.encoder_inputs import frame_inputs
 from mlcx.runtime.vision.preprocess import frames
 
 
 @dataclass(frozen=True)
 class EncodedImage:
     digest: bytes  # sha256 of the preprocessed pixels: what the prefix cache keys on
-    rows: np.ndarray  # float32 [frames x tokens_per_image, hidden], frame by frame
+    rows: np.ndarray  # float32 [the frames' tokens, hidden], frame by frame
 
 
 class ImageEncoder:
@@ -38,10 +39,14 @@ class ImageEncoder:
     def encode(self, image: Image.Image) -> EncodedImage:
         """The rows of every frame of the image (one, or tiles then the global image)."""
         pixels = frames(image, self.config.preprocess)
-        digest = hashlib.sha256(b"".join(px.tobytes() for px in pixels)).digest()
+        sized = self.config.preprocess.dynamic  # equal bytes may be frames of other sizes
+        parts = [(str(px.shape).encode() if sized else b"") + px.tobytes() for px in pixels]
+        digest = hashlib.sha256(b"".join(parts)).digest()
         rows = self._cache.get(digest)
         if rows is None:
-            rows = np.concatenate([self.runner.embed(px) for px in pixels])
+            rows = np.concatenate(
+                [self.runner.embed(frame_inputs(self.config, px)) for px in pixels]
+            )
             self.encoded += 1
             self._cache[digest] = rows
             if len(self._cache) > self.capacity:

@@ -1,6 +1,7 @@
 """An image -> the encoder's pixels, as the model's own preprocessor config says: resize (for
 Idefics3 first its longest edge, keeping the aspect ratio, then to the tile, or into tiles and
-a global image: runtime.vision.tiles), rescale, normalize per channel, channels first."""
+a global image: runtime.vision.tiles; for Qwen-VL to whole merged patches within its pixel
+bounds: runtime.vision.smart_resize), rescale, normalize per channel, channels first."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ from PIL import Image
 
 from mlcx.artifact.encoder import Preprocess
 from mlcx.runtime.vision import tiles
+from mlcx.runtime.vision.smart_resize import smart_size
 
 MAX_SIDE = 4096  # Idefics3's bound on either side after the first resize
 
 
 def frames(image: Image.Image, config: Preprocess) -> list[np.ndarray]:
-    """float32 [3, size, size] of each frame the encoder takes (one, or tiles + global)."""
+    """float32 [3, size, size] of each frame the encoder takes (one, or tiles + global); with
+    dynamic resolution one frame [3, height, width] of the image's own size."""
     rgb = _resized(image, config)
     resample = Image.Resampling(config.resample)
+    if config.dynamic:
+        return [_normalized(rgb.resize(smart_size(rgb.size, config), resample=resample), config)]
     if config.split:
         return [_normalized(tile, config) for tile in tiles.split(rgb, config.size, resample)]
     return [_normalized(rgb.resize((config.size, config.size), resample=resample), config)]

@@ -14,8 +14,7 @@ from PIL import Image
 from mlcx.artifact.encoder import EncoderConfig
 from mlcx.errors import ImageError
 from mlcx.runtime.text.prompt_encoder import PromptEncoder
-from mlcx.runtime.vision.layout import image_text
-from mlcx.runtime.vision.preprocess import grid
+from mlcx.runtime.vision.layout import image_layout
 
 IMAGE_PART = "image"
 
@@ -72,6 +71,6 @@ def chat_with_images(
             f"{len(images)} image(s)"
         )
     pieces = text.split(marker)
-    layouts = [image_text(config, grid(image, config.preprocess)) for image in images]
+    layouts = [image_layout(config, image).text for image in images]
     text = pieces[0] + "".join(lay + piece for lay, piece in zip(layouts, pieces[1:], strict=True))
     return prompts.tokenizer.encode(text, add_special_tokens=False), images

@@ -67,12 +67,15 @@ def _pages_dtype(mod: tvm.IRModule) -> str:
         return ""
 
 
-def build_plan(mod: tvm.IRModule, target: tvm.target.Target, subgroups: bool = True) -> PlanBundle:
-    """`target` is a webgpu target with an LLVM host."""
+def build_plan(
+    mod: tvm.IRModule, target: tvm.target.Target, subgroups: bool = True, matmul: bool = True
+) -> PlanBundle:
+    """`target` is a webgpu target with an LLVM host; `matmul`: as gpu_graph_passes'."""
     dtype = activation_dtype(mod)
     with target:
         config = gpu_config(target, subgroups)
-        passes = gpu_graph_passes(target, dtype, config, extra_rules=[DequantGEMV()])
+        rules = [DequantGEMV()]
+        passes = gpu_graph_passes(target, dtype, config, extra_rules=rules, matmul=matmul)
         graph = tvm.transform.Sequential(passes)(mod)
     functions = {
         gv.name_hint: walk_function(f, gv.name_hint)

@@ -1,51 +1,49 @@
-// MLCEngine: WebLLM's engine API over one loaded artifact. `chat.completions.create` and
-// `completions.create` take OpenAI requests and answer OpenAI objects, or an async iterable
-// of chunks with `stream: true`; the sampling defaults and chat template come from the
-// artifact. Requests queue (no interleaving); a prompt past the context window is refused.
-// `response_format` and forced tool calls constrain each token (constraint.js, XGrammar).
+// ModelSlot: one loaded generative model of an engine (page_engine.js keeps one per model id).
+// `chatCompletion` and `completion` take OpenAI requests and answer OpenAI objects, or an async
+// iterable of chunks with `stream: true`; the sampling defaults and chat template come from the
+// artifact, and from the chat options it was loaded with. Requests queue (no interleaving); a
+// prompt past the context window is refused. `response_format` and forced tool calls constrain
+// each token (constraint.js, XGrammar). What WebLLM apps read besides the responses lives here
+// too: the last reply's text (`message`), the speeds so far (`stats`) and a sequence fed token
+// by token (forwardTokensAndSample).
 
+import { chatOptions, withOptionDefaults } from "./chat_options.js";
 import { GrammarConstraints } from "./constraint.js";
 import { formatConstraint, onlyOne } from "./constraint_request.js";
+import { withEcho } from "./echo.js";
 import { ModelCore } from "./engine.js";
-import { ContextWindowSizeExceededError, DeviceLostError, EngineNotLoadedError, InvalidRequestError } from "./errors.js";
+import { ContextWindowSizeExceededError, EngineNotLoadedError, InvalidRequestError } from "./errors.js";
 import { generateChoice } from "./generation.js";
 import { decodeImage, splitImages } from "./image_input.js";
-import { loadModel } from "./loader.js";
 import { samplingParams } from "./params.js";
+import { RawSequence } from "./raw_sequence.js";
 import { RequestQueue } from "./request_queue.js";
 import { reasoningFormat } from "./reasoning.js";
 import { withReplies } from "./replies.js";
+import { RuntimeStats } from "./runtime_stats.js";
 import { toolPlan } from "./tool_events.js";
+import { wholeToolCalls } from "./whole_tool_calls.js";
 import { FORMATS, chunkOf, collect, usageChunk, usageOf } from "./responses.js";
 
 let requestCount = 0;
 
-export class MLCEngine extends EventTarget {
-  constructor() {
-    super();
-    this.core = null;
+export class ModelSlot {
+  // loaded: loader.js's {runner, codec, vision}; options: chat_options.js's {sampling,
+  // contextWindow}; processor: a WebLLM LogitProcessor or null.
+  constructor(modelId, { runner, codec, vision }, { options = chatOptions(), processor = null } = {}) {
+    this.modelId = modelId;
+    this.kind = "generate";
+    this.core = new ModelCore(runner, codec, vision);
+    if (options.contextWindow) this.core.window = Math.min(this.core.window, options.contextWindow);
+    this.grammars = new GrammarConstraints(codec.tokenizerJson, runner.config.model?.vocab_size ?? 0, codec.eosIds);
+    this.sampling = options.sampling;
+    this.processor = processor;
     this.lost = null;
     this.queue = new RequestQueue();
     this.control = { interrupted: false };
-    this.chat = { completions: { create: (request) => this.chatCompletion(request) } };
-    this.completions = { create: (request) => this.completion(request) };
-  }
-
-  // Loads (or replaces) the artifact this engine runs; options as CreateMLCEngine's.
-  async reload(artifactUrl, options = {}) {
-    await this.unload();
-    const { runner, codec, vision } = await loadModel(artifactUrl, options);
-    this.core = new ModelCore(runner, codec, vision);
-    this.grammars = new GrammarConstraints(codec.tokenizerJson, runner.config.model?.vocab_size ?? 0, codec.eosIds);
-    this.lost = null;
-    this.modelId = runner.config.model_name;
-    runner.device.lost?.then((info) => this.onDeviceLost(runner, info));
-  }
-
-  onDeviceLost(runner, info) {
-    if (this.core?.runner !== runner) return; // unload() destroyed it on purpose
-    this.lost = new DeviceLostError(info.message || info.reason);
-    this.dispatchEvent(Object.assign(new Event("error"), { error: this.lost }));
+    this.message = ""; // the last choice's text so far (WebLLM's getMessage)
+    this.stats = new RuntimeStats();
+    this.raw = null; // forwardTokensAndSample's RawSequence
   }
 
   loaded() {
@@ -56,6 +54,7 @@ export class MLCEngine extends EventTarget {
 
   async chatCompletion(request) {
     const core = this.loaded();
+    request = withOptionDefaults(request, this.sampling);
     if (!Array.isArray(request.messages) || !request.messages.length) {
       throw new InvalidRequestError("messages must be a non-empty list", "messages");
     }
@@ -78,13 +77,15 @@ export class MLCEngine extends EventTarget {
 
   async completion(request) {
     const core = this.loaded();
+    request = withOptionDefaults(request, this.sampling);
     const { prompt } = request;
     const ids = typeof prompt === "string" ? core.codec.encode(prompt, true) : prompt;
     const vocab = core.runner.config.model?.vocab_size ?? Infinity;
     if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id) && id >= 0 && id < vocab)) {
       throw new InvalidRequestError(`prompt must be a string or a list of token ids in [0, ${vocab})`, "prompt");
     }
-    return this.respond(request, ids, FORMATS.text, { constraint: formatConstraint(request.response_format) });
+    const reply = await this.respond(request, ids, FORMATS.text, { constraint: formatConstraint(request.response_format) });
+    return request.echo ? withEcho(reply, typeof prompt === "string" ? prompt : core.codec.decode(ids)) : reply;
   }
 
   // The model's sampling defaults as mlcx compile recorded them (mlcx-config.json "sampling").
@@ -104,7 +105,7 @@ export class MLCEngine extends EventTarget {
                    created: Math.floor(Date.now() / 1000), model: this.modelId, format,
                    returnIds: request.return_token_ids === true, promptIds };
     const generated = this.events(promptIds, params, { grammar, images });
-    const events = reasoning ? withReplies(generated, { format: reasoning, codec: core.codec, promptIds, tools }) : generated;
+    const events = reasoning ? wholeToolCalls(withReplies(generated, { format: reasoning, codec: core.codec, promptIds, tools })) : generated;
     if (request.stream) return this.chunks(events, meta, request.stream_options?.include_usage === true);
     return this.whole(events, meta);
   }
@@ -137,22 +138,27 @@ export class MLCEngine extends EventTarget {
     const control = (this.control = { interrupted: false });
     try {
       const core = this.loaded();
+      this.closeRaw();
       const runs = images ? await core.vision.promptImages(images.runs, images.pixels) : [];
       let completion = 0;
-      let first = null;
+      const stats = []; // each choice's
       for (let index = 0; index < params.n; index++) {
         const constraint = grammar && (await this.grammars.matcher(grammar));
+        this.message = "";
         try {
-          for await (const e of generateChoice(core, promptIds, params, index, control, { constraint, images: runs })) {
-            first ??= e.stats;
+          for await (const e of generateChoice(core, promptIds, params, index, control,
+                                               { constraint, images: runs, processor: this.processor })) {
+            stats[index] = e.stats;
             completion += 1;
+            this.message += e.text;
             yield { index, token: e.token, text: e.text, finish: e.finish, entry: this.entry(e) };
           }
         } finally {
           constraint?.dispose();
         }
       }
-      yield { usage: usageOf(promptIds.length, completion, first) };
+      this.stats.add(stats);
+      yield { usage: usageOf(promptIds.length, completion, stats) };
     } finally {
       if (grammar) this.grammars.release(grammar);
       release();
@@ -170,26 +176,56 @@ export class MLCEngine extends EventTarget {
     this.control.interrupted = true;
   }
 
-  // Forgets every cached conversation prefix (the next request computes its whole prompt).
-  async resetChat() {
+  // Forgets every cached conversation prefix (the next request computes its whole prompt),
+  // forwardTokensAndSample's sequence and (unless keepStats) the speeds so far.
+  async resetChat(keepStats = false) {
     const release = await this.queue.acquire();
     try {
-      this.loaded().resetCache();
+      const core = this.loaded();
+      this.closeRaw();
+      core.resetCache();
+      if (!keepStats) this.stats = new RuntimeStats();
+      this.processor?.resetState();
     } finally {
       release();
     }
   }
 
-  // Frees the GPU memory; the engine answers nothing until `reload`.
-  // A running generation is interrupted first, and the queue waits for it to end.
-  async unload() {
+  // Feeds token ids to the sequence kept since the last request (or resetChat) and samples
+  // the next token with the chat options' sampling.
+  async forwardTokensAndSample(inputIds, isPrefill) {
+    const release = await this.queue.acquire();
+    try {
+      const core = this.loaded();
+      const vocab = core.runner.config.model?.vocab_size ?? 0;
+      this.raw ??= new RawSequence(core, samplingParams(this.sampling, this.samplingDefaults, vocab));
+      const started = performance.now();
+      const token = await this.raw.next(inputIds, this.processor);
+      this.stats.record(isPrefill, isPrefill ? inputIds.length : 1, performance.now() - started);
+      return token;
+    } finally {
+      release();
+    }
+  }
+
+  closeRaw() {
+    this.raw?.close();
+    this.raw = null;
+  }
+
+  // Frees the model's GPU memory (its device is shared, gpu.js). A running generation is
+  // interrupted first, and the queue waits for it to end.
+  async dispose() {
     if (!this.core) return;
     this.interruptGenerate();
     const release = await this.queue.acquire();
     const core = this.core;
+    this.closeRaw();
     this.core = null;
+    this.disposed = true;
     release();
-    core?.runner.device.destroy();
+    core.vision?.dispose();
+    core.runner.dispose();
   }
 
   // KV pages in use (0 when no generation holds any) and free: what a caller checks after abort.
@@ -212,11 +248,4 @@ function checkFits(promptLen, maxTokens, window) {
       `the prompt (${promptLen} tokens) plus max_tokens (${maxTokens}) exceeds the context window of ` +
       `${window} tokens; lower max_tokens to at most ${window - promptLen}`);
   }
-}
-
-// WebLLM's entry point: a loaded engine for the artifact at `artifactUrl`.
-export async function CreateMLCEngine(artifactUrl, options = {}) {
-  const engine = new MLCEngine();
-  await engine.reload(artifactUrl, options);
-  return engine;
 }
