@@ -22,15 +22,27 @@ class ArtifactError(MlcxError):
 
 
 class InvalidFieldError(MlcxError, ValueError):
-    """A value a request gave is invalid; `param` names the field it is about (a
-    `SamplingParams` field, "prompt" or "messages") so that a server can report it."""
+    """A request, or a value it gave, is invalid: what the server answers with 400 and the
+    in-process engines (MLCEngine, LLM) raise. `param` names the field it is about (a
+    `SamplingParams` field, "prompt" or "messages") and `code` is OpenAI's error code where
+    one applies, so that a server can report both."""
 
     param: str | None = None
+    code: str | None = None
 
-    def __init__(self, message: str, param: str | None = None):
+    def __init__(self, message: str, param: str | None = None, code: str | None = None):
         super().__init__(message)
         if param is not None:
             self.param = param
+        if code is not None:
+            self.code = code
+
+
+class ModelNotFoundError(InvalidFieldError):
+    """A request names a model (or a LoRA adapter) that is not served: a server's 404."""
+
+    param = "model"
+    code = "model_not_found"
 
 
 class PromptError(InvalidFieldError):
@@ -49,6 +61,7 @@ class ContextWindowError(InvalidFieldError):
     """A prompt (plus requested tokens) does not fit in the model's context window."""
 
     param = "prompt"
+    code = "context_length_exceeded"
 
 
 class MaxTokensTooLargeError(ContextWindowError):

@@ -82,6 +82,15 @@ def moe_compiled(tmp_path_factory, moe_model):
 
 
 @pytest.fixture(scope="session")
+def gpt_oss(tmp_path_factory):
+    """The tiny gpt-oss's sources (HF folder, MXFP4 folder, llama.cpp's GGUF) and their
+    artifacts, each compiled once (tests/support/gpt_oss_builds.py)."""
+    from tests.support.gpt_oss_builds import GptOssBuilds
+
+    return GptOssBuilds(tmp_path_factory.mktemp("gpt-oss"))
+
+
+@pytest.fixture(scope="session")
 def compiled(tmp_path_factory, tiny_model):
     """Factory: compiled(spec, quantization, target="cpu", **kw) -> artifact dir (cached)."""
     from mlcx.compile.model import CompileRequest

@@ -32,6 +32,7 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     # the engine every front door shares, by concept (mlcx/runtime/__init__.py)
     ("mlcx.runtime.kv",),  # KV block ids, page tables, prefix sharing: no tensors
     ("mlcx.runtime.state",),  # state slots and checkpoints of hybrid models: no tensors
+    ("mlcx.runtime.lora",),  # LoRA adapters by name, their slots and stacked weights
     ("mlcx.runtime.backends",),  # runners: a compiled step on a device
     ("mlcx.runtime.text",),  # tokenizer, chat template, prompt encoding, detokenizing
     ("mlcx.runtime.vision",),  # images: decoding, preprocessing, the encoder, prompt layout
@@ -40,6 +41,9 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("mlcx.runtime.speculative",),  # draft proposers and verification
     ("mlcx.runtime.core",),  # the engine, its scheduler and outputs
     ("mlcx.runtime",),  # the runtime package's own face (mlcx/runtime/__init__.py)
+    # the OpenAI API's shapes: request schemas and plans, response bodies and chunks, tools,
+    # one request's serving path; shared by the in-process engines and the REST server
+    ("mlcx.runtime.openai_api",),
     ("mlcx.runtime.api",),  # the APIs on the engine: LLM, AsyncEngine, ChatSession, embedders
     # the benchmarks' parts, bottom-up (mlcx/bench/__init__.py): what runs, how it is timed,
     # the peers run beside mlcx; the benches themselves are a front door

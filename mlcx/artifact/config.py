@@ -27,6 +27,7 @@ from mlcx.formats import FORMAT_VERSION, check_format_version
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.kv_layout import KV_CACHE_DTYPES, KVLayout
+from mlcx.kernels.lora_layout import LoraSpec
 
 CONFIG_FILE = "mlcx-config.json"
 KV_DTYPES = tuple(KV_CACHE_DTYPES)  # what the KV pages may be stored in
@@ -58,6 +59,9 @@ class ArtifactConfig:
     linear_kernels: str | None = None
     # cuda: decode batches up to this many rows replay CUDA graphs (runtime.backends.decode_graph)
     decode_graph_batch: int | None = None
+    # LoRA adapter slots the step functions take (`mlcx compile --lora-slots`), or None
+    lora: LoraSpec | None = None
+    lora_merged: str | None = None  # the adapter merged into the weights (`--lora DIR`)
     # hybrid models: each state layer's per-sequence tensors, in the step functions' order
     # (artifact/state_tensors.py); empty for a pure transformer
     state_tensors: tuple[StateTensor, ...] = ()
@@ -142,6 +146,8 @@ class ArtifactConfig:
             raise ArtifactError(str(err)) from None
         known = {f.name for f in fields(cls)}
         data["model"] = DecoderConfig.from_dict(data["model"])
+        if data.get("lora") is not None:
+            data["lora"] = LoraSpec.from_dict(data["lora"])
         return cls(**{k: v for k, v in data.items() if k in known})
 
 

@@ -27,14 +27,18 @@ class BenchReport:
     read_bandwidth: float | None  # bytes per second; measured for cpu kernels only
     profile: tuple[StepProfile, ...] = ()  # with --profile: one prefill and one decode step
     notes: list[str] = field(default_factory=list)
+    # a hybrid model's state layers: one sequence's conv windows and recurrent matrices
+    state_bytes_per_sequence: int = 0
 
     @property
     def decode_bytes_per_token(self) -> float:
-        """Bytes a decode step reads, on average over the run: the weights once, and the KV
-        of its context (step i of D after a P-token prompt attends to P + i + 1 tokens)."""
+        """Bytes a decode step reads, on average over the run: the weights once, the KV of its
+        context (step i of D after a P-token prompt attends to P + i + 1 tokens) and a hybrid
+        model's state (whatever the context)."""
         w = self.workload
         context = w.prompt_tokens + (w.decode_tokens + 1) / 2
-        return self.weight_bytes_per_token + context * self.kv_bytes_per_token
+        kv = context * self.kv_bytes_per_token + self.state_bytes_per_sequence
+        return self.weight_bytes_per_token + kv
 
     @property
     def decode_bound(self) -> float | None:
@@ -72,9 +76,15 @@ class BenchReport:
         return [
             f"decode bound {bound:.0f} tok/s (read {self.read_bandwidth / 1e9:.1f} GB/s / "
             f"{self.decode_bytes_per_token / 1e6:.1f} MB per token: "
-            f"{self.weight_bytes_per_token / 1e6:.1f} MB of weights + {kv / 1e6:.1f} MB of KV); "
+            f"{self.weight_bytes_per_token / 1e6:.1f} MB of weights + {kv / 1e6:.1f} MB of KV"
+            f"{' and state' if self.state_bytes_per_sequence else ''}); "
             f"mlcx reaches {self.speeds['mlcx'].decode / bound:.0%}"
         ]
+
+    def _state(self) -> str:
+        """A hybrid model's state beside the KV cost: it does not grow with the context."""
+        state = self.state_bytes_per_sequence
+        return f"; state {state / 2**20:.2f} MiB per sequence" if state else ""
 
     def lines(self) -> list[str]:
         w = self.workload
@@ -83,7 +93,8 @@ class BenchReport:
             f"model {self.model} -> {self.artifact} ({self.target})",
             f"batch 1, prompt {w.prompt_tokens}, decode {w.decode_tokens} greedy, "
             f"{self.threads} threads, {self.kv_dtype} KV cache "
-            f"({self.kv_bytes_per_token / 1024:.1f} KiB per token of context), median of {w.reps}",
+            f"({self.kv_bytes_per_token / 1024:.1f} KiB per token of context{self._state()}), "
+            f"median of {w.reps}",
             f"{'engine':<{width}}{'prefill tok/s':>16}{'decode tok/s':>16}  device",
         ]
         out += [

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from mlcx.artifact.config import Artifact
-from mlcx.artifact.kv_budget import kv_budget
+from mlcx.artifact.kv_budget import kv_budget, state_bytes_per_sequence
 from mlcx.bench.measure.bandwidth import measure_read_bandwidth
 from mlcx.bench.measure.mlcx_engine import (
     MlcxEngine,
@@ -96,6 +96,7 @@ class _Measured:
     peak_memory_bytes: int
     weight_bytes_per_token: int
     kv_bytes_per_token: int
+    state_bytes_per_sequence: int
     kv_dtype: str
     read_bandwidth: float | None  # median of the reps' probes
 
@@ -132,6 +133,7 @@ def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads:
         peak_memory_bytes=peak,
         weight_bytes_per_token=weights,
         kv_bytes_per_token=kv_budget(ours.artifact.config).bytes_per_token,
+        state_bytes_per_sequence=state_bytes_per_sequence(ours.artifact.config),
         kv_dtype=kv_dtype,
         read_bandwidth=float(np.median(bandwidths)) if bandwidths else None,
     )
@@ -190,4 +192,5 @@ def run_bench(req: BenchRequest, say=print) -> BenchReport:
         read_bandwidth=measured.read_bandwidth,
         profile=profile,
         notes=[*_window_notes(resolved.artifact, workload), *measured.notes],
+        state_bytes_per_sequence=measured.state_bytes_per_sequence,
     )

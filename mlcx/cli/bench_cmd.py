@@ -21,6 +21,7 @@ from mlcx.bench.workloads.workload import DEFAULT_SIZES
 from mlcx.cli import (
     bench_embed_cmd,
     bench_image_cmd,
+    bench_lora_cmd,
     bench_profile_cmd,
     bench_serve_cmd,
     bench_soak_cmd,
@@ -42,7 +43,7 @@ BenchTarget = Enum(  # type: ignore[misc]
 _CPU, _GPU = DEFAULT_SIZES["cpu"], DEFAULT_SIZES["gpu"]
 HELP = (
     "Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`, `speculative`, "
-    "`profile`, `soak`, `embed`, `image` (time to encode one image)."
+    "`lora`, `profile`, `soak`, `embed`, `image` (time to encode one image)."
 )
 _SIZES_BY = "the artifact's target, or --target when compiling"
 
@@ -52,7 +53,9 @@ def bench_command(
         str,
         typer.Argument(
             help="Artifact directory, or a model to compile first (preset, .gguf, HF folder, "
-            "or a random-weight shape: llama-3.2-1b-random, llama-3.1-8b-random)."
+            "or a random-weight shape: llama-3.2-1b-random, llama-3.1-8b-random, "
+            "olmoe-1b-7b-random, gpt-oss-20b-random, gpt-oss-20b-4l-random, "
+            "qwen3.5-2b-random, lfm2-1.2b-random)."
         ),
     ] = "smollm2-135m",
     target: Annotated[
@@ -157,6 +160,7 @@ def register(app: typer.Typer) -> None:
     bench_serve_cmd.register(bench)
     web_cmd.register_bench(bench)
     bench_spec_cmd.register(bench)
+    bench_lora_cmd.register(bench)
     bench_profile_cmd.register(bench)
     bench_soak_cmd.register(bench)
     bench_embed_cmd.register(bench)

@@ -41,6 +41,10 @@ def chat_command(
             help=f"Split replies into reasoning (shown dimmed) and content: {', '.join(CHOICES)}."
         ),
     ] = "auto",
+    adapter: Annotated[
+        str | None,
+        typer.Option(help="The --lora adapter to run with (default: the first; none: no adapter)."),
+    ] = None,
     *,
     engine: EngineOptions,
 ) -> None:
@@ -49,7 +53,7 @@ def chat_command(
     params = llm.default_params(
         max_tokens=max_tokens, temperature=temperature, top_p=top_p, seed=seed
     )
-    session = ChatSession(llm, params, system)
+    session = ChatSession(llm, params, system, engine.adapter_request(adapter))
     print(HELP)
     while (line := _read(">>> ")) is not None:
         command = line.strip()

@@ -56,7 +56,7 @@ COMMANDS: dict[str, CommandEntry] = {
     "bench": CommandEntry(
         "mlcx.cli.bench_cmd",
         "Benchmarks: `run` (default; prefill/decode vs llama.cpp), `serve`, `web`, "
-        "`speculative`, `profile`, `soak`, `embed`, `image` (time to encode one image).",
+        "`speculative`, `lora`, `profile`, `soak`, `embed`, `image` (time to encode one image).",
     ),
     "tune": CommandEntry(
         "mlcx.cli.tune_cmd",

@@ -15,6 +15,8 @@ from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, Tar
 from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.registry import describe_supported
 from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.kernels.lora_layout import TARGETS as LORA_TARGETS
+from mlcx.kernels.lora_layout import LoraSpec
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.registry import TARGETS
@@ -84,6 +86,24 @@ def compile_command(
             help="llama.cpp's mmproj GGUF for the model's images (Gemma 3), as llama.cpp takes it."
         ),
     ] = None,
+    lora: Annotated[
+        Path | None,
+        typer.Option(
+            help="Merge this LoRA adapter into the weights (a PEFT folder or a GGUF adapter)."
+        ),
+    ] = None,
+    lora_slots: Annotated[
+        int | None,
+        typer.Option(
+            help="Take up to N LoRA adapters at run time, mixed in one batch (`--lora name=DIR` "
+            "of generate, chat, serve)."
+        ),
+    ] = None,
+    lora_rank: Annotated[int, typer.Option(help="The largest adapter rank (--lora-slots).")] = 16,
+    lora_targets: Annotated[
+        str,
+        typer.Option(help=f"Projections taking adapters (--lora-slots): {','.join(LORA_TARGETS)}."),
+    ] = ",".join(LORA_TARGETS),
 ) -> None:
     """Compile a model into an artifact directory that the mlcx runtime loads."""
     request = CompileRequest(
@@ -96,6 +116,8 @@ def compile_command(
         page_size=page_size,
         kv_dtype=kv_dtype.value if kv_dtype else None,
         mmproj=mmproj,
+        lora=lora,
+        lora_slots=_lora_spec(lora_slots, lora_rank, lora_targets),
         options=BuildOptions(
             num_threads=threads,
             gpu_arch=gpu_arch,
@@ -126,6 +148,12 @@ def compile_command(
         typer.echo(f"an embedding model: `mlcx serve {out}` answers POST /v1/embeddings")
     else:
         typer.echo(kv_budget(Artifact(out).config).describe())
+
+
+def _lora_spec(slots: int | None, rank: int, targets: str) -> LoraSpec | None:
+    if slots is None:
+        return None
+    return LoraSpec(slots, rank, tuple(t.strip() for t in targets.split(",") if t.strip()))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -16,6 +17,8 @@ from mlcx.artifact.config import Artifact
 from mlcx.cli.options import KVDtype, SpeculativeName
 from mlcx.compile.jit import resolve_artifact
 from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.lora.fit import slots_for
+from mlcx.runtime.lora.request import LoraRequest
 from mlcx.runtime.speculative.config import DEFAULT_NUM_SPECULATIVE, SpeculativeConfig
 
 MaxBatchOption = Annotated[
@@ -48,6 +51,15 @@ DraftOption = Annotated[
     ),
 ]
 NumSpeculativeOption = Annotated[int, typer.Option(help="Tokens drafted per step at most.")]
+LoraOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="Load a LoRA adapter, NAME=PATH (a PEFT folder or a llama.cpp GGUF adapter; "
+        "repeatable). A model compiled here gets adapter slots for them; an artifact needs "
+        "`mlcx compile --lora-slots`. Requests pick one: model NAME:ADAPTER (serve), --adapter "
+        "(generate, chat: default the first)."
+    ),
+]
 
 # EngineOptions field -> its option
 OPTIONS: dict[str, Any] = {
@@ -56,6 +68,7 @@ OPTIONS: dict[str, Any] = {
     "speculative": SpeculativeOption,
     "draft": DraftOption,
     "num_speculative": NumSpeculativeOption,
+    "lora": LoraOption,
 }
 
 
@@ -66,14 +79,34 @@ class EngineOptions:
     speculative: SpeculativeName | None = None
     draft: str | None = None  # an artifact or a model to compile
     num_speculative: int = DEFAULT_NUM_SPECULATIVE
+    lora: list[str] | None = None  # NAME=PATH each
 
     @property
     def kv_dtype_name(self) -> str | None:
         return self.kv_dtype.value if self.kv_dtype is not None else None
 
+    @property
+    def adapters(self) -> tuple[tuple[str, str], ...]:
+        """--lora as (name, path) pairs; a bare PATH is named by its file or folder stem."""
+        pairs = []
+        for given in self.lora or ():
+            name, sep, path = given.partition("=")
+            pairs.append((name, path) if sep else (Path(given).stem, given))
+        return tuple(pairs)
+
+    def adapter_request(self, choice: str | None) -> LoraRequest | None:
+        """The adapter generate/chat run with: --adapter NAME, `none`, or the first --lora."""
+        if choice == "none" or not self.adapters:
+            return None
+        return LoraRequest(choice or self.adapters[0][0])
+
     def artifact(self, model: str, quiet: bool = False) -> Artifact:
-        """MODEL as an artifact, compiled with --kv-dtype if it is not one yet."""
-        return resolve_artifact(model, quiet=quiet, kv_dtype=self.kv_dtype_name)
+        """MODEL as an artifact, compiled with --kv-dtype (and slots for --lora's adapters)
+        if it is not one yet."""
+        slots = None
+        if self.adapters and not Artifact.is_artifact(model):
+            slots = slots_for(model, self.adapters)
+        return resolve_artifact(model, quiet=quiet, kv_dtype=self.kv_dtype_name, lora_slots=slots)
 
     def speculative_config(self, quiet: bool = False) -> SpeculativeConfig | None:
         """The speculative settings (the draft model compiled first if need be)."""
@@ -89,7 +122,8 @@ class EngineOptions:
         for an unset --max-batch (None: EngineConfig's default)."""
         batch = self.max_batch or default_batch
         sized = {"max_batch": batch} if batch is not None else {}
-        return EngineConfig(**sized, speculative=self.speculative_config(quiet), **more)
+        speculative = self.speculative_config(quiet)
+        return EngineConfig(**sized, speculative=speculative, lora=self.adapters, **more)
 
 
 _DEFAULTS = {f.name: f.default for f in fields(EngineOptions)}

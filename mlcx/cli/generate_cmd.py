@@ -44,6 +44,10 @@ def generate_command(
         Path | None,
         typer.Option(help="The output is in the grammar in FILE: Lark, or GBNF if FILE is .gbnf."),
     ] = None,
+    adapter: Annotated[
+        str | None,
+        typer.Option(help="The --lora adapter to run with (default: the first; none: no adapter)."),
+    ] = None,
     *,
     engine: EngineOptions,
 ) -> None:
@@ -63,7 +67,8 @@ def generate_command(
     else:
         prompt_ids = llm.engine.tokenize_prompt(prompt)
     text, tokens, reason = [], [], None
-    for delta in llm.stream(prompt_ids, params, images):
+    lora = engine.adapter_request(adapter)
+    for delta in llm.stream(prompt_ids, params, images, lora_request=lora):
         text.append(delta.text)
         tokens.extend(delta.token_ids)
         reason = delta.finish_reason or reason

@@ -29,6 +29,7 @@ from mlcx.compile.model import CompileRequest, compile_model, resolve_options
 from mlcx.formats import FORMAT_VERSION
 from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import resolve_path
+from mlcx.kernels.lora_layout import LoraSpec
 from mlcx.targets.registry import get_target
 
 MLCX = Path(__file__).resolve().parents[1]
@@ -104,6 +105,7 @@ def key_parts(req: CompileRequest) -> dict:
         "request": asdict(replace(req, output=Path(), options=keyed)),
         "tvm_target": str(target.tvm_target(options).export()),
         "tuning_db": _tree_identity(db) if db is not None else None,
+        "lora": _tree_identity(Path(req.lora)) if req.lora is not None else None,
     }
 
 
@@ -114,10 +116,18 @@ def artifact_dir(req: CompileRequest) -> Path:
     return cache_dir() / "artifacts" / f"{name}-{cache_key(req)[:16]}"
 
 
-def resolve_artifact(model: str, quiet: bool = False, kv_dtype: str | None = None) -> Artifact:
+def resolve_artifact(
+    model: str,
+    quiet: bool = False,
+    kv_dtype: str | None = None,
+    lora_slots: LoraSpec | None = None,
+    target: str = "cpu",
+) -> Artifact:
     """An artifact directory as is; anything else (a preset, a .gguf, an HF folder) is
-    compiled for this CPU into the cache on first use, like MLC-LLM's JIT. `kv_dtype`: the
-    KV cache dtype to compile with (None: the math's), which an artifact must already have."""
+    compiled for `target` (this CPU) into the cache on first use, like MLC-LLM's JIT.
+    `kv_dtype`: the KV cache dtype to compile with (None: the math's), which an artifact must
+    already have; `lora_slots`: the LoRA adapter slots to compile in (runtime.lora checks an
+    artifact's against its adapters)."""
     if artifact_task(model) == EMBED_TASK:
         return EmbeddingArtifact(model)  # type: ignore[return-value]  (no KV cache to check)
     if Artifact.is_artifact(model):
@@ -129,7 +139,8 @@ def resolve_artifact(model: str, quiet: bool = False, kv_dtype: str | None = Non
                 "--kv-dtype"
             )
         return artifact
-    out = compile_cached(CompileRequest(model=model, target="cpu", kv_dtype=kv_dtype), quiet)
+    request = CompileRequest(model=model, target=target, kv_dtype=kv_dtype, lora_slots=lora_slots)
+    out = compile_cached(request, quiet)
     if artifact_task(out) == EMBED_TASK:
         return EmbeddingArtifact(out)  # type: ignore[return-value]
     return Artifact(out)

@@ -21,6 +21,8 @@ from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.encoders import for_mmproj
 from mlcx.frontends.family import Family
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.lora.layout import lora_layout
+from mlcx.frontends.lora.merge import merge_adapter
 from mlcx.frontends.presets import PRESETS
 from mlcx.frontends.source import ModelSource, load_source
 from mlcx.kernels.attention import KVLayout, PagedKVOps
@@ -28,6 +30,7 @@ from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
 from mlcx.kernels.kv_layout import default_kv_dtype
+from mlcx.kernels.lora_layout import LoraSpec
 from mlcx.passes.gpu.cuda_graph import graph_max_batch
 from mlcx.passes.step_bounds import bound_step_shapes
 from mlcx.passes.tuning.records import resolve_linear_kernels
@@ -54,6 +57,8 @@ class CompileRequest:
     options: BuildOptions = BuildOptions()
     kv_dtype: str | None = None  # None: default_kv_dtype of the target's kernel kind
     mmproj: Path | None = None  # a llama.cpp mmproj GGUF: the model's image encoder
+    lora: Path | None = None  # a LoRA adapter merged into the weights (MLC-LLM's way)
+    lora_slots: LoraSpec | None = None  # adapters taken at run time, per token (--lora-slots)
 
     def __post_init__(self) -> None:
         if self.kv_dtype not in (None, *KV_DTYPES):
@@ -96,6 +101,8 @@ class ExportedModel:
     kv_dtype: str  # of the KV pages
     context_window: int
     options: BuildOptions  # the request's, with the linear-kernel choice resolved
+    # a hybrid model's state tensors (mlcx.artifact.state_tensors); empty for a transformer
+    state_tensors: tuple[dict, ...] = ()
 
 
 def resolve_options(options: BuildOptions, target: Target) -> BuildOptions:
@@ -120,8 +127,12 @@ def export_model(req: CompileRequest) -> ExportedModel:
     """Load the source, plan weight formats and export the graph (also used by `mlcx tune`)."""
     target = get_target(req.target)
     options = resolve_options(req.options, target)
+    if req.lora_slots is not None:  # a decode graph would capture one batch's adapter rows
+        options = replace(options, cuda_graphs=False)
     source = load_source(req.model)
     _check_target(source.arch, target.name)
+    if req.lora is not None:
+        source = merge_adapter(source, req.lora)
     context_window = _context_window(source, req.context_window)
     quant = get_quantization(req.quantization or target.default_quantization(source.kind == "gguf"))
     if quant.keeps_source_formats and source.kind != "gguf":
@@ -143,13 +154,27 @@ def export_model(req: CompileRequest) -> ExportedModel:
     if req.mmproj is not None:  # the text model takes image rows (prefill_image)
         for_mmproj(GGUFCheckpoint(req.mmproj), family.name)  # refuses a mismatched pair
         family = family.with_images()
-    model = family.build(replace(cfg, context_window=context_window), formats, kv_ops)
+    lora = None
+    if req.lora_slots is not None:
+        lora = lora_layout(cfg, req.lora_slots, quant.activation_dtype)
+    model = family.build(replace(cfg, context_window=context_window), formats, kv_ops, lora)
     mod, params = model.export_tvm(spec=model.export_spec())
     mod = bound_step_shapes(req.prefill_chunk)(mod).with_attr(
         ACTIVATION_DTYPE, quant.activation_dtype
     )
+    states = tuple(model.state_tensors()) if hasattr(model, "state_tensors") else ()
     return ExportedModel(
-        source, target, quant, formats, tvm_target, mod, params, kv_dtype, context_window, options
+        source,
+        target,
+        quant,
+        formats,
+        tvm_target,
+        mod,
+        params,
+        kv_dtype,
+        context_window,
+        options,
+        states,
     )
 
 
@@ -201,6 +226,9 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         tuning_db=str(options.tuning_db.resolve()) if options.tuning_db else None,
         linear_kernels=_value(options.linear_kernels),
         decode_graph_batch=graph_max_batch(target.name, options.cuda_graphs),
+        state_tensors=exported.state_tensors,
+        lora=req.lora_slots,
+        lora_merged=str(Path(req.lora).resolve()) if req.lora else None,
     )
     (out / CONFIG_FILE).write_text(config.to_json())
     log.info(

@@ -15,6 +15,7 @@ from mlcx.frontends.tensors import SourceTensor, TensorSource
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import DenseFormat, GroupIntFormat, WeightFormat
+from mlcx.quantization.mxfp4 import Mxfp4Format
 from mlcx.quantization.schemes import GGUF_FLOAT_TYPES, GGUF_FORMATS, Quantization, Role
 from mlcx.quantization.stacked import StackedFormat
 
@@ -142,7 +143,7 @@ def _warn_lossy(spec: WeightSpec, gtype: GT | None, fmt: WeightFormat) -> None:
 def _keeps_blocks(gtype: GT | None, fmt: WeightFormat) -> bool:
     """Whether `fmt` is the format that stores GGUF type gtype's blocks as they are."""
     kept = GGUF_FORMATS.get(gtype) if gtype is not None else None
-    return isinstance(fmt, GroupIntFormat | BlockFormat) and kept == fmt.row_major
+    return isinstance(fmt, GroupIntFormat | BlockFormat | Mxfp4Format) and kept == fmt.row_major
 
 
 def _convert(spec, tensors, fmt: WeightFormat, first: int = 0) -> dict[str, np.ndarray]:

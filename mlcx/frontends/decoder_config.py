@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mlcx.frontends.decoder_layers import LayerOptions
+from mlcx.frontends.hybrid_config import check_hybrid
+from mlcx.kernels.moe_options import GluActivation, MoEOptions
 from mlcx.kernels.mrope import check_sections
 from mlcx.kernels.rope_scaling import scaled_context
 
@@ -102,6 +104,33 @@ class DecoderConfig(LayerOptions):
     # image rows carry this many more blocks of hidden_size features, block i added to the
     # image tokens' hidden states after layer i (Qwen3-VL's deepstack)
     deepstack_layers: int = 0
+    # the MoE's routing and experts beyond a softmax router over SwiGLU experts, as plain fields
+    # of mlcx.kernels.moe_options.MoEOptions (moe_options), so the config stays JSON
+    router_bias: bool = False  # a bias on the router's logits
+    topk_softmax: bool = False  # the top k logits, then a softmax over those k (gpt-oss)
+    expert_bias: bool = False  # a bias on every expert's gate/up and down rows
+    # the experts' gated activation: (clip(up) + glu_up_shift) * g * sigmoid(glu_alpha * g),
+    # g = min(gate, glu_limit), up clipped to +-glu_limit (0: no clamps); 1, 0, 0 is SwiGLU
+    glu_alpha: float = 1.0
+    glu_limit: float = 0.0
+    glu_up_shift: float = 0.0
+    # hybrid models: each layer's kind, attention or a state layer's (hybrid_config.LAYER_KINDS:
+    # a Gated DeltaNet, a short convolution); empty: every layer attends
+    layer_kinds: tuple[str, ...] = ()
+    # Gated DeltaNet layers: q/k heads, v heads, their widths, the conv's taps, and which k head
+    # a v head reads (mlcx.kernels.hybrid.shapes.HEAD_ORDERS; llama.cpp's files tile v heads)
+    delta_k_heads: int = 0
+    delta_v_heads: int = 0
+    delta_k_dim: int = 0
+    delta_v_dim: int = 0
+    delta_conv_kernel: int = 0
+    delta_head_order: str = "grouped"
+    conv_kernel: int = 0  # short convolution layers' taps (LFM2)
+    conv_bias: bool = False  # biases on their projections and taps
+    # attention output times sigmoid(gate), each q head followed by its gate's (Qwen3.5)
+    attn_output_gate: bool = False
+    # a shared expert beside the routed ones, scaled by sigmoid(x . w) (Qwen3.5-MoE); 0: none
+    shared_expert_size: int = 0
 
     def __post_init__(self) -> None:
         for name in (
@@ -129,12 +158,10 @@ class DecoderConfig(LayerOptions):
         self._check_rotary()
         self._check_layer_options()
         self._check_experts()
-        self._check_layer_geometry()
-        if self.per_layer_input_size < 0 or self.per_layer_vocab_size < 0:
-            raise ValueError("model config: per-layer input sizes must be >= 0")
-        if self.per_layer_input_size and not self.per_layer_vocab_size:
-            raise ValueError("model config: per-layer inputs need their vocabulary size")
         self._check_multimodal()
+        object.__setattr__(self, "layer_kinds", tuple(self.layer_kinds))
+        check_hybrid(self)
+        self._check_layer_geometry()
 
     def _check_rotary(self) -> None:
         dim = self.rotary_dim
@@ -186,6 +213,19 @@ class DecoderConfig(LayerOptions):
             )
         if self.expert_intermediate_size <= 0:
             raise ValueError("model config: an MoE needs a positive expert intermediate size")
+        try:
+            options = self.moe_options
+        except ValueError as err:
+            raise ValueError(f"model config: {err}") from None
+        if not options.glu.plain and self.hidden_act != "silu":
+            raise ValueError("model config: a clamped or scaled SwiGLU needs hidden_act silu")
+
+    @property
+    def moe_options(self) -> MoEOptions:
+        """The MoE's routing and expert options, validated (MoEOptions)."""
+        glu = GluActivation(self.glu_alpha, self.glu_limit or None, self.glu_up_shift)
+        scoring = "topk_softmax" if self.topk_softmax else "softmax"
+        return MoEOptions(self.router_bias, scoring, self.norm_topk_prob, self.expert_bias, glu)
 
     @property
     def is_moe(self) -> bool:
@@ -228,17 +268,6 @@ class DecoderConfig(LayerOptions):
             bad = [i for i in getattr(self, name) if not 0 <= i < self.num_layers]
             if bad:
                 raise ValueError(f"model config: {name} {bad} are not layers")
-
-    def layer_rope(self, layer: int) -> tuple[float, dict[str, Any]]:
-        """(theta, scaling) of `layer`'s RoPE: local layers of a mixed model have their own
-        base and no scaling."""
-        if self.local_rope_theta and layer not in self.full_attention_layers:
-            return self.local_rope_theta, {}
-        return self.rope_theta, self.rope_scaling
-
-    def layer_window(self, layer: int) -> int:
-        """The sliding window of `layer`'s attention; 0 where it sees every earlier key."""
-        return 0 if layer in self.full_attention_layers else self.sliding_window
 
     @property
     def max_context_window(self) -> int:

@@ -1,13 +1,19 @@
-"""What differs between the layers of one decoder: head geometry, whose KV pages each reads, MLP
-widths (DecoderConfig's per-layer options, read and checked here).
+"""What differs between the layers of one decoder: its kind (attention or a hybrid's state
+layer), RoPE and window, head geometry, whose KV pages each reads, MLP widths (DecoderConfig's
+per-layer options, read and checked here).
 
 Gemma 4 gives its full-attention layers their own head width and kv-head count, lets its last
 layers attend over an earlier layer's pages (computing no keys or values of their own, so they
 own no pages), and doubles those layers' MLP. A layer that owns pages is a KV layer; the
-compiled step functions take one page tensor per KV layer, in layer order (`kv_layers`).
+compiled step functions take one page tensor per KV layer, in layer order (`kv_layers`); a
+hybrid's state layers own state tensors instead (mlcx.frontends.hybrid_config).
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from mlcx.frontends.hybrid_config import ATTENTION
 
 
 class LayerOptions:
@@ -19,12 +25,38 @@ class LayerOptions:
     head_dim: int
     intermediate_size: int
     rotary_dim: int
+    rope_theta: float
+    rope_scaling: dict[str, Any]
+    local_rope_theta: float
+    sliding_window: int
     full_attention_layers: tuple[int, ...]
+    layer_kinds: tuple[str, ...]
     global_head_dim: int
     global_kv_heads: int
     kv_sources: tuple[int, ...]
     k_eq_v_layers: tuple[int, ...]
     layer_intermediate_sizes: tuple[int, ...]
+    per_layer_input_size: int
+    per_layer_vocab_size: int
+
+    def layer_kind(self, layer: int) -> str:
+        return self.layer_kinds[layer] if self.layer_kinds else ATTENTION
+
+    @property
+    def state_layers(self) -> tuple[int, ...]:
+        """The layers that keep a per-sequence state instead of KV pages."""
+        return tuple(i for i in range(self.num_layers) if self.layer_kind(i) != ATTENTION)
+
+    def layer_rope(self, layer: int) -> tuple[float, dict[str, Any]]:
+        """(theta, scaling) of `layer`'s RoPE: local layers of a mixed model have their own
+        base and no scaling."""
+        if self.local_rope_theta and not self._is_global(layer):
+            return self.local_rope_theta, {}
+        return self.rope_theta, self.rope_scaling
+
+    def layer_window(self, layer: int) -> int:
+        """The sliding window of `layer`'s attention; 0 where it sees every earlier key."""
+        return 0 if self._is_global(layer) else self.sliding_window
 
     def _is_global(self, layer: int) -> bool:
         return layer in self.full_attention_layers
@@ -51,7 +83,8 @@ class LayerOptions:
         return self.kv_sources[layer] if self.kv_sources else layer
 
     def owns_kv(self, layer: int) -> bool:
-        return self.kv_source(layer) == layer
+        """Whether `layer` is an attention layer with KV pages of its own."""
+        return self.kv_source(layer) == layer and self.layer_kind(layer) == ATTENTION
 
     @property
     def kv_layers(self) -> tuple[int, ...]:
@@ -62,6 +95,17 @@ class LayerOptions:
         if self.layer_intermediate_sizes:
             return self.layer_intermediate_sizes[layer]
         return self.intermediate_size
+
+    @property
+    def uniform_layers(self) -> bool:
+        """Whether every layer has the same projections (one LoRA layout fits them all)."""
+        return not (
+            self.global_head_dim
+            or self.global_kv_heads
+            or self.kv_sources
+            or self.k_eq_v_layers
+            or self.layer_intermediate_sizes
+        )
 
     def _check_layer_geometry(self) -> None:
         for name in ("global_head_dim", "global_kv_heads"):
@@ -87,6 +131,10 @@ class LayerOptions:
         bad = [i for i in self.k_eq_v_layers if not 0 <= i < self.num_layers]
         if bad:
             raise ValueError(f"model config: k_eq_v_layers {bad} are not layers")
+        if self.per_layer_input_size < 0 or self.per_layer_vocab_size < 0:
+            raise ValueError("model config: per-layer input sizes must be >= 0")
+        if self.per_layer_input_size and not self.per_layer_vocab_size:
+            raise ValueError("model config: per-layer inputs need their vocabulary size")
 
     def _check_sources(self) -> None:
         sources = self.kv_sources
@@ -98,10 +146,11 @@ class LayerOptions:
                 f"{self.num_layers}"
             )
         for layer, source in enumerate(sources):
-            if not 0 <= source <= layer or sources[source] != source:
+            attends = self.layer_kind(layer) == self.layer_kind(source) == ATTENTION
+            if not 0 <= source <= layer or sources[source] != source or not attends:
                 raise ValueError(
                     f"model config: layer {layer} reads the KV pages of layer {source}, which "
-                    "must be an earlier (or the same) layer owning its pages"
+                    "must be an earlier (or the same) attention layer owning its pages"
                 )
             if self._is_global(layer) != self._is_global(source):
                 raise ValueError(

@@ -1,16 +1,20 @@
 """The WeightSpecs of the shared decoder for a config, from a family's weight-name table.
 
 What the decoder holds follows from the config alone (its norms by `norm_layout`, biases, q/k
-norms, a dense MLP and/or experts, per-layer inputs, a tied head); where each piece comes from
-is the table's (mlcx.frontends.weight_names). A fused slot (`qkv`, `gate_up`) in the table is
-read as one tensor, else its parts are concatenated by rows. A layer reading another's KV
-pages holds only its query projection; one whose values are its keys, no value projection.
+norms, attention or a state layer's mixer, a dense MLP and/or experts, per-layer inputs, a tied
+head); where each piece comes from is the table's (mlcx.frontends.weight_names). A fused slot
+(`qkv`, `gate_up`) in the table is read as one tensor, else its parts are concatenated by
+rows. A layer reading another's KV pages holds only its query projection; one whose values are
+its keys, no value projection.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.gguf.permute import unpermute_rows
+from mlcx.frontends.state_weights import STATE_SPECS, shared_expert_specs
 from mlcx.frontends.weight_names import WeightNames
 from mlcx.frontends.weight_spec import RowTransform, WeightSpec
 from mlcx.quantization.schemes import Role
@@ -47,7 +51,7 @@ class _Layer:
     def specs(self) -> list[WeightSpec]:
         cfg = self.cfg
         specs = [self.vector(f"{n}.weight", n) for n in cfg.layer_norms]
-        specs += self._attention()
+        specs += STATE_SPECS.get(cfg.layer_kind(self.i), _Layer._attention)(self)
         if not cfg.is_moe or cfg.moe_dense_mlp:
             specs += self._mlp()
         if cfg.is_moe:
@@ -91,29 +95,44 @@ class _Layer:
         return [self.linear("mlp.gate_up", *gate_up), self.linear("mlp.down", "down")]
 
     def _experts(self) -> list[WeightSpec]:
-        cfg, names, i = self.cfg, self.names, self.i
-        experts = range(1 if names.stacked("expert_down") else cfg.num_experts)
+        names, i, options = self.names, self.i, self.cfg.moe_options
+        experts = range(1 if names.stacked("expert_down") else self.cfg.num_experts)
 
-        def each(slot: str) -> tuple[str, ...]:
-            return tuple(names.name(slot, i, e) for e in experts)
+        def each(*slots: str) -> tuple[str, ...]:
+            return tuple(names.name(slot, i, e) for slot in slots for e in experts)
 
-        if names.has("expert_gate_up"):  # one tensor, each expert's gate then up rows
-            fused = experts_gate_up_rows(cfg.num_experts)
-            gate_up = WeightSpec(
-                self.dst + "moe.gate_up", Role.LINEAR, self.src("expert_gate_up"), (fused,)
-            )
-        else:  # every expert's gate rows, then every expert's up rows
-            gate_up = WeightSpec(
-                self.dst + "moe.gate_up", Role.LINEAR, each("expert_gate") + each("expert_up")
-            )
-        # the router is dense (VECTOR role: the activation dtype, never quantized; llama.cpp
-        # keeps it in float too: top-k choices are sensitive to rounding)
-        specs = [WeightSpec(self.dst + "moe.router", Role.VECTOR, self.src("router")), gate_up]
-        specs.append(WeightSpec(self.dst + "moe.down", Role.LINEAR, each("expert_down")))
-        if cfg.moe_dense_mlp:
+        def biases(target: str, *slots: str) -> list[WeightSpec]:
+            if not options.expert_bias:
+                return []
+            sources = each(*slots)  # [experts, rows] where stacked: one value per stacked row
+            flat = (_flat,) * len(sources)
+            return [WeightSpec(self.dst + target, Role.VECTOR, sources, flat)]
+
+        # dense (VECTOR role: the activation dtype, never quantized; llama.cpp keeps the
+        # router in float too: top-k choices are sensitive to rounding)
+        specs = [WeightSpec(self.dst + "moe.router", Role.VECTOR, self.src("router"))]
+        if options.router_bias:
+            specs.append(self.vector("moe.router_bias", "router_bias"))
+        if self.cfg.moe_dense_mlp:  # Gemma 4's
             specs.append(self.vector("moe.router_norm.weight", "router_scale"))
             specs.append(self.vector("moe.expert_scale", "expert_scale"))
-        return specs
+        return [
+            *specs,
+            self._experts_gate_up(each),
+            WeightSpec(self.dst + "moe.down", Role.LINEAR, each("expert_down")),
+            *biases("moe.gate_up_bias", "expert_gate_bias", "expert_up_bias"),
+            *biases("moe.down_bias", "expert_down_bias"),
+            *(shared_expert_specs(self) if self.cfg.shared_expert_size else ()),
+        ]
+
+    def _experts_gate_up(self, each) -> WeightSpec:
+        """Every expert's gate rows, then every expert's up rows (mlcx.kernels.moe's layout),
+        from one fused tensor (each expert's gate then up rows) where the table has one."""
+        target, experts = self.dst + "moe.gate_up", self.cfg.num_experts
+        if self.names.has("expert_gate_up"):
+            fused = (experts_gate_up_rows(experts),)
+            return WeightSpec(target, Role.LINEAR, self.src("expert_gate_up"), fused)
+        return WeightSpec(target, Role.LINEAR, each("expert_gate", "expert_up"))
 
 
 def _model_specs(cfg: DecoderConfig, names: WeightNames, norm) -> list[WeightSpec]:
@@ -126,6 +145,10 @@ def _model_specs(cfg: DecoderConfig, names: WeightNames, norm) -> list[WeightSpe
             WeightSpec("ple.norm.weight", Role.VECTOR, (names.name("ple_norm"),), norm),
         ]
     return specs
+
+
+def _flat(rows: np.ndarray) -> np.ndarray:
+    return rows.reshape(-1)
 
 
 def decoder_weights(cfg: DecoderConfig, names: WeightNames) -> list[WeightSpec]:

@@ -10,7 +10,7 @@ defining FAMILY, and nothing else unless its math is new; the registry finds it 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +21,14 @@ from mlcx.frontends.decoder_weights import decoder_weights
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.hf_config import HFConfigReader
 from mlcx.frontends.nn.blocks import Formats
-from mlcx.frontends.nn.causal_lm import CausalLM
+from mlcx.frontends.nn.hybrid_lm import decoder_model
 from mlcx.frontends.rules import gguf as gguf_rules
 from mlcx.frontends.rules import hf as hf_rules
+from mlcx.frontends.tensors import TensorSource
 from mlcx.frontends.weight_names import GGUF, LLAMA_HF, WeightNames
 from mlcx.frontends.weight_spec import WeightSpec
 from mlcx.kernels.attention import PagedKVOps
+from mlcx.kernels.lora_layout import LoraLayout
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class HFSide:
     checks: tuple[hf_rules.HFCheck, ...] = ()  # refusals, before anything is read
     # the text model's config sits under this key (a multimodal folder's `text_config`)
     text_config: str | None = None
+    # the checkpoint's tensors as `names` names them, where the family stores some otherwise
+    # (gpt-oss: experts transposed, or as MXFP4 *_blocks/*_scales, gate and up interleaved)
+    view: Callable[[TensorSource, DecoderConfig], TensorSource] | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,9 @@ class Family:
             cfg = dataclasses.replace(cfg, **rule(reader, cfg))
         return cfg
 
+    def hf_tensors(self, ckpt: TensorSource, cfg: DecoderConfig) -> TensorSource:
+        return ckpt if self.hf.view is None else self.hf.view(ckpt, cfg)
+
     def hf_weights(self, cfg: DecoderConfig) -> list[WeightSpec]:
         return decoder_weights(cfg, self.hf.names)
 
@@ -99,8 +107,11 @@ class Family:
             raise ValueError(f"{self.name} has no GGUF side")
         return decoder_weights(cfg, self.gguf.names)
 
-    def build(self, cfg: DecoderConfig, formats: Formats, kv: PagedKVOps) -> nn.Module:
-        return CausalLM(cfg, formats, kv, images=self.images)
+    def build(
+        self, cfg: DecoderConfig, formats: Formats, kv: PagedKVOps, lora: LoraLayout | None = None
+    ) -> nn.Module:
+        """`lora`: adapter slots the step functions take (mlcx.kernels.lora_layout)."""
+        return decoder_model(cfg, formats, kv, self.images, lora)
 
     def with_images(self) -> Family:
         """The family's text model taking image rows (a GGUF text model with an mmproj)."""

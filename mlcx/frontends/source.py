@@ -53,7 +53,8 @@ def _from_hf(name: str, folder: Path) -> ModelSource:
     cfg = arch.config_from_hf(ckpt.config)
     gen_path = folder / "generation_config.json"
     gen = read_json(gen_path) if gen_path.exists() else {}
-    return ModelSource(name, "hf", folder, arch, cfg, ckpt, arch.hf_weights(cfg), gen)
+    tensors = arch.hf_tensors(ckpt, cfg)
+    return ModelSource(name, "hf", folder, arch, cfg, tensors, arch.hf_weights(cfg), gen)
 
 
 def resolve_path(model: str) -> Path:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tvm import tirx
 from tvm.relax.frontend import nn
@@ -42,6 +42,8 @@ class StepTensors:
     page_indptr: nn.Tensor
     page_values: nn.Tensor
     last_page_len: nn.Tensor
+    # the step's LoRA inputs (mlcx.frontends.nn.lora.LoraStep) in a model with adapter slots
+    lora: Any = None
 
 
 class _Options(NamedTuple):

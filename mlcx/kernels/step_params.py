@@ -40,6 +40,11 @@ STATE_SLOTS = "state_slots"  # int32 [batch]: each sequence's state slot (state 
 STATES = "states"  # the state tensors of every state layer, after kv_pages (state layers only)
 ROPE_POSITIONS = "rope_positions"  # int32 [3, tokens]: M-RoPE's positions (M-RoPE models only)
 PARAMS = "packed_params"  # the weights tuple, as TVM's exporter names it in packed mode
+# Models compiled with LoRA adapter slots (mlcx.kernels.lora_layout) take three more inputs:
+LORA_ROWS = "lora_slots"  # int32 [tokens]: the adapter slot of each token (0: none)
+LORA_SCALES = "lora_scales"  # float32 [tokens]: the scale of each token's adapter
+LORA_WEIGHTS = "lora_weights"  # the stacked A and B of every layer, after kv_pages (and states)
+LORA_PARAMS = (LORA_ROWS, LORA_SCALES)
 
 # The page-table arrays of one step, in parameter order, with their shapes; PageTableArrays
 # (runtime.kv.page_tables) has a field of each name.
@@ -59,6 +64,8 @@ _SHAPES = {
     IMAGE_ROWS: ("tokens",),
     IMAGE_EMBEDS: ("image_tokens", "hidden"),
     ROPE_POSITIONS: (3, "tokens"),
+    LORA_ROWS: ("tokens",),
+    LORA_SCALES: ("tokens",),
 }
 _PARAMS = {
     # logits for the rows named by logit_positions: any ragged batch of new tokens
@@ -69,18 +76,21 @@ _PARAMS = {
 }
 
 
-def step_params(function: str, states: bool = False, mrope: bool = False) -> tuple[str, ...]:
-    """The array parameters of `function` (prefill, decode, prefill_image), in order, for a
-    model with state layers when `states`, with M-RoPE when `mrope`; all int32 but
-    IMAGE_EMBEDS (float32)."""
+def step_params(
+    function: str, states: bool = False, lora: bool = False, *, mrope: bool = False
+) -> tuple[str, ...]:
+    """The array parameters of `function` (prefill, decode, prefill_image), in order: for a
+    model with state layers when `states` (STATE_SLOTS after the page tables), with M-RoPE when
+    `mrope` (ROPE_POSITIONS after those), the LoRA rows and scales last for a model with adapter
+    slots when `lora`; all int32 but IMAGE_EMBEDS and LORA_SCALES (float32)."""
     if function not in _PARAMS:
         raise ValueError(f"{function!r} is not a step function ({PREFILL} or {DECODE})")
     params = _PARAMS[function]
     extra = (STATE_SLOTS,) * states + (ROPE_POSITIONS,) * mrope
-    if not extra:
-        return params
-    after = params.index(tuple(PAGE_TABLES)[-1]) + 1
-    return (*params[:after], *extra, *params[after:])
+    if extra:
+        after = params.index(tuple(PAGE_TABLES)[-1]) + 1
+        params = (*params[:after], *extra, *params[after:])
+    return (*params, *LORA_PARAMS) if lora else params
 
 
 def step_function(num_tokens: int, batch_size: int, explicit_rows: bool) -> str:
@@ -94,7 +104,10 @@ def param_shape(name: str) -> tuple[str | int, ...]:
     return _SHAPES[name]
 
 
-def entry_inputs(function: str, states: bool = False, mrope: bool = False) -> tuple[str, ...]:
+def entry_inputs(
+    function: str, states: bool = False, lora: bool = False, *, mrope: bool = False
+) -> tuple[str, ...]:
     """Every input of an exported step function, in order, as a WebGPU plan lists them."""
     held = (KV_PAGES, STATES) if states else (KV_PAGES,)
-    return (*step_params(function, states, mrope), *held, PARAMS)
+    weights = (LORA_WEIGHTS,) if lora else ()
+    return (*step_params(function, states, lora, mrope=mrope), *held, *weights, PARAMS)

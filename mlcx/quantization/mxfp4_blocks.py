@@ -75,6 +75,12 @@ def _hf_parts(blocks: np.ndarray, scales: np.ndarray, name: str):
     return codes, scales.reshape(rows, -1)
 
 
+def hf_to_ggml(blocks, scales, name: str = "tensor") -> np.ndarray:
+    """`*_blocks` / `*_scales` ([experts,] rows, K/32, ...) as the GGUF bytes of the
+    [experts * rows, K] matrix: uint8 [rows, K/32 * 17], the same codes and exponents."""
+    return parts_to_ggml(*_hf_parts(blocks, scales, name))
+
+
 def hf_planes(blocks, scales, fmt: Mxfp4Format = MXFP4, name: str = "tensor") -> dict:
     """`*_blocks` / `*_scales` of an HF checkpoint ([experts,] rows, K/32, ...) as fmt's
     planes of the [experts * rows, K] matrix (a down projection's stack, or a plain weight)."""

@@ -64,6 +64,11 @@ class Quantization:
         dense = DenseFormat(self.activation_dtype)
         if role is Role.VECTOR or len(shape) != 2:
             return dense
+        if gguf_type == GT.MXFP4:
+            # weights stored in MXFP4 are the model's own, as trained (gpt-oss's experts, from
+            # a GGUF or an HF checkpoint's *_blocks/*_scales): every scheme keeps their bytes
+            # (4.25 bits a weight; re-quantizing could only lose) and quantizes the rest
+            return MXFP4
         if self.weight_format is None:
             return self._gguf_format(gguf_type, dense)
         fmt = self.weight_format

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
+from mlcx.runtime.api.async_mlc_engine import AsyncMLCEngine
 from mlcx.server.config import ServerConfig
 from mlcx.server.errors import install_error_handlers
 from mlcx.server.guards import ApiKeyAuth, BodySizeLimit, LocalHostGuard
@@ -17,9 +19,13 @@ from mlcx.server.routes import build_router
 
 
 def create_app(source: EngineSource, config: ServerConfig = ServerConfig()) -> FastAPI:
-    """`source`: an Engine or AsyncEngine, or a function that loads an Engine (it then runs
-    in a thread while the server already answers /health with 503)."""
-    host = ModelHost(source, config.model_name)
+    """`source`: an AsyncMLCEngine, or what one serves (an Engine, an engine client, an
+    embedder), or a function that loads one (it then runs in a thread while the server
+    already answers /health with 503)."""
+    make = functools.partial(
+        AsyncMLCEngine, reasoning_format=config.reasoning_format, images=config.images
+    )
+    host = ModelHost(source, config.model_name, make)
     metrics = ServerMetrics()
 
     @asynccontextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from mlcx.runtime.openai_api.image_parts import ImagePolicy
 from mlcx.runtime.text.reasoning import check_format
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -44,6 +45,10 @@ class ServerConfig:
         if self.grace_period_s < 0:
             raise ValueError(f"grace_period_s must be >= 0, got {self.grace_period_s}")
         check_format(self.reasoning_format)
+
+    @property
+    def images(self) -> ImagePolicy:
+        return ImagePolicy(self.max_image_bytes, self.allow_remote_images)
 
     @property
     def is_loopback(self) -> bool:

@@ -1,6 +1,10 @@
 """Every error leaves the server as an OpenAI error envelope, never a 422 or a traceback:
 
 {"error": {"message": ..., "type": ..., "param": ..., "code": ...}}
+
+The OpenAI layer (mlcx.runtime.openai_api) raises the errors an in-process caller sees
+(InvalidFieldError and its kinds, QueueFullError, EngineFailedError); `from_error` gives each
+its status here, so that the server and MLCEngine fail alike for the same request.
 """
 
 from __future__ import annotations
@@ -11,6 +15,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+
+from mlcx.errors import InvalidFieldError, ModelNotFoundError, QueueFullError
+from mlcx.runtime.api.async_engine import EngineFailedError
+from mlcx.runtime.openai_api.errors import validation_error
 
 log = logging.getLogger(__name__)
 
@@ -39,41 +47,16 @@ def bad_request(message: str, param: str | None = None, code: str | None = None)
     return APIError(400, message, param=param, code=code)
 
 
-def validation_error(error: RequestValidationError) -> APIError:
-    """The first problem pydantic found, with the field path as `param`."""
-    errors = error.errors()
-    first = errors[0]
-    if first.get("type") == "json_invalid":
-        reason = first.get("ctx", {}).get("error", "JSON decode error")
-        return bad_request(f"the request body is not valid JSON ({reason})")
-    path, tag = _split_loc(first.get("loc", ()))
-    param = ".".join(path) or None
-    shown = "input" in first and path and first.get("type") != "missing"
-    got = f", got {first['input']!r}" if shown else ""
-    if tag is not None:  # a union: name every accepted type, not just the first one tried
-        kinds: list[str] = []
-        for other in errors:
-            other_path, other_tag = _split_loc(other.get("loc", ()))
-            if other_path == path and other_tag and other_tag not in kinds:
-                kinds.append(other_tag)
-        return bad_request(f"{param} must be one of: {', '.join(kinds)}{got}", param=param)
-    message = first.get("msg", "invalid request")
-    return bad_request(f"{param}: {message}{got}" if param else message, param=param)
-
-
-def _split_loc(loc) -> tuple[list[str], str | None]:
-    """(field path, union member tag such as 'list[str]' or None) of a pydantic error."""
-    path: list[str] = []
-    for part in loc:
-        if part == "body":
-            continue
-        if isinstance(part, str) and (part in _TYPE_TAGS or "[" in part):
-            return path, part
-        path.append(str(part))
-    return path, None
-
-
-_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
+def from_error(err: Exception) -> APIError | None:
+    """The response of an error the OpenAI layer raised; None for any other."""
+    if isinstance(err, InvalidFieldError):
+        status = 404 if isinstance(err, ModelNotFoundError) else 400
+        return APIError(status, str(err), param=err.param, code=err.code)
+    if isinstance(err, QueueFullError):
+        return APIError(503, str(err), SERVER_ERROR, code="queue_full")
+    if isinstance(err, EngineFailedError):
+        return APIError(500, str(err), SERVER_ERROR)
+    return None
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -83,14 +66,31 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, err: RequestValidationError) -> JSONResponse:
-        return validation_error(err).response()
+        return _response(validation_error(err.errors()))
 
     @app.exception_handler(HTTPException)
     async def _http(_: Request, err: HTTPException) -> JSONResponse:
         kind = INVALID_REQUEST if err.status_code < 500 else SERVER_ERROR
         return APIError(err.status_code, str(err.detail), kind).response(err.headers)
 
+    # the OpenAI layer's errors, each its own handler (an `Exception` handler runs in
+    # Starlette's outermost middleware, which logs and re-raises what it handled)
+    for kind in (InvalidFieldError, QueueFullError, EngineFailedError):
+        app.add_exception_handler(kind, _known)
+
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, err: Exception) -> JSONResponse:
         log.exception("unhandled error")
         return APIError(500, "internal server error; see the server log", SERVER_ERROR).response()
+
+
+async def _known(_: Request, err: Exception) -> JSONResponse:
+    return _response(err)
+
+
+def _response(err: Exception) -> JSONResponse:
+    mapped = from_error(err)
+    if mapped is None:  # not one of the layer's: a bug, answered as one
+        log.error("unexpected error", exc_info=err)
+        mapped = APIError(500, "internal server error; see the server log", SERVER_ERROR)
+    return mapped.response()

@@ -1,22 +1,28 @@
-"""The endpoints. Each one parses, plans and hands over to `generation`; they talk to the
-served model only through its `EngineClient` (from `ModelHost.require`): a local engine
-or engine replicas on Ray Serve."""
+"""The endpoints: each parses its body and hands it to the served AsyncMLCEngine
+(`ModelHost.require`), which validates, plans and runs it as it does in process; here are only
+HTTP's parts: the status of each error, one JSON body or Server-Sent Events, the client going
+away, and the latency metrics."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from mlcx.runtime.text.reasoning import resolve_format
+from mlcx.runtime.api.async_engine import EngineFailedError
+from mlcx.runtime.openai_api.embeddings import EmbeddingRequest
+from mlcx.runtime.openai_api.schemas import ChatCompletionRequest, CompletionRequest
+from mlcx.runtime.openai_api.serving import OpenedRequest
 from mlcx.server import openapi
 from mlcx.server.config import ServerConfig
-from mlcx.server.embeddings import EmbeddingRequest, create_embeddings
-from mlcx.server.formats import ChatFormat, CompletionFormat
-from mlcx.server.generation import respond, start
-from mlcx.server.metrics import CONTENT_TYPE, ServerMetrics
+from mlcx.server.disconnect import run_until_disconnect
+from mlcx.server.errors import SERVER_ERROR, APIError
+from mlcx.server.metrics import CONTENT_TYPE, RequestTimer, ServerMetrics
 from mlcx.server.model_host import ModelHost
-from mlcx.server.plans import plan_chat, plan_completion
-from mlcx.server.schemas import ChatCompletionRequest, CompletionRequest
+from mlcx.server.streaming import DONE, EventStream, sse
+
+CLIENT_CLOSED = 499  # nginx's code: nobody reads it, the client is gone
 
 
 def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) -> APIRouter:
@@ -35,36 +41,43 @@ def build_router(host: ModelHost, metrics: ServerMetrics, config: ServerConfig) 
 
     @router.get("/v1/models", responses=openapi.errors(config, "/v1/models"))
     async def models() -> JSONResponse:
-        names = host.model_names[:1]
-        data = [{"id": n, "object": "model", "created": 0, "owned_by": "mlcx"} for n in names]
-        return JSONResponse({"object": "list", "data": data})
+        return JSONResponse({"object": "list", "data": host.model_cards()})
 
     @router.post("/v1/completions", responses=openapi.generation(config, "/v1/completions"))
     async def completions(body: CompletionRequest, request: Request) -> Response:
         timer = metrics.timer()
-        engine = host.require(body.model)
-        plan = plan_completion(body, engine.sampling_defaults)
-        fmt = CompletionFormat(body.model, engine.tokenizer, plan.include_usage)
-        return await respond(request, await start(engine, plan), plan, fmt, timer)
+        opened = await host.require().open_completion(body)
+        return await respond(request, opened, timer)
 
     @router.post(
         "/v1/chat/completions", responses=openapi.generation(config, "/v1/chat/completions")
     )
     async def chat(body: ChatCompletionRequest, request: Request) -> Response:
         timer = metrics.timer()
-        engine = host.require(body.model)
-        plan = plan_chat(body, engine.sampling_defaults, config.reasoning_format)
-        reasoning = resolve_format(plan.reasoning_format, engine.tokenizer)
-        fmt = ChatFormat(
-            body.model, engine.tokenizer, plan.include_usage, plan.tool_plan, reasoning
-        )
-        return await respond(request, await start(engine, plan, config), plan, fmt, timer)
+        opened = await host.require().open_chat(body)
+        return await respond(request, opened, timer)
 
     @router.post(
         "/v1/embeddings", responses=openapi.errors(config, "/v1/embeddings", 400, 404, 413, 503)
     )
     async def embeddings(body: EmbeddingRequest) -> JSONResponse:
-        embedder = host.require_embedder(body.model)
-        return JSONResponse(await create_embeddings(embedder, body))
+        return JSONResponse(await host.require().create_embeddings(body))
 
     return router
+
+
+async def respond(request: Request, opened: OpenedRequest, timer: RequestTimer) -> Response:
+    """One JSON body, or the chunks as events; a client that leaves aborts the request."""
+    if opened.streaming:
+        return EventStream(_events(opened, timer), on_close=opened.abort)
+    body = await run_until_disconnect(opened.body(timer), request.receive)
+    return Response(status_code=CLIENT_CLOSED) if body is None else JSONResponse(body)
+
+
+async def _events(opened: OpenedRequest, timer: RequestTimer) -> AsyncIterator[str]:
+    try:
+        async for chunk in opened.chunks(timer):
+            yield sse(chunk)
+    except EngineFailedError as err:
+        yield sse({"error": APIError(500, str(err), SERVER_ERROR).body})
+    yield DONE

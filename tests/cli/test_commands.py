@@ -34,7 +34,9 @@ def test_generate_json_matches_python_api(artifact):
     out = json.loads(result.stdout)
     assert set(out) >= {"text", "token_ids", "prompt_token_ids", "finish_reason"}
     llm = LLM(artifact)
-    [[ref]] = llm.generate(["The capital of France is"], SamplingParams.greedy(max_tokens=12))
+    [ref] = llm.generate(["The capital of France is"], SamplingParams.greedy(max_tokens=12))[
+        0
+    ].outputs
     assert out["prompt_token_ids"] == ref.prompt_token_ids
     assert out["token_ids"] == ref.token_ids and out["text"] == ref.text
     assert out["finish_reason"] == ref.finish_reason
@@ -84,7 +86,7 @@ def test_chat_session_keeps_the_conversation(artifact):
         {"role": "assistant", "content": first},
         {"role": "user", "content": "what is the answer?"},
     ]
-    [[ref]] = llm.generate([llm.chat_prompt(history)], params)
+    [ref] = llm.generate([llm.chat_prompt(history)], params)[0].outputs
     assert second == ref.text
     session.reset()
     assert [m["role"] for m in session.messages] == ["system"]

@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = {
         "mlcx.cli.bench_serve_cmd",
         "mlcx.cli.web_cmd",
         "mlcx.cli.bench_spec_cmd",
+        "mlcx.cli.bench_lora_cmd",
         "mlcx.cli.bench_profile_cmd",
         "mlcx.cli.bench_soak_cmd",
         "mlcx.cli.bench_embed_cmd",

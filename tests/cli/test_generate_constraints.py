@@ -49,7 +49,7 @@ def test_json_schema_file(artifact, tmp_path):
     jsonschema.validate(json.loads(out["text"]), SCHEMA)
     llm = LLM(artifact)
     params = llm.default_params(max_tokens=120, seed=3, constraint=Constraint.json_schema(SCHEMA))
-    [[ref]] = llm.generate(["what is the answer?"], params)
+    [ref] = llm.generate(["what is the answer?"], params)[0].outputs
     assert out["token_ids"] == ref.token_ids
 
 
@@ -104,5 +104,5 @@ def test_constrained_greedy_matches_the_python_api(artifact):
     out = _generate(artifact, "--regex", "[a-z]{3,6}", "--temperature", "0")
     llm = LLM(artifact)
     params = SamplingParams.greedy(max_tokens=120, constraint=Constraint("regex", "[a-z]{3,6}"))
-    [[ref]] = llm.generate(["what is the answer?"], params)
+    [ref] = llm.generate(["what is the answer?"], params)[0].outputs
     assert out["token_ids"] == ref.token_ids and out["text"] == ref.text

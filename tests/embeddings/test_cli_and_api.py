@@ -73,7 +73,9 @@ def test_compile_refuses_half_precision(embedding_model, tmp_path):
 
 def test_llm_embed_limits(embedding_model):
     llm = LLM(embedding_model("bert")[1])
-    assert llm.embed("hello world").shape == (1, 64)
+    [out] = llm.embed("hello world")
+    assert len(out.outputs.embedding) == 64 and out.prompt == "hello world"
+    assert llm.embeddings(["hello world"]).shape == (1, 64)
     with pytest.raises(ValueError, match="at most 64 tokens"):
         llm.embed(["hello " * 80])
     with pytest.raises(ValueError, match="non-empty list"):

@@ -60,7 +60,8 @@ def test_openai_client_gets_the_runtimes_vectors(server, encoding):
     given = {"encoding_format": encoding} if encoding else {}
     result = _client(url).embeddings.create(model=_name(url), input=TEXTS, **given)
     got = np.stack([_vector(d.embedding) for d in result.data])
-    np.testing.assert_allclose(got, LLM(artifact).embed(TEXTS), atol=1e-6)
+    want = [out.outputs.embedding for out in LLM(artifact).embed(TEXTS)]
+    np.testing.assert_allclose(got, want, atol=1e-6)
     assert [d.index for d in result.data] == [0, 1, 2]
     assert result.model == _name(url)
     assert result.usage.prompt_tokens == result.usage.total_tokens > len(TEXTS)

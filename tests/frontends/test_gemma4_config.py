@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from mlcx.errors import UnsupportedModelError
+from mlcx.frontends.lora.adapter import slot_shape
+from mlcx.frontends.lora.layout import lora_layout
 from mlcx.frontends.registry import for_hf
+from mlcx.kernels.lora_layout import LoraSpec
 from mlcx.kernels.rope_scaling import rope_table
 
 GEMMA4 = for_hf("Gemma4ForCausalLM")
@@ -121,3 +124,20 @@ def test_kv_sources_are_checked(sources, match):
     cfg = GEMMA4.config_from_hf(_text_config(KINDS["alternating"], 0).to_dict())
     with pytest.raises(ValueError, match=match):
         dataclasses.replace(cfg, kv_sources=sources)
+
+
+def test_adapters_fit_each_layer_and_slots_are_refused():
+    """A LoRA pair fits each layer's own projection, as transformers builds it (merged at
+    compile); adapter slots, one layout for every layer, are refused with what to do."""
+    from transformers import Gemma4ForCausalLM
+
+    text = _text_config(KINDS["3:1"], 3, global_head_dim=32, use_double_wide_mlp=True)
+    cfg = GEMMA4.config_from_hf(text.to_dict())
+    for i, layer in enumerate(Gemma4ForCausalLM(text).model.layers):
+        assert slot_shape(cfg, "q", i) == tuple(layer.self_attn.q_proj.weight.shape)
+        assert slot_shape(cfg, "o", i) == tuple(layer.self_attn.o_proj.weight.shape)
+        assert slot_shape(cfg, "down", i) == tuple(layer.mlp.down_proj.weight.shape)
+        if cfg.owns_kv(i):
+            assert slot_shape(cfg, "k", i) == tuple(layer.self_attn.k_proj.weight.shape)
+    with pytest.raises(UnsupportedModelError, match="mlcx compile --lora"):
+        lora_layout(cfg, LoraSpec(2, 8), "float32")

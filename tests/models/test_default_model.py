@@ -69,7 +69,7 @@ def test_chat_answers_paris_under_a_json_schema(artifact):
     llm = LLM(artifact)
     prompt = llm.chat_prompt([{"role": "user", "content": "What is the capital of France?"}])
     params = SamplingParams.greedy(max_tokens=64, constraint=Constraint.json_schema(schema))
-    [[answer]] = llm.generate([prompt], params)
+    [answer] = llm.generate([prompt], params)[0].outputs
     assert answer.finish_reason == "stop", answer.text
     value = json.loads(answer.text)
     jsonschema.validate(value, schema)
@@ -80,5 +80,6 @@ def test_greedy_tokens_equal_transformers_on_the_same_gguf(artifact, transformer
     prompt_ids, want = transformers_greedy
     llm = LLM(artifact)
     assert llm.tokenizer.encode(PROMPT) == prompt_ids
-    [[ours]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=32, ignore_eos=True))
+    params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
+    [ours] = llm.generate([prompt_ids], params)[0].outputs
     assert ours.token_ids == want

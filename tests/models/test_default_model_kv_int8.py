@@ -21,7 +21,7 @@ LOGIT_TOL = 0.75
 def _run(artifact) -> tuple[list[int], np.ndarray]:
     llm = LLM(artifact)
     ids = llm.tokenizer.encode(PROMPT)
-    [[out]] = llm.generate([ids], SamplingParams.greedy(max_tokens=32, ignore_eos=True))
+    [out] = llm.generate([ids], SamplingParams.greedy(max_tokens=32, ignore_eos=True))[0].outputs
     logits = Harness(artifact, num_blocks=8).step({1: ids}, all_rows=True)[1]
     return out.token_ids, logits
 

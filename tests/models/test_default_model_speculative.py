@@ -35,12 +35,12 @@ def prompts(artifact):
 
 @pytest.fixture(scope="module")
 def plain(artifact, prompts):
-    return [c[0].token_ids for c in LLM(artifact).generate(prompts, PARAMS)]
+    return [o.outputs[0].token_ids for o in LLM(artifact).generate(prompts, PARAMS)]
 
 
 def test_prompt_lookup_keeps_greedy_tokens(artifact, prompts, plain):
     llm = LLM(artifact, EngineConfig(speculative=SpeculativeConfig("ngram", num_tokens=4)))
-    assert [c[0].token_ids for c in llm.generate(prompts, PARAMS)] == plain
+    assert [o.outputs[0].token_ids for o in llm.generate(prompts, PARAMS)] == plain
     stats = llm.engine.stats()
     assert stats.spec_accepted_tokens > 20  # the echo prompt repeats its paragraph
     assert llm.engine.kv.pool.num_used == 0
@@ -51,6 +51,6 @@ def test_a_truncated_self_draft_keeps_greedy_tokens(artifact, prompts, plain, tm
     draft = compile_model(CompileRequest(model=str(cut), target="cpu", output=tmp_path / "d"))
     config = EngineConfig(speculative=SpeculativeConfig("draft", num_tokens=3, draft=str(draft)))
     llm = LLM(artifact, config)
-    assert [c[0].token_ids for c in llm.generate(prompts, PARAMS)] == plain
+    assert [o.outputs[0].token_ids for o in llm.generate(prompts, PARAMS)] == plain
     assert llm.engine.stats().spec_proposed_tokens > 0
     assert llm.engine.kv.pool.num_used == 0

@@ -97,7 +97,7 @@ def _cpu_greedy(compiled, prompt: str):
 
     llm = LLM(str(compiled(TinySpec(), "q4f32")))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": prompt}])
-    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    [want] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))[0].outputs
     return want
 
 

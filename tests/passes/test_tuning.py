@@ -85,8 +85,8 @@ def test_tuned_artifact_generates_the_same_tokens(tuned, compiled):
     with_db = compiled(TinySpec(), "q0f32", options=BuildOptions(tuning_db=config.output))
     params = SamplingParams.greedy(max_tokens=12, ignore_eos=True)
     prompt = list(range(3, 40))
-    [[a]] = LLM(plain).generate([prompt], params)
-    [[b]] = LLM(with_db).generate([prompt], params)
+    [a] = LLM(plain).generate([prompt], params)[0].outputs
+    [b] = LLM(with_db).generate([prompt], params)[0].outputs
     assert a.token_ids == b.token_ids
 
 

@@ -105,8 +105,9 @@ def test_gate_up_rows_and_bias_are_deinterleaved_gate_first():
 
 
 def test_registered_as_the_kept_format_of_gguf_mxfp4():
+    """Kept by every scheme: `-q q4f16` quantizes the rest of a gpt-oss, not its experts."""
     assert GGUF_FORMATS[GT.MXFP4] == MXFP4
-    for scheme in ("gguf", "gguf-f16"):
+    for scheme in ("gguf", "gguf-f16", "q4f16", "q8f32", "q0f32"):
         assert get_quantization(scheme).format_for(Role.LINEAR, (64, 256), GT.MXFP4) == MXFP4
 
 

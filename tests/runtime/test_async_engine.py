@@ -29,7 +29,7 @@ async def tokens_of(engine: AsyncEngine, prompt, params=GREEDY) -> list[int]:
 
 def test_concurrent_generate_matches_llm(artifact):
     prompts = ["hello world", "The capital of France is", "12345 for testing"]
-    expected = [c[0].token_ids for c in LLM(artifact).generate(prompts, GREEDY)]
+    expected = [o.outputs[0].token_ids for o in LLM(artifact).generate(prompts, GREEDY)]
 
     async def main():
         engine = AsyncEngine(Engine(artifact))

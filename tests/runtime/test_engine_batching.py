@@ -35,7 +35,7 @@ def prompts() -> list[list[int]]:
 def one_at_a_time(artifact, prompts):
     llm = LLM(artifact, EngineConfig(max_batch=1))
     return {
-        params: [llm.generate([p], params)[0][0].token_ids for p in prompts]
+        params: [llm.generate([p], params)[0].outputs[0].token_ids for p in prompts]
         for params in (GREEDY, SEEDED)
     }
 
@@ -55,7 +55,7 @@ CONFIGS = {
 @pytest.mark.parametrize("params", [GREEDY, SEEDED], ids=["greedy", "seeded"])
 def test_batched_tokens_equal_one_at_a_time(artifact, prompts, one_at_a_time, name, params):
     llm = LLM(artifact, CONFIGS[name])
-    out = [choices[0].token_ids for choices in llm.generate(prompts, params)]
+    out = [out.outputs[0].token_ids for out in llm.generate(prompts, params)]
     assert out == one_at_a_time[params]
     assert llm.engine.kv.pool.num_used == 0
     if name.startswith("tight-pool"):
@@ -64,9 +64,9 @@ def test_batched_tokens_equal_one_at_a_time(artifact, prompts, one_at_a_time, na
 
 def test_n_choices_fork_the_prompt(artifact, prompts, one_at_a_time):
     llm = LLM(artifact, EngineConfig(kv_blocks=20, prefill_chunk=16))
-    [choices] = llm.generate([prompts[0]], GREEDY.with_updates(n=3))
-    assert [c.token_ids for c in choices] == [one_at_a_time[GREEDY][0]] * 3
-    seeded = llm.generate([prompts[0]] * 2, SEEDED.with_updates(n=2))
+    [out] = llm.generate([prompts[0]], GREEDY.with_updates(n=3))
+    assert [c.token_ids for c in out.outputs] == [one_at_a_time[GREEDY][0]] * 3
+    seeded = [o.outputs for o in llm.generate([prompts[0]] * 2, SEEDED.with_updates(n=2))]
     assert [c.token_ids for c in seeded[0]] == [c.token_ids for c in seeded[1]]
     assert seeded[0][0].token_ids == one_at_a_time[SEEDED][0]
     assert seeded[0][0].token_ids != seeded[0][1].token_ids

@@ -81,7 +81,7 @@ def rendered(reference, template: str, messages: list[dict]) -> tuple[str, str]:
     return ours, want
 
 
-@pytest.mark.parametrize("template", ["gpt_oss.jinja", "qwen3.jinja"])
+@pytest.mark.parametrize("template", ["gpt_oss.jinja", "qwen3.jinja", "qwen3_5.jinja"])
 def test_a_tool_turn_keeps_its_reasoning(reference, template):
     ours, want = rendered(reference, template, TOOL_TURN)
     assert ours == want
@@ -100,8 +100,41 @@ def test_gpt_oss_renders_harmony(reference):
     assert ours.endswith("<|start|>assistant")
 
 
-@pytest.mark.parametrize("template", ["gpt_oss.jinja", "qwen3.jinja"])
+@pytest.mark.parametrize("template", ["gpt_oss.jinja", "qwen3.jinja", "qwen3_5.jinja"])
 def test_a_past_turns_reasoning_is_dropped(reference, template):
     ours, want = rendered(reference, template, PAST_TURN)
     assert ours == want
     assert "The user greets me." not in ours and "Hello!" in ours
+
+
+def test_qwen3_5_opens_the_reasoning_in_its_generation_prompt(reference):
+    """Qwen3.5's template ends the prompt inside `<think>`: its replies are read as think
+    replies that begin in the reasoning (mlcx.runtime.text.reasoning.think)."""
+    from mlcx.runtime.text.reasoning import FORMATS, Content, Reasoning
+    from mlcx.runtime.text.reasoning.formats import detect_format
+
+    source = (TEMPLATES / "qwen3_5.jinja").read_text()
+    ours, _ = rendered(reference, "qwen3_5.jinja", PAST_TURN)
+    assert ours.endswith("<|im_start|>assistant\n<think>\n")
+    assert detect_format(source, lambda token: True) is FORMATS["think"]
+    parser = FORMATS["think"].parser(ours[-40:])
+    events = parser.feed("The user asks.\n</think>\n\nSunny.") + parser.finish()
+    assert events == [Reasoning("The user asks."), Content("Sunny.")]
+
+
+def test_lfm2_5_drops_past_reasoning_as_transformers_renders_it(reference):
+    past = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "<think>The user greets me.</think>Hello!"},
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "<think>No tool.</think>Sunny."},
+        {"role": "user", "content": "Thanks"},
+    ]
+    source = (TEMPLATES / "lfm2_5.jinja").read_text()
+    ours = ChatTemplate(source, bos_token="<s>").render(past)
+    want = reference.apply_chat_template(
+        past, chat_template=source, tokenize=False, add_generation_prompt=True
+    )
+    assert ours == want and ours.endswith("<|im_start|>assistant\n")
+    # only the last assistant turn keeps its reasoning
+    assert "greets" not in ours and "<think>No tool.</think>Sunny." in ours

@@ -40,7 +40,7 @@ def prompts() -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def plain(target, prompts):
-    return [c[0].token_ids for c in LLM(target, EngineConfig()).generate(prompts, GREEDY)]
+    return [o.outputs[0].token_ids for o in LLM(target, EngineConfig()).generate(prompts, GREEDY)]
 
 
 def spec_config(draft, **kw) -> EngineConfig:
@@ -60,7 +60,7 @@ def assert_clean(llm: LLM) -> None:
 )
 def test_greedy_output_equals_plain_decoding(target, draft, prompts, plain, kw):
     llm = LLM(target, spec_config(draft, **kw))
-    assert [c[0].token_ids for c in llm.generate(prompts, GREEDY)] == plain
+    assert [o.outputs[0].token_ids for o in llm.generate(prompts, GREEDY)] == plain
     stats = llm.engine.stats()
     assert stats.spec_proposed_tokens > 0
     assert stats.spec_accepted_tokens < stats.spec_proposed_tokens
@@ -71,7 +71,7 @@ def test_greedy_output_equals_plain_decoding(target, draft, prompts, plain, kw):
 
 def test_the_target_as_its_own_draft_is_always_right(target, prompts, plain):
     llm = LLM(target, spec_config(target))
-    assert [c[0].token_ids for c in llm.generate(prompts, GREEDY)] == plain
+    assert [o.outputs[0].token_ids for o in llm.generate(prompts, GREEDY)] == plain
     stats = llm.engine.stats()
     assert stats.spec_accepted_tokens == stats.spec_proposed_tokens > 0
     assert_clean(llm)
@@ -82,7 +82,7 @@ def test_sampled_draft_speculation_is_reproducible(target, draft, prompts):
     runs = []
     for _ in range(2):
         llm = LLM(target, spec_config(draft))
-        runs.append([c[0].token_ids for c in llm.generate(prompts, params)])
+        runs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params)])
         assert llm.engine.stats().spec_proposed_tokens > 0
         assert_clean(llm)
     assert runs[0] == runs[1]

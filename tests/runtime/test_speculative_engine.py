@@ -40,7 +40,7 @@ def prompts() -> list[list[int]]:
 @pytest.fixture(scope="module")
 def plain(artifact, prompts):
     llm = LLM(artifact, EngineConfig())
-    return [c[0].token_ids for c in llm.generate(prompts, GREEDY)]
+    return [o.outputs[0].token_ids for o in llm.generate(prompts, GREEDY)]
 
 
 class OracleProposer:
@@ -76,7 +76,7 @@ def oracle_llm(artifact, config, prompts, plain, seed=0) -> LLM:
 
 def test_prompt_lookup_greedy_equals_plain_decoding(artifact, prompts, plain):
     llm = LLM(artifact, EngineConfig(**NGRAM))
-    assert [c[0].token_ids for c in llm.generate(prompts, GREEDY)] == plain
+    assert [o.outputs[0].token_ids for o in llm.generate(prompts, GREEDY)] == plain
     stats = llm.engine.stats()
     assert 0 < stats.spec_accepted_tokens < stats.spec_proposed_tokens
     assert stats.computed_tokens > sum(map(len, prompts)) + sum(map(len, plain)) - len(plain)
@@ -95,7 +95,7 @@ def test_prompt_lookup_greedy_equals_plain_decoding(artifact, prompts, plain):
 )
 def test_oracle_drafts_of_mixed_lengths_keep_greedy_output(artifact, prompts, plain, config):
     llm = oracle_llm(artifact, config, prompts, plain)
-    assert [c[0].token_ids for c in llm.generate(prompts, GREEDY)] == plain
+    assert [o.outputs[0].token_ids for o in llm.generate(prompts, GREEDY)] == plain
     stats = llm.engine.stats()
     assert 0 < stats.spec_accepted_tokens < stats.spec_proposed_tokens
     assert llm.engine.kv.pool.num_used == 0
@@ -115,11 +115,13 @@ def test_drafts_stop_at_stop_tokens_strings_and_max_tokens(artifact, prompts, pl
     ]
     for params in cases:
         want = [
-            (c[0].token_ids, c[0].text, c[0].finish_reason) for c in llm.generate(prompts, params)
+            (o.outputs[0].token_ids, o.outputs[0].text, o.outputs[0].finish_reason)
+            for o in llm.generate(prompts, params)
         ]
         spec = oracle_llm(artifact, EngineConfig(), prompts, plain, seed=3)
         got = [
-            (c[0].token_ids, c[0].text, c[0].finish_reason) for c in spec.generate(prompts, params)
+            (o.outputs[0].token_ids, o.outputs[0].text, o.outputs[0].finish_reason)
+            for o in spec.generate(prompts, params)
         ]
         assert got == want
         assert spec.engine.kv.pool.num_used == 0
@@ -154,8 +156,8 @@ def test_constrained_and_logprobs_choices_decode_plainly(artifact, prompts):
         want = LLM(artifact, EngineConfig()).generate(prompts[:3], p)
         spec = LLM(artifact, EngineConfig(**NGRAM))
         got = spec.generate(prompts[:3], p)
-        assert [c[0].token_ids for c in got] == [c[0].token_ids for c in want]
-        assert [c[0].logprobs for c in got] == [c[0].logprobs for c in want]
+        assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in want]
+        assert [o.outputs[0].logprobs for o in got] == [o.outputs[0].logprobs for o in want]
         assert spec.engine.stats().spec_proposed_tokens == 0
 
 
@@ -171,7 +173,7 @@ def test_sampled_speculation_is_seeded_and_leaks_nothing(artifact, prompts, plai
     runs = []
     for _ in range(2):
         llm = oracle_llm(artifact, EngineConfig(), prompts, plain, seed=1)
-        runs.append([c[0].token_ids for c in llm.generate(prompts, params)])
+        runs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params)])
         assert llm.engine.kv.pool.num_used == 0
         assert llm.engine.stats().spec_accepted_tokens > 0
     assert runs[0] == runs[1] and all(len(t) == 30 for t in runs[0])

@@ -51,7 +51,7 @@ CONFIGS = {
 @pytest.mark.parametrize("name", CONFIGS)
 def test_eight_sequences_batched_equal_each_alone(artifact, prompts, alone, name):
     llm = LLM(artifact, CONFIGS[name])
-    out = [choices[0].token_ids for choices in llm.generate(prompts, GREEDY)]
+    out = [o.outputs[0].token_ids for o in llm.generate(prompts, GREEDY)]
     assert out == alone
     stats = llm.engine.stats()
     assert (stats.state_slots_in_use, llm.engine.kv.pool.num_used) == (0, 0)
@@ -76,8 +76,8 @@ def test_chunked_prefill_continues_the_state_across_steps(artifact, prompts, alo
 
 def test_n_choices_fork_the_state(artifact, prompts, alone):
     llm = LLM(artifact, EngineConfig(max_batch=4, prefill_chunk=16))
-    [choices] = llm.generate([prompts[0]], GREEDY.with_updates(n=3))
-    assert [c.token_ids for c in choices] == [alone[0]] * 3
+    [out] = llm.generate([prompts[0]], GREEDY.with_updates(n=3))
+    assert [c.token_ids for c in out.outputs] == [alone[0]] * 3
     assert llm.engine.stats().state_slots_in_use == 0
     with pytest.raises(InvalidFieldError, match="n=5 choices"):
         llm.generate([prompts[0]], GREEDY.with_updates(n=5))

@@ -14,9 +14,9 @@ import pytest
 
 from mlcx.errors import InvalidFieldError
 from mlcx.runtime.api.llm import LLM
+from mlcx.runtime.api.request_output import RequestOutput
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.engine import Engine
-from mlcx.runtime.core.outputs import Completion
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
 
@@ -107,11 +107,11 @@ def _valid(text: str, schema: dict) -> bool:
     return True
 
 
-def _texts(completions: list[list[Completion]]) -> list[str]:
-    for choices in completions:
-        for c in choices:
+def _texts(outputs: list[RequestOutput]) -> list[str]:
+    for out in outputs:
+        for c in out.outputs:
             assert c.finish_reason == "stop", (c.finish_reason, c.text)
-    return [c.text for choices in completions for c in choices]
+    return [c.text for out in outputs for c in out.outputs]
 
 
 @pytest.mark.parametrize("name", SCHEMAS)
@@ -122,8 +122,8 @@ def test_json_schema_outputs_validate(llm, name, params):
     for text in _texts(llm.generate(PROMPTS, constrained)):
         jsonschema.validate(json.loads(text), schema)
     # the model alone writes no JSON at all
-    for choices in llm.generate(PROMPTS, params.with_updates(max_tokens=30)):
-        assert not _valid(choices[0].text, schema)
+    for out in llm.generate(PROMPTS, params.with_updates(max_tokens=30)):
+        assert not _valid(out.outputs[0].text, schema)
 
 
 def test_optional_keys_are_sometimes_given(llm):
@@ -166,8 +166,7 @@ def test_lark_grammar_output_is_in_the_language(llm, params):
 def test_n_choices_each_carry_their_own_matcher(llm):
     schema = SCHEMAS["nested"]
     params = SEEDED.with_updates(n=3, constraint=Constraint.json_schema(schema))
-    [choices] = llm.generate(PROMPTS[:1], params)
-    texts = _texts([choices])
+    texts = _texts(llm.generate(PROMPTS[:1], params))
     for text in texts:
         jsonschema.validate(json.loads(text), schema)
     assert len(set(texts)) == 3
@@ -241,7 +240,7 @@ def test_constrained_logprobs_cover_only_allowed_tokens(llm):
     params = GREEDY.with_updates(
         logprobs=True, top_logprobs=5, constraint=Constraint("regex", "(yes|no)")
     )
-    [[c]] = llm.generate(PROMPTS[:1], params)
+    [c] = llm.generate(PROMPTS[:1], params)[0].outputs
     assert c.text in ("yes", "no")
     for result in c.logprobs:
         assert result.logprob is not None and result.logprob > float("-inf")

@@ -36,7 +36,7 @@ def test_profiling_does_not_change_the_tokens(artifact):
     plain = llm.generate(["Write a short story about a lighthouse keeper."], params)
     llm.engine = engine
     profiled = llm.generate(["Write a short story about a lighthouse keeper."], params)
-    assert plain[0][0].token_ids == profiled[0][0].token_ids
+    assert plain[0].outputs[0].token_ids == profiled[0].outputs[0].token_ids
 
 
 def test_the_cli_prints_one_breakdown_per_level(artifact):

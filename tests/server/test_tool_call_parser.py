@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mlcx.server.tool_calls import ToolReply
+from mlcx.runtime.openai_api.tool_calls import ToolReply
 
 ONE = '{"name": "f", "arguments": {"s": "a\\"}]{,", "n": [1, {"b": null}]}}'
 TWO = '[{"name": "f", "arguments": {"x": 1}}, {"name": "g", "arguments": {}}]'

@@ -75,19 +75,22 @@ def _greedy_hf(reference, prompt: list[int]) -> tuple[list[int], list[np.ndarray
     return seq[len(prompt) :], rows
 
 
-def assert_matches_transformers(folder: Path, artifact: Path, prompt_tokens: int = 29) -> None:
-    """fp32 logits within TOL over a `prompt_tokens` prompt and at each of GREEDY greedy steps,
-    with the same tokens."""
-    reference = load_reference(folder)
+def assert_matches_transformers(
+    folder: Path, artifact: Path, prompt_tokens: int = 29, reference=None, tol: float = TOL
+) -> None:
+    """fp32 logits within `tol` over a `prompt_tokens` prompt and at each of GREEDY greedy
+    steps, with the same tokens; `reference`: transformers' model where not
+    load_reference(folder)."""
+    reference = reference if reference is not None else load_reference(folder)
     harness = Harness(artifact, num_blocks=32)
     vocab = reference.config.vocab_size
     prompt = np.random.default_rng(7).integers(0, vocab, prompt_tokens).tolist()
     got = harness.step({0: prompt}, all_rows=True)[0]
-    assert np.abs(got - hf_logits(reference, prompt)).max() <= TOL
+    assert np.abs(got - hf_logits(reference, prompt)).max() <= tol
     want_tokens, want_rows = _greedy_hf(reference, prompt)
     tokens, row = [], got[-1]
     for want_row in want_rows:
-        assert np.abs(row - want_row).max() <= TOL
+        assert np.abs(row - want_row).max() <= tol
         tokens.append(int(np.argmax(row)))
         row = harness.decode({0: tokens[-1]})[0]
     assert tokens == want_tokens

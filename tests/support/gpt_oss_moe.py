@@ -1,6 +1,6 @@
-"""gpt-oss's mixture of experts as a graph of mlcx's TE pieces (the way a family's MoE layer
-composes them under MoEOptions: router with a bias, top-k then softmax, expert biases, the
-clamped SwiGLU), and transformers' GptOssMLP holding the same weights as its reference.
+"""gpt-oss's mixture of experts: the shared decoder's MoE block (mlcx.frontends.nn.moe) under
+gpt-oss's MoEOptions (router with a bias, top-k then softmax, expert biases, the clamped
+SwiGLU), and transformers' GptOssMLP holding the same weights as its reference.
 
 Weights are random MXFP4 blocks in the checkpoint's layout (`*_blocks` / `*_scales`, gate/up
 rows interleaved): mlcx reads them through mlcx.quantization.mxfp4_blocks, transformers through
@@ -13,22 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tvm.relax.frontend import nn
-from tvm.relax.frontend.nn import op
 
-from mlcx.frontends.nn.moe import StackedExperts
-from mlcx.kernels.linear import matmul_te
-from mlcx.kernels.moe import (
-    expert_glu_te,
-    experts_down_te,
-    experts_gate_up_te,
-    topk_ids_te,
-    topk_softmax_te,
-    topk_weights_te,
-)
+from mlcx.frontends.decoder_config import DecoderConfig
+from mlcx.frontends.nn.moe import MoEMLP
 from mlcx.kernels.moe_options import GPT_OSS, MoEOptions
 from mlcx.quantization import mxfp4_blocks as mb
-from mlcx.quantization.formats import DenseFormat, WeightFormat
+from mlcx.quantization.formats import WeightFormat
 from tests.support.mxfp4_reference import random_hf
 
 
@@ -40,67 +30,29 @@ class MoEShape:
     top_k: int = 2
 
 
-class GptOssMoE(nn.Module):
-    """A MoE layer under `options` (gpt-oss's by default): activations in `dtype`, the router
-    in float32 (as mlcx.frontends.nn.moe keeps it)."""
+def moe_config(shape: MoEShape, options: MoEOptions = GPT_OSS) -> DecoderConfig:
+    """A decoder config whose MoE is `shape` under `options` (the attention fields unused)."""
+    glu = options.glu
+    return DecoderConfig(
+        vocab_size=1, hidden_size=shape.hidden, intermediate_size=shape.width, num_layers=1,
+        num_heads=1, num_kv_heads=1, head_dim=2, context_window=1,
+        num_experts=shape.experts, experts_per_token=shape.top_k,
+        expert_intermediate_size=shape.width, norm_topk_prob=options.renormalize,
+        router_bias=options.router_bias, topk_softmax=options.scoring == "topk_softmax",
+        expert_bias=options.expert_bias, glu_alpha=glu.alpha, glu_limit=glu.limit or 0.0,
+        glu_up_shift=glu.up_shift,
+    )  # fmt: skip
 
-    def __init__(
-        self, shape: MoEShape, fmt: WeightFormat, options: MoEOptions = GPT_OSS, dtype="float32"
-    ):
-        self.shape, self.options, self.dtype = shape, options, dtype
-        e, h, w = shape.experts, shape.hidden, shape.width
-        self.router = nn.Parameter((e, h), "float32")
-        self.router_bias = nn.Parameter((e,), "float32") if options.router_bias else None
-        self.gate_up = StackedExperts(2 * e * w, h, fmt)
-        self.down = StackedExperts(e * h, w, fmt)
-        bias = options.expert_bias
-        self.gate_up_bias = nn.Parameter((2 * e * w,), dtype) if bias else None
-        self.down_bias = nn.Parameter((e * h,), dtype) if bias else None
 
-    def forward(self, x: nn.Tensor) -> nn.Tensor:
-        ids, weights = self._route(x)
-        both = self._experts(x, ids, self.gate_up, self.gate_up_bias)
-        glu = self.options.glu
-        h = op.tensor_expr_op(lambda t: expert_glu_te(t, glu), "expert_glu", [both])
-        y = self._experts(h, ids, self.down, self.down_bias)
-        mixed = op.sum(y.astype("float32") * op.unsqueeze(weights, -1), axis=1)
-        return mixed.astype(self.dtype)
-
-    def _route(self, x: nn.Tensor):
-        s, k, router = self.shape, self.shape.top_k, DenseFormat("float32")
-        x32 = x if x.dtype == "float32" else x.astype("float32")
-        logits = op.tensor_expr_op(
-            lambda xt, wt: matmul_te(xt, {"weight": wt}, router, s.experts),
-            "router",
-            [x32, self.router],
-        )
-        if self.router_bias is not None:
-            logits = logits + self.router_bias
-        ids = op.tensor_expr_op(lambda lt: topk_ids_te(lt, k), "topk_ids", [logits])
-        if self.options.scoring == "topk_softmax":
-            weights = op.tensor_expr_op(lambda lt: topk_softmax_te(lt, k), "topk_weights", [logits])
-        else:
-            renorm = self.options.renormalize
-            probs = op.softmax(logits, axis=-1)
-            weights = op.tensor_expr_op(
-                lambda p: topk_weights_te(p, k, renorm), "topk_weights", [probs]
-            )
-        return ids, weights
-
-    def _experts(self, x, ids, stack: StackedExperts, bias) -> nn.Tensor:
-        """A stacked expert GEMV; operands (input, ids, weight planes..., bias), the order the
-        expert rewrites read."""
-        s, count = self.shape, len(stack.names)
-
-        def compute(xt, it, *rest):
-            planes, b = stack.planes(rest[:count]), (rest[count] if bias is not None else None)
-            if stack is self.gate_up:
-                return experts_gate_up_te(xt, it, planes, stack.fmt, s.experts, s.width, b)
-            return experts_down_te(xt, it, planes, stack.fmt, s.hidden, b)
-
-        name = "experts_gate_up" if stack is self.gate_up else "experts_down"
-        extra = [bias] if bias is not None else []
-        return op.tensor_expr_op(compute, name, [x, ids, *stack.weights(), *extra])
+def GptOssMoE(  # noqa: N802 (a module, as the decoder builds it)
+    shape: MoEShape, fmt: WeightFormat, options: MoEOptions = GPT_OSS, dtype="float32"
+) -> MoEMLP:
+    """The shared decoder's MoE block under `options` (gpt-oss's by default), activations and
+    router in `dtype`; parameters `router`, `router_bias`, `gate_up.*`, `down.*`,
+    `gate_up_bias`, `down_bias`."""
+    cfg = moe_config(shape, options)
+    assert cfg.moe_options == options
+    return MoEMLP(cfg, {"gate_up": fmt, "down": fmt}, "", dtype)
 
 
 @dataclass

@@ -3,12 +3,16 @@ way the engine does, but with the test choosing every token and reading every lo
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from mlcx.artifact.config import Artifact
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.kv import KVCacheManager
+
+STATE_SLOTS = 16  # a hybrid model's state slots: one per sequence id the test uses
 
 
 class Harness:
@@ -17,13 +21,19 @@ class Harness:
         page = self.artifact.config.page_size
         # release pages outside the model's sliding window after each step, as the engine does
         self.window = self.artifact.config.model.kv_window if release else 0
-        self.runner = runner or create_runner(self.artifact, num_blocks)
+        # a hybrid model: each sequence keeps its state slot, in order of first appearance
+        self.slots: dict[int, int] | None = {} if self.artifact.config.state_tensors else None
+        slots = STATE_SLOTS if self.slots is not None else 0
+        self.runner = runner or create_runner(self.artifact, num_blocks, num_state_slots=slots)
         self.kv = KVCacheManager(num_blocks, page, enable_prefix_caching=False)
         self.tokens: dict[int, list[int]] = {}  # each sequence's tokens, as the scheduler keeps
 
-    def step(self, feeds: dict[int, list[int]], all_rows: bool = False) -> dict[int, np.ndarray]:
+    def step(
+        self, feeds: dict[int, list[int]], all_rows: bool = False, lora: dict | None = None
+    ) -> dict[int, np.ndarray]:
         """Append `feeds[seq]` tokens to each sequence in one forward; returns the logits of
-        each sequence's new tokens (all rows, or only the last)."""
+        each sequence's new tokens (all rows, or only the last). `lora`: seq -> (adapter
+        slot, scale) in a model with adapter slots (every other sequence: slot 0)."""
         copies, ids, rows, start = [], [], [], 0
         for seq, tokens in feeds.items():
             if seq not in self.kv:
@@ -37,9 +47,13 @@ class Harness:
             start += len(tokens)
         tables = self.kv.build_arrays([(seq, len(t)) for seq, t in feeds.items()])
         batch = ForwardBatch(
-            np.array(ids, np.int32), tables, copies, logit_rows=np.array(rows, np.int32)
+            np.array(ids, np.int32),
+            tables,
+            copies,
+            logit_rows=np.array(rows, np.int32),
+            state_slots=self._state_slots(feeds),
         )
-        logits = self.runner.forward(batch)
+        logits = self.runner.forward(self._lora(batch, feeds, lora))
         self._commit(feeds)
         out, pos = {}, 0
         for seq, tokens in feeds.items():
@@ -48,7 +62,17 @@ class Harness:
             pos += n
         return out
 
-    def decode(self, feeds: dict[int, int]) -> dict[int, np.ndarray]:
+    def _lora(self, batch: ForwardBatch, feeds: dict, lora: dict | None) -> ForwardBatch:
+        if self.artifact.config.lora is None:
+            return batch
+        lora = lora or {}
+        counts = [len(t) if isinstance(t, list) else 1 for t in feeds.values()]
+        slots = [lora.get(seq, (0, 0.0))[0] for seq in feeds]
+        scales = [lora.get(seq, (0, 0.0))[1] for seq in feeds]
+        rows = np.repeat(slots, counts).astype(np.int32)
+        return replace(batch, lora_rows=rows, lora_scales=np.repeat(scales, counts).astype("f4"))
+
+    def decode(self, feeds: dict[int, int], lora: dict | None = None) -> dict[int, np.ndarray]:
         """One token per sequence through the `decode` entry (no explicit logit rows)."""
         copies, ids = [], []
         for seq, token in feeds.items():
@@ -56,9 +80,18 @@ class Harness:
             self.tokens[seq].append(token)
             ids.append(token)
         tables = self.kv.build_arrays([(seq, 1) for seq in feeds])
-        logits = self.runner.forward(ForwardBatch(np.array(ids, np.int32), tables, copies))
+        slots = self._state_slots(feeds)
+        batch = ForwardBatch(np.array(ids, np.int32), tables, copies, state_slots=slots)
+        logits = self.runner.forward(self._lora(batch, feeds, lora))
         self._commit(feeds)
         return {seq: logits[i] for i, seq in enumerate(feeds)}
+
+    def _state_slots(self, feeds) -> np.ndarray | None:
+        if self.slots is None:
+            return None
+        for seq in feeds:
+            self.slots.setdefault(seq, len(self.slots))
+        return np.array([self.slots[seq] for seq in feeds], np.int32)
 
     def _commit(self, feeds) -> None:
         for seq in feeds:
@@ -67,6 +100,8 @@ class Harness:
                 self.kv.release_outside_window(seq, self.window)
 
     def fork(self, parent: int, child: int) -> None:
+        if self.slots is not None:
+            raise NotImplementedError("the harness forks no state slots (hybrid models)")
         self.kv.fork(parent, child)
         self.tokens[child] = list(self.tokens[parent])
 

@@ -83,6 +83,9 @@ def _hf_config(spec: TinySpec, vocab: int):
         "smollm3": "SmolLM3Config",
         "ministral3": "Ministral3Config",
         "gemma4": "Gemma4TextConfig",
+        "qwen3_5": "Qwen3_5TextConfig",
+        "qwen3_5_moe": "Qwen3_5MoeTextConfig",
+        "lfm2": "Lfm2Config",
     }
     cls = getattr(transformers, classes[spec.arch])
     kwargs = dict(

@@ -7,11 +7,11 @@ them, at every split."""
 
 from __future__ import annotations
 
+from mlcx.runtime.openai_api.reply import ChoiceReply
+from mlcx.runtime.openai_api.tools import ToolPlan
 from mlcx.runtime.text.reasoning import FORMATS
 from mlcx.runtime.text.reasoning.events import event_dict, merged
 from mlcx.runtime.text.reasoning.formats import detect_format
-from mlcx.server.reply import ChoiceReply
-from mlcx.server.tools import ToolPlan
 from tests.support.reasoning_cases import CASES
 
 HARMONY_TOKENS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>"]

@@ -15,12 +15,12 @@ import numpy as np
 
 from mlcx.kernels.step_params import PAGE_TABLES
 from mlcx.runtime.kv.manager import KVCacheManager
+from mlcx.runtime.openai_api.tool_calls import ToolReply
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import sample
 from mlcx.runtime.sample.sampling_state import SamplingState
 from mlcx.runtime.text.stop import StopStringMatcher
 from mlcx.runtime.text.tool_prompt import with_generic_tools
-from mlcx.server.tool_calls import ToolReply
 from tests.support.web_embed_vectors import embed_vectors
 from tests.support.web_image_vectors import image_vectors
 from tests.support.web_reasoning_vectors import reasoning_vectors

@@ -123,8 +123,8 @@ def test_padding_rows_decode_over_the_scratch_page():
 
 
 class _FakeTensor:
-    def __init__(self, shape):
-        self.shape, self.data = shape, None
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.data = shape, dtype, None
 
     def copyfrom(self, array):
         assert array.shape == self.shape

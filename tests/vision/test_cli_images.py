@@ -26,7 +26,7 @@ def _expected(artifact, photo, text: str) -> str:
     parts = [{"type": "image", "image": photo}, {"type": "text", "text": text}]
     ids, images = llm.chat_inputs([{"role": "user", "content": parts}])
     params = llm.default_params(max_tokens=8, temperature=0.0)
-    return llm.generate([ids], params, [images])[0][0].text
+    return llm.generate([ids], params, images=[images])[0].outputs[0].text
 
 
 def test_generate_with_an_image(vision_artifact, files, photo):

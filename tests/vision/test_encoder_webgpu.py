@@ -54,7 +54,7 @@ def test_image_prompt_greedy_tokens_match_the_cpu_artifact(pair, photo):
     answers = []
     for llm in pair:
         ids, images = llm.chat_inputs(messages)
-        [[completion]] = llm.generate([ids], params, images=[images])
+        [completion] = llm.generate([ids], params, images=[images])[0].outputs
         answers.append(completion.token_ids)
     assert answers[0] == answers[1]
     assert len(set(answers[0])) > 4  # not a degenerate repeat

@@ -58,7 +58,7 @@ def test_logits_and_greedy_tokens_match_transformers(llm, vision_folder, vision_
         )
     assert np.abs(_prompt_logits(llm, ids, images) - want.numpy()).max() <= TOL
     params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
-    [[completion]] = llm.generate([ids], params, images=[images])
+    [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == out[0, len(ids) :].tolist()
 
 

@@ -95,6 +95,6 @@ def test_greedy_tokens_match_transformers(llm, vision_folder, vision_reference, 
             pad_token_id=0,
         )
     params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
-    [[completion]] = llm.generate([ids], params, images=[images])
+    [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == out[0, len(ids) :].tolist()
     assert len(set(completion.token_ids)) > 4  # not a degenerate repeat

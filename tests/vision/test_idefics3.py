@@ -121,7 +121,7 @@ def test_logits_and_greedy_tokens_match_transformers(llm, folder, reference, pho
         )
     assert np.abs(_prompt_logits(llm, ids, images) - want).max() <= TOL
     params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
-    [[completion]] = llm.generate([ids], params, images=[images])
+    [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == generated[0, len(ids) :].tolist()
     assert len(set(completion.token_ids)) > 4
 
@@ -151,5 +151,5 @@ def test_a_smolvlm_folder(tmp_path, photo):
             pad_token_id=0,
         )
     params = SamplingParams.greedy(max_tokens=16, ignore_eos=True)
-    [[completion]] = llm.generate([ids], params, images=[images])
+    [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == generated[0, len(ids) :].tolist()

@@ -54,7 +54,7 @@ def conversation(photo):
 
 def _reply(llm, messages):
     ids, images = llm.chat_inputs(messages)
-    [[completion]] = llm.generate([ids], GREEDY, images=[images])
+    [completion] = llm.generate([ids], GREEDY, images=[images])[0].outputs
     return ids, completion
 
 
@@ -110,7 +110,7 @@ def test_a_batch_of_prompts_with_different_images(vision_artifact, conversation)
         for im in (random_image(11), random_image(12), random_image(13))
     ]
     ids, images = [p[0] for p in prompts], [p[1] for p in prompts]
-    together = [c[0].token_ids for c in llm.generate(ids, GREEDY, images=images)]
-    alone = [llm.generate([i], GREEDY, images=[im])[0][0].token_ids for i, im in prompts]
+    together = [o.outputs[0].token_ids for o in llm.generate(ids, GREEDY, images=images)]
+    alone = [llm.generate([i], GREEDY, images=[im])[0].outputs[0].token_ids for i, im in prompts]
     assert together == alone
     assert len({tuple(t) for t in alone}) > 1  # the images make the answers differ

@@ -71,7 +71,8 @@ def test_openai_client_sends_an_image(served, vision_artifact, photo):
         }
     ]
     ids, images = llm.chat_inputs(messages)
-    [[want]] = llm.generate([ids], SamplingParams.greedy(max_tokens=8, ignore_eos=True), [images])
+    params = SamplingParams.greedy(max_tokens=8, ignore_eos=True)
+    [want] = llm.generate([ids], params, images=[images])[0].outputs
     assert reply.choices[0].message.content == want.text
     assert reply.usage.prompt_tokens == len(ids)
 

@@ -92,7 +92,7 @@ def cpu(vision_artifact):
 
 def _greedy(llm, ids, images, max_tokens=MAX_TOKENS, ignore_eos=True):
     params = SamplingParams.greedy(max_tokens=max_tokens, ignore_eos=ignore_eos)
-    [[completion]] = llm.generate([ids], params, images=[images])
+    [completion] = llm.generate([ids], params, images=[images])[0].outputs
     return completion.token_ids
 
 

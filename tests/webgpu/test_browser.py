@@ -32,7 +32,7 @@ def _assert_page_streams_the_python_backend_s_tokens(artifact, url, screenshot=N
             page.screenshot(path=str(screenshot))
     llm = LLM(str(artifact))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
-    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    [want] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))[0].outputs
     assert len(want.token_ids) == MAX_TOKENS  # no early end: every step is compared
     assert reply["promptIds"] == prompt_ids
     assert reply["tokenIds"] == want.token_ids

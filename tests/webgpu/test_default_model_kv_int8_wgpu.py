@@ -28,7 +28,7 @@ def int8_webgpu(tmp_path_factory, default_webgpu):
 def test_int8_kv_keeps_the_f32_caches_greedy_tokens(adapter, default_webgpu, int8_webgpu):
     params = SamplingParams.greedy(max_tokens=TOKENS, ignore_eos=True)
     config = EngineConfig(kv_blocks=8)
-    [[want]] = LLM(str(default_webgpu), config).generate([PROMPT], params)
-    [[got]] = LLM(str(int8_webgpu), config).generate([PROMPT], params)
+    [want] = LLM(str(default_webgpu), config).generate([PROMPT], params)[0].outputs
+    [got] = LLM(str(int8_webgpu), config).generate([PROMPT], params)[0].outputs
     assert len(want.token_ids) == TOKENS
     assert got.token_ids == want.token_ids

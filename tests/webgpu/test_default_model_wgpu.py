@@ -40,6 +40,6 @@ def test_logits_match_the_cpu_backend(artifacts):
 def test_greedy_tokens_equal_the_cpu_backend(artifacts):
     params = SamplingParams.greedy(max_tokens=6, ignore_eos=True)
     config = EngineConfig(kv_blocks=16)
-    [[want]] = LLM(str(artifacts["cpu"]), config).generate([PROMPT], params)
-    [[got]] = LLM(str(artifacts["webgpu"]), config).generate([PROMPT], params)
+    [want] = LLM(str(artifacts["cpu"]), config).generate([PROMPT], params)[0].outputs
+    [got] = LLM(str(artifacts["webgpu"]), config).generate([PROMPT], params)[0].outputs
     assert got.token_ids == want.token_ids

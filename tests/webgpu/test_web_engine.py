@@ -77,7 +77,7 @@ def test_a_whole_reply_is_openai_shaped_with_the_python_backend_s_tokens(answers
     artifact, out = answers
     llm = LLM(str(artifact))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
-    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    [want] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))[0].outputs
     whole = out["whole"]
     assert whole["object"] == "chat.completion" and whole["prompt_token_ids"] == prompt_ids
     [choice] = whole["choices"]

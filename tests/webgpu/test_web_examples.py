@@ -215,7 +215,7 @@ def test_cache_usage_replies_are_the_python_backend_s(results):
     llm = LLM(str(artifacts["tiny-llm"]))
     content = "Write an analogy between mathematics and a lighthouse."
     prompt = llm.chat_prompt([{"role": "user", "content": content}])
-    [[want]] = llm.generate([prompt], SamplingParams.greedy(max_tokens=16))
+    [want] = llm.generate([prompt], SamplingParams.greedy(max_tokens=16))[0].outputs
     assert [r["choices"][0]["message"]["content"] for r in out["replies"]] == [want.text] * 3
 
 

@@ -118,7 +118,7 @@ def test_a_page_importing_the_installed_package_answers_the_python_backend_s_tok
     assert failure is None, f"{failure}; console: {console}"
     llm = LLM(str(artifact))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
-    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    [want] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))[0].outputs
     [choice] = reply["choices"]
     assert reply["prompt_token_ids"] == prompt_ids
     assert choice["token_ids"] == want.token_ids and choice["message"]["content"] == want.text

@@ -36,7 +36,7 @@ def test_the_service_worker_engine_answers_and_outlives_a_reload(browser_ready, 
         server.shutdown()
     llm = LLM(str(artifact))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
-    [[want]] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))
+    [want] = llm.generate([prompt_ids], SamplingParams.greedy(max_tokens=MAX_TOKENS))[0].outputs
     assert first["reply"]["choices"][0]["token_ids"] == want.token_ids
     assert first["lastReport"] == "ready"
     assert second["lastReport"] == "already loaded in the service worker"

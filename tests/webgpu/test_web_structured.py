@@ -81,7 +81,7 @@ def test_the_json_schema_reply_is_the_python_engine_s(answers):
     llm = LLM(str(artifact))
     prompt_ids = llm.chat_prompt([{"role": "user", "content": PROMPT}])
     params = SamplingParams.greedy(max_tokens=MAX_TOKENS, constraint=Constraint.json_schema(SCHEMA))
-    [[want]] = llm.generate([prompt_ids], params)
+    [want] = llm.generate([prompt_ids], params)[0].outputs
     assert _content(out["schema"]) == want.text
 
 

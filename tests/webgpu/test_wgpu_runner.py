@@ -72,7 +72,7 @@ def test_greedy_generation_matches_the_cpu_backend(pair):
     config = EngineConfig(kv_blocks=32)
     want = LLM(str(pair[0]), config).generate(prompts, params)
     got = LLM(str(pair[1]), config).generate(prompts, params)
-    assert [c[0].token_ids for c in got] == [c[0].token_ids for c in want]
+    assert [o.outputs[0].token_ids for o in got] == [o.outputs[0].token_ids for o in want]
 
 
 def test_f16_artifact_matches_the_cpu_f16_artifact(adapter, compiled, webgpu_artifact):

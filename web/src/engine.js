@@ -6,6 +6,7 @@
 // embeddings replaced by the image's rows, and (Gemma 3) each sees its whole image.
 
 import { KVCacheManager } from "./kv_cache.js";
+import { SequenceStates } from "./state_cache.js";
 
 export class ModelCore {
   constructor(runner, codec, vision = null) {
@@ -16,12 +17,15 @@ export class ModelCore {
     this.chunk = runner.config.prefill_chunk;
     this.window = Math.min(runner.config.context_window, runner.numBlocks * this.pageSize);
     this.nextId = 0;
+    // a hybrid model's state slots and saved states (state_cache.js)
+    this.states = runner.states?.length ? new SequenceStates(runner, this.pageSize) : null;
     this.resetCache();
   }
 
-  // Drops every cached prefix (a fresh page pool).
+  // Drops every cached prefix (a fresh page pool, no saved state).
   resetCache() {
     this.kv = new KVCacheManager(this.runner.numBlocks, this.pageSize);
+    this.states?.clear();
   }
 
   // Yields {logits, cached, prefillMs} once after the prompt, then {logits} after each token
@@ -30,11 +34,13 @@ export class ModelCore {
     const id = this.nextId++;
     const started = performance.now();
     const keys = cacheKeys(promptIds, images);
-    const cached = this.kv.addSequence(id, keys);
+    let cached = this.kv.addSequence(id, keys);
     try {
+      if (this.states) cached = this.states.begin(this.kv, id, keys, cached);
       let logits = null;
       for (let start = cached; start < promptIds.length; ) {
-        const end = chunkEnd(images, start, Math.min(start + this.chunk, promptIds.length));
+        let end = chunkEnd(images, start, Math.min(start + this.chunk, promptIds.length));
+        if (this.states) end = this.states.chunkEnd(start, end);
         if (end === start) throw new Error(`an image's tokens exceed a step's ${this.chunk}; recompile with a larger --prefill-chunk`);
         logits = await this.step(id, promptIds.slice(start, end), keys.slice(start, end), imagesIn(images, start, end));
         start = end;
@@ -79,8 +85,10 @@ export class ModelCore {
     } else {
       tables = this.kv.buildArrays([[id, tokens.length]]);
     }
-    const out = await this.runner.forward(Int32Array.from(tokens), tables, copies, rows, image);
+    const slots = this.states?.slots ?? null;
+    const out = await this.runner.forward(Int32Array.from(tokens), tables, copies, rows, image, slots);
     this.kv.commit(id);
+    this.states?.committed(this.kv, id);
     return out.data.subarray(out.data.length - out.vocab);
   }
 }

@@ -78,11 +78,13 @@ export class KVCacheManager {
     this.seqs = new Map();
   }
 
-  // Registers a sequence, reusing cached full blocks of its prompt; returns the cached count.
-  addSequence(id, prompt) {
+  // Registers a sequence, reusing cached full blocks of its prompt (at most maxBlocks: a
+  // hybrid model resumes only where its state was saved); returns the cached count.
+  addSequence(id, prompt, maxBlocks = Infinity) {
     const blocks = [];
     const hashes = [];
-    for (let i = 0; i < Math.floor((prompt.length - 1) / this.pageSize); i++) {
+    const full = Math.min(Math.floor((prompt.length - 1) / this.pageSize), maxBlocks);
+    for (let i = 0; i < full; i++) {
       const hash = hashBlock(hashes.at(-1), prompt.slice(i * this.pageSize, (i + 1) * this.pageSize));
       const block = this.pool.cached.get(hash);
       if (block === undefined) break;

@@ -4,6 +4,7 @@
 
 import { BufferPool, KernelSet, createBuffer, openDevice } from "./gpu.js";
 import { PlanExecutor, tensorBytes } from "./plan.js";
+import { COPY_STATES, CHECKPOINTS, STATES, hasStates, stateTensors } from "./state_cache.js";
 import { KV_PAGES, PARAMS, kvPagesTensors, stepCall } from "./step.js";
 import { loadWeights } from "./weights.js";
 
@@ -32,7 +33,19 @@ export class Runner {
     this.pool = new BufferPool(device);
     this.executor = new PlanExecutor(plan, kernels, this.pool);
     this.staging = [];
-    this.kvPages = kvPagesTensors(plan, numBlocks).map((t) => ({ ...t, buffer: createBuffer(device, tensorBytes(t)) }));
+    const allocate = (t) => ({ ...t, buffer: createBuffer(device, tensorBytes(t)) });
+    this.kvPages = kvPagesTensors(plan, numBlocks).map(allocate);
+    // a hybrid model's state tensors: the running sequence's slot and the checkpoints'
+    this.states = hasStates(plan) ? stateTensors(plan, 1 + CHECKPOINTS).map(allocate) : [];
+  }
+
+  // Copies state slot rows [[src, dst], ...], in order (checkpoint saves and restores).
+  copyStates(pairs) {
+    if (!pairs.length) return;
+    const tensor = this.i32(pairs.flat());
+    tensor.shape = [pairs.length, 2];
+    this.executor.run(COPY_STATES, { [STATES]: this.states, pairs: tensor });
+    this.pool.release(tensor.buffer);
   }
 
   // Frees this model's GPU memory (weights, KV pages, pooled and staging buffers); the shared
@@ -70,13 +83,15 @@ export class Runner {
 
   // ids: Int32Array of new tokens; tables: KVCacheManager.buildArrays(...); rows: logit rows
   // (null: each sequence's last token, through the decode function when one token each);
-  // image: the step's image rows and embeddings (step.js stepCall).
-  async forward(ids, tables, copies = [], rows = null, image = null) {
+  // image: the step's image rows and embeddings (step.js stepCall); stateSlots: each
+  // sequence's state slot (a hybrid model).
+  async forward(ids, tables, copies = [], rows = null, image = null, stateSlots = null) {
     this.copyPages(copies);
-    const { name, arrays } = stepCall(this.plan, ids, tables, rows, image);
+    const { name, arrays } = stepCall(this.plan, ids, tables, rows, image, stateSlots);
     const inputs = Object.fromEntries(Object.entries(arrays).map(([k, a]) => [k, this.upload(a)]));
     const transient = Object.values(inputs);
     inputs[KV_PAGES] = this.kvPages;
+    if (this.states.length) inputs[STATES] = this.states;
     inputs[PARAMS] = this.params;
     const [logits] = this.executor.run(name, inputs);
     const out = await this.read(logits);

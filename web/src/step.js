@@ -5,6 +5,7 @@
 // names and the decode rule written here fail a test when they drift.
 
 import { evaluate } from "./expr.js";
+import { STATES } from "./state_cache.js";
 
 export const KV_PAGES = "kv_pages";
 export const PARAMS = "packed_params";
@@ -17,16 +18,18 @@ export const stepFunction = (numTokens, batchSize, explicitRows) =>
 // the plan's order. ids: new tokens; tables: KVCacheManager.buildArrays(...); rows: logit rows
 // (null: each sequence's last new token); image: {rows: Int32Array (each token's row of
 // embeds, -1: its own embedding), embeds: Float32Array [image tokens x hidden]}, which makes it
-// prefill_image (image_embeds is the one float32 array).
-export function stepCall(plan, ids, tables, rows = null, image = null) {
+// prefill_image (image_embeds is the one float32 array); stateSlots: a hybrid model's state
+// slot of each sequence (state_cache.js).
+export function stepCall(plan, ids, tables, rows = null, image = null, stateSlots = null) {
   const name = image ? "prefill_image" : stepFunction(ids.length, tables.last_page_len.length, rows !== null);
   const lastRows = () => Int32Array.from(tables.q_indptr.slice(1), (x) => x - 1);
   const known = { ...tables, input_ids: ids, logit_positions: rows ?? lastRows() };
   if (image) Object.assign(known, { image_rows: image.rows, image_embeds: image.embeds });
+  if (stateSlots) known.state_slots = stateSlots;
   if (!plan.functions[name]) throw new Error(`the plan has no ${name}: recompile the model with its image encoder`);
   const arrays = {};
   for (const input of plan.functions[name].inputs) {
-    if (input.name === KV_PAGES || input.name === PARAMS) continue;
+    if (input.name === KV_PAGES || input.name === PARAMS || input.name === STATES) continue;
     if (!(input.name in known)) {
       throw new Error(`${name} takes ${input.name}, which this page does not know: recompile the model with the mlcx that serves this page`);
     }

@@ -28,7 +28,8 @@ DEVICE_NAMES = {
 }
 
 
-EXPERT_PARAMS = (".moe.gate_up.", ".moe.down.")  # stacked over experts (mlcx.kernels.moe)
+# stacked over experts (mlcx.kernels.moe), and their biases (a value per stacked row)
+EXPERT_PARAMS = (".moe.gate_up", ".moe.down")
 
 
 def weight_bytes_per_token(artifact: Artifact, routed: bool = True) -> int:

@@ -15,8 +15,6 @@ import numpy as np
 from gguf import GGMLQuantizationType as GT
 from gguf.quants import quantize
 
-from mlcx.cache import cache_dir
-
 
 @dataclass(frozen=True)
 class LlamaShape:
@@ -183,15 +181,3 @@ def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: i
     writer.write_tensors_to_file()
     writer.close()
     return out
-
-
-def ensure_random_gguf(name: str, say=print) -> Path:
-    """The cached GGUF file of a named random model, written on first use."""
-    path = cache_dir() / "bench" / f"{name}.Q4_0.gguf"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        say(f"writing random {name} weights to {path}")
-        partial = path.with_suffix(".partial")
-        write_random_gguf(RANDOM_MODELS[name], partial)
-        partial.rename(path)
-    return path

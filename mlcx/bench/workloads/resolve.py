@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mlcx.artifact.config import CONFIG_FILE, Artifact
-from mlcx.bench.workloads.random_models import RANDOM_MODELS, ensure_random_gguf
+from mlcx.bench.workloads.named_models import RANDOM_MODELS, ensure_random_gguf
 
 
 @dataclass(frozen=True)

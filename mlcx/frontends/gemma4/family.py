@@ -13,6 +13,7 @@ Gemma4ForConditionalGeneration folders (mlcx.frontends.gemma4_multimodal).
 
 from mlcx.frontends.family import Family, GGUFSide, HFSide
 from mlcx.frontends.gemma4 import layers
+from mlcx.frontends.gemma4.tensors import gemma4_tensors
 from mlcx.frontends.rules import gguf
 from mlcx.frontends.rules.common import embed_scale_sqrt
 from mlcx.frontends.rules.experts import gguf_experts
@@ -87,6 +88,7 @@ FAMILY = Family(
             layers.hf_experts,
         ),
         checks=(layers.hf_checks,),
+        view=gemma4_tensors,
     ),
     gguf=GGUFSide(
         "gemma4",

@@ -1,5 +1,6 @@
 """Lossless unpacking of GGUF blocks into mlcx's split-plane layouts: Q4_0 / Q4_1 / Q8_0 here,
-the 5-bit and K-quant types through mlcx.quantization.ggml_blocks.
+the 5-bit and K-quant types through mlcx.quantization.ggml_blocks, MXFP4 through
+mlcx.quantization.mxfp4_blocks.
 
 A block covers 32 consecutive weights of a row. Q4_0: f16 scale d, 16 bytes of nibbles,
 w = (q - 8) * d. Q4_1: f16 d, f16 m, 16 bytes of nibbles, w = q * d + m. Q8_0: f16 d, 32 int8,
@@ -12,9 +13,11 @@ from __future__ import annotations
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 
+from mlcx.quantization import mxfp4_blocks
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.formats import GroupIntFormat
 from mlcx.quantization.ggml_blocks import decode_blocks
+from mlcx.quantization.mxfp4 import Mxfp4Format
 
 _BLOCK_BYTES = {GT.Q4_0: 18, GT.Q4_1: 20, GT.Q8_0: 34}
 
@@ -25,11 +28,18 @@ def _nibbles(qs: np.ndarray) -> np.ndarray:
 
 
 def unpack_blocks(
-    raw: np.ndarray, gguf_type: GT, fmt: GroupIntFormat | BlockFormat, name: str = "tensor"
+    raw: np.ndarray,
+    gguf_type: GT,
+    fmt: GroupIntFormat | BlockFormat | Mxfp4Format,
+    name: str = "tensor",
 ) -> dict[str, np.ndarray]:
     """raw uint8 [rows, blocks * block_bytes] of tensor `name` -> the params of `fmt`."""
     if isinstance(fmt, BlockFormat):
         return fmt.from_parts(*decode_blocks(raw, gguf_type, name))
+    if isinstance(fmt, Mxfp4Format):
+        if gguf_type != GT.MXFP4:
+            raise ValueError(f"{name}: GGUF type {gguf_type.name} is not MXFP4's blocks")
+        return mxfp4_blocks.from_ggml(raw, fmt, name)
     if gguf_type not in _BLOCK_BYTES:
         raise ValueError(f"{name}: GGUF type {gguf_type.name} has no lossless unpacking")
     rows = raw.shape[0]

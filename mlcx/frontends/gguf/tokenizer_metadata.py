@@ -11,6 +11,10 @@ import gguf
 from mlcx.errors import ModelSourceError
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED = 1, 2, 3, 4
+# Replies that end at a token the metadata does not name: gpt-oss's harmony vocabulary ends a
+# reply at `<|return|>` and at `<|call|>` (a tool call), while its files name one eos; llama.cpp
+# finds both by their text (llama-vocab.cpp) and so does this
+ENDS_BY_TEXT = ("<|return|>", "<|call|>")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class GGUFTokenizerMetadata:
             )
         end_ids = ("eos_token_id", "eot_token_id", "eom_token_id")
         eos = [field_of(reader, f"tokenizer.ggml.{key}") for key in end_ids]
+        eos += _ends_by_text(tokens, types)
         return cls(
             model=_required(reader, "tokenizer.ggml.model"),
             pre=field_of(reader, "tokenizer.ggml.pre", "default"),
@@ -61,6 +66,12 @@ class GGUFTokenizerMetadata:
     def token(self, token_id: int | None) -> str | None:
         in_range = token_id is not None and 0 <= token_id < len(self.tokens)
         return self.tokens[token_id] if in_range else None
+
+
+def _ends_by_text(tokens: Sequence[str], types: Sequence[int]) -> list[int]:
+    """The ids of ENDS_BY_TEXT where the vocabulary has all of them as control tokens."""
+    found = {t: i for i, t in enumerate(tokens) if t in ENDS_BY_TEXT and types[i] == CONTROL}
+    return [found[t] for t in ENDS_BY_TEXT] if len(found) == len(ENDS_BY_TEXT) else []
 
 
 def field_of(reader: gguf.GGUFReader, key: str, default: Any = None) -> Any:

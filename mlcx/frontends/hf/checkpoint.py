@@ -76,14 +76,10 @@ class HFCheckpoint:
             raise ModelSourceError(f"tensor {name!r} not found in {self.folder}")
         handle = self._open(self._where[name])
         shape = tuple(handle.get_slice(name).get_shape())
-        if len(shape) == 3:
-            # experts stacked in one parameter [experts, rows, in] (Gemma 4): one matrix of
-            # their rows, expert-major, as GGUF's stacked experts read (gguf.checkpoint)
-            shape = (shape[0] * shape[1], shape[2])
 
         def load() -> np.ndarray:
             try:
-                return handle.get_tensor(name).reshape(shape)
+                return handle.get_tensor(name)
             except (SafetensorError, OSError, ValueError) as err:
                 raise ModelSourceError(
                     f"cannot read tensor {name!r} from {self._where[name]} ({err}); the file "

@@ -11,6 +11,7 @@ from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.decoder_config import DecoderConfig
 from mlcx.frontends.nn.linear import QLinear
+from mlcx.frontends.nn.lora import LoraStep
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.mrope_te import mrope_te
 from mlcx.kernels.norm import rms_normalize_te
@@ -52,7 +53,8 @@ class PagedAttention(nn.Module):
     (layer `index`'s base, scaling and rotary features), KV append into pages, paged attention
     (layer `index`'s sliding window), o_proj. Layer `index`'s heads may have a width of their
     own (DecoderConfig.layer_head_dim); a layer reading another's pages projects only its
-    queries, and one whose values are its keys (k_eq_v_layers) projects no values."""
+    queries, and one whose values are its keys (k_eq_v_layers) projects no values. A gated
+    attention's query heads each come with a gate on their output (Qwen3.5)."""
 
     def __init__(
         self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps, index: int
@@ -69,14 +71,16 @@ class PagedAttention(nn.Module):
         self.uses_rope = index not in cfg.nope_layers
         # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
         self.q_scale = cfg.attn_scale * math.sqrt(dim) if cfg.attn_scale else 1.0
-        # heads of the fused projection's output: queries, then keys and values it computes
-        self.parts = [self.heads]
+        # heads of the fused projection's output: queries (each followed by its gate in a
+        # gated attention), then the keys and values it computes
+        self.parts = [self.heads * (2 if cfg.attn_output_gate else 1)]
         if cfg.owns_kv(index):
             self.parts += [self.kv_heads] * (1 if index in cfg.k_eq_v_layers else 2)
+        names = (prefix + "qkv", prefix + "o")
         fused = sum(self.parts) * dim
-        self.qkv = QLinear(cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias)
+        self.qkv = QLinear(cfg.hidden_size, fused, formats[names[0]], dtype, cfg.qkv_bias, names[0])
         self.o = QLinear(
-            self.heads * dim, cfg.hidden_size, formats[prefix + "o"], dtype, cfg.o_bias
+            self.heads * dim, cfg.hidden_size, formats[names[1]], dtype, cfg.o_bias, names[1]
         )
         self.q_norm = _head_norm(cfg, dtype, self.heads, dim)
         self.k_norm = _head_norm(cfg, dtype, self.kv_heads, dim) if len(self.parts) > 1 else None
@@ -87,28 +91,42 @@ class PagedAttention(nn.Module):
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
     ) -> tuple[nn.Tensor, nn.Tensor]:
-        cfg = self.cfg
-        tokens = x.shape[0]
-        qkv = op.reshape(self.qkv(x), (tokens, sum(self.parts), self.head_dim))
-        if len(self.parts) == 1:  # keys and values are another layer's, in its pages
-            q = self._position(_apply_norm(self.q_norm, qkv), step)
-        else:
-            q, k, v = self._split(qkv)
-            q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
-            q, k = self._position(q, step), self._rope(k, step.positions)
+        tokens, width = x.shape[0], self.heads * self.head_dim
+        qkv = op.reshape(self.qkv(x, step.lora), (tokens, sum(self.parts), self.head_dim))
+        q, k, v = self._split(qkv)
+        q, gate = self._gate(q)
+        q = self._position(_apply_norm(self.q_norm, q), step)
+        if k is not None:  # else keys and values are another layer's, in its pages
+            k = self._rope(_apply_norm(self.k_norm, k), step.positions)
             pages = self.kv.append(pages, k, self._values(v), step.slots)
         if self.q_scale != 1.0:
             q = q * self.q_scale
-        options = (self.window, cfg.attn_logit_softcap, self.sinks)
-        out = self.kv.attend(q, pages, step, decode, *options)
-        return self.o(op.reshape(out, (tokens, self.heads * self.head_dim))), pages
+        options = (self.window, self.cfg.attn_logit_softcap, self.sinks)
+        out = op.reshape(self.kv.attend(q, pages, step, decode, *options), (tokens, width))
+        if gate is not None:
+            out = out * op.sigmoid(op.reshape(gate, (tokens, width)))
+        return self.o(out, step.lora), pages
 
-    def _split(self, qkv: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor, nn.Tensor]:
-        if len(self.parts) == 2:  # the values are the keys' projection, before their norm
-            q, k = op.split(qkv, [self.heads], axis=1)
+    def _split(self, qkv: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor | None, nn.Tensor | None]:
+        """Queries, keys and values of the fused projection (no keys or values where the layer
+        reads another's pages; the keys' projection, before their norm, as values where
+        they are the same)."""
+        if len(self.parts) == 1:
+            return qkv, None, None
+        if len(self.parts) == 2:
+            q, k = op.split(qkv, [self.parts[0]], axis=1)
             return q, k, k
-        q, k, v = op.split(qkv, [self.heads, self.heads + self.kv_heads], axis=1)
+        q_heads = self.parts[0]
+        q, k, v = op.split(qkv, [q_heads, q_heads + self.kv_heads], axis=1)
         return q, k, v
+
+    def _gate(self, q: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor | None]:
+        """(queries, their output gates) of a gated attention; (q, None) otherwise."""
+        if not self.cfg.attn_output_gate:
+            return q, None
+        tokens = q.shape[0]
+        q, gate = op.split(op.reshape(q, (tokens, self.heads, 2 * self.head_dim)), 2, axis=-1)
+        return q, gate
 
     def _values(self, v: nn.Tensor) -> nn.Tensor:
         if not self.cfg.v_norm:
@@ -158,13 +176,12 @@ class GatedMLP(nn.Module):
         dtype: str,
         width: int | None = None,
     ):
-        width = width or cfg.intermediate_size
+        inter, hidden = width or cfg.intermediate_size, cfg.hidden_size
         self.act = ACTIVATIONS[cfg.hidden_act]
-        self.gate_up = QLinear(
-            cfg.hidden_size, 2 * width, formats[prefix + "gate_up"], dtype, False
-        )
-        self.down = QLinear(width, cfg.hidden_size, formats[prefix + "down"], dtype, False)
+        names = (prefix + "gate_up", prefix + "down")
+        self.gate_up = QLinear(hidden, 2 * inter, formats[names[0]], dtype, False, names[0])
+        self.down = QLinear(inter, hidden, formats[names[1]], dtype, False, names[1])
 
-    def forward(self, x: nn.Tensor) -> nn.Tensor:
-        gate, up = op.split(self.gate_up(x), 2, axis=-1)
-        return self.down(self.act(gate) * up)
+    def forward(self, x: nn.Tensor, lora: LoraStep | None = None) -> nn.Tensor:
+        gate, up = op.split(self.gate_up(x, lora), 2, axis=-1)
+        return self.down(self.act(gate) * up, lora)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
+from mlcx.frontends.nn.lora import LoraStep
 from mlcx.kernels.linear import embedding_te, matmul_te
 from mlcx.quantization.formats import WeightFormat
 from mlcx.quantization.stacked import StackedFormat
@@ -19,23 +20,32 @@ def _declare(module: nn.Module, fmt: WeightFormat, rows: int, cols: int) -> list
 
 
 class QLinear(nn.Module):
-    """y = x @ W.T (+ bias) for x [tokens, in_features]; one kernel per call."""
+    """y = x @ W.T (+ bias) for x [tokens, in_features]; one kernel per call, plus each token's
+    LoRA delta where the step has adapter inputs for `name` (mlcx.frontends.nn.lora)."""
 
     def __init__(
-        self, in_features: int, out_features: int, fmt: WeightFormat, dtype: str, bias: bool
+        self,
+        in_features: int,
+        out_features: int,
+        fmt: WeightFormat,
+        dtype: str,
+        bias: bool,
+        name: str = "",
     ):
+        self.name = name  # the weight's parameter prefix, e.g. "layers.0.attn.qkv"
         self.in_features = in_features
         self.out_features = out_features
         self.fmt = fmt
         self.weight_names = _declare(self, fmt, out_features, in_features)
         self.bias = nn.Parameter((out_features,), dtype) if bias else None
 
-    def forward(self, x: nn.Tensor) -> nn.Tensor:
+    def forward(self, x: nn.Tensor, lora: LoraStep | None = None) -> nn.Tensor:
         if isinstance(self.fmt, StackedFormat):
             y = op.concat([self._part(x, i) for i in range(len(self.fmt.parts))], dim=-1)
         else:
             y = _matmul(x, self.fmt, self.weight_names, self._weights(), self.out_features)
-        return y if self.bias is None else y + self.bias
+        y = y if self.bias is None else y + self.bias
+        return y if lora is None else lora.apply(self.name, x, y)
 
     def _weights(self, prefix: str = "") -> list[nn.Tensor]:
         return [getattr(self, n) for n in self.weight_names if n.startswith(prefix)]

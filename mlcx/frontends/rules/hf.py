@@ -23,7 +23,10 @@ def base_config(r: HFConfigReader) -> DecoderConfig:
     return DecoderConfig(
         vocab_size=r.get("vocab_size", required=True),
         hidden_size=hidden,
-        intermediate_size=r.get("intermediate_size", "n_inner", required=True),
+        # a mixture of experts without dense layers (Qwen3.5-MoE) names only its experts' width
+        intermediate_size=r.get(
+            "intermediate_size", "n_inner", "block_ff_dim", "moe_intermediate_size", required=True
+        ),
         num_layers=r.get("num_hidden_layers", "n_layer", required=True),
         num_heads=heads,
         num_kv_heads=r.get("num_key_value_heads", default=heads),

@@ -27,8 +27,9 @@ def copy_states(row: tuple[int, ...], dtype: str, gpu: bool) -> tirx.PrimFunc:
     size = math.prod(row)
     with IRBuilder() as ib, T.prim_func():
         T.func_name("copy_states_gpu" if gpu else "copy_states_cpu")
-        attrs = KERNEL_ATTRS if gpu else {"tirx.noalias": True, "tirx.is_scheduled": True}
-        T.func_attr(attrs)
+        # opaque to operator fusion (op_pattern 8) on every target: on CPU a lone
+        # injective-looking call became a fused group, which FuseTIR refuses without a root block
+        T.func_attr(KERNEL_ATTRS)
         slots, n = tirx.Var(SLOTS, "int64"), tirx.Var("num_copies", "int64")
         state = param("state", (slots, *row), dtype)
         pairs = param("pairs", (n, 2), "int32")

@@ -26,6 +26,7 @@ from mlcx.artifact.config import Artifact
 from mlcx.runtime.core.engine import Engine
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.stats import EngineStats
+from mlcx.runtime.lora.request import LoraRequest
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.text.tokenizer import Tokenizer
 from mlcx.runtime.vision.prompt import chat_with_images
@@ -128,6 +129,11 @@ class AsyncEngine:
         """The model's sampling defaults, for `SamplingParams.with_defaults`."""
         return self.engine.artifact.config.sampling
 
+    @property
+    def adapters(self) -> tuple[str, ...]:
+        """The LoRA adapters a request may pick."""
+        return self.engine.lora.names
+
     async def prepare(self, prompts: Sequence[Prompt]) -> list[list[int]]:
         """Token ids of each prompt: text encoded, ids checked against the vocabulary."""
         return await self.engine.prompts.prepare(prompts)
@@ -161,9 +167,11 @@ class AsyncEngine:
         params: SamplingParams,
         request_id: str | None = None,
         images: Sequence[Sequence[Image.Image]] | None = None,
+        lora: LoraRequest | None = None,
     ) -> RequestStream:
-        """`submit`, as the server's engine client (`mlcx.server.engine_client`) calls it."""
-        return self.submit(prompts, params, request_id, images)
+        """`submit`, as the OpenAI layer's engine client (`mlcx.runtime.openai_api.
+        engine_client`) calls it."""
+        return self.submit(prompts, params, request_id, images, lora)
 
     async def replica_stats(self) -> dict[str, EngineStats]:
         """The stats of each engine behind this client: one, unlabelled."""
@@ -175,13 +183,15 @@ class AsyncEngine:
         params: SamplingParams,
         request_id: str | None = None,
         images: Sequence[Sequence[Image.Image]] | None = None,
+        lora: LoraRequest | None = None,
     ) -> RequestStream:
         """Validate and queue one engine request per prompt (all or none are queued).
 
         Pass token ids from `prepare`, after `prepare_constraint`: text is encoded, and a
         constraint not yet compiled is compiled, on the calling thread. `request_id` names
         the request (a front that retries on another engine keeps its ids); default: a fresh id.
-        `images[i]`: the images of prompt i (one per run of image tokens in it).
+        `images[i]`: the images of prompt i (one per run of image tokens in it); `lora`: the
+        adapter every prompt runs with (None: the base model).
         """
         self._ensure_started()
         base = request_id or f"req-{next(self._ids)}"
@@ -190,7 +200,7 @@ class AsyncEngine:
         try:
             for i, (request_id, prompt) in enumerate(zip(ids, prompts, strict=True)):
                 given = images[i] if images else ()
-                prompt_ids = self.engine.add_request(request_id, prompt, params, given)
+                prompt_ids = self.engine.add_request(request_id, prompt, params, given, lora)
                 stream.prompt_ids.append(prompt_ids)
                 self._streams[request_id] = stream
         except BaseException:
@@ -214,6 +224,16 @@ class AsyncEngine:
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
         self._fail_all("the engine was shut down")
+
+    def shutdown(self) -> None:
+        """`close` for a caller that cannot await (MLC's `terminate()`): waits for the worker
+        to finish its step; requests in flight fail on their loop."""
+        self._closed = True
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        if self._loop is not None:
+            _post(self._loop, self._fail_all, "the engine was shut down")
 
     def _ensure_started(self) -> None:
         if self._closed:

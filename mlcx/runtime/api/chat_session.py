@@ -7,14 +7,22 @@ from collections.abc import Iterator
 from PIL import Image
 
 from mlcx.runtime.api.llm import LLM
+from mlcx.runtime.lora.request import LoraRequest
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.text.reasoning import ParsedReply, ReplyEvent
 
 
 class ChatSession:
-    def __init__(self, llm: LLM, params: SamplingParams, system: str | None = None):
+    def __init__(
+        self,
+        llm: LLM,
+        params: SamplingParams,
+        system: str | None = None,
+        lora: LoraRequest | None = None,
+    ):
         self.llm = llm
         self.params = params
+        self.lora = lora  # the adapter every reply runs with
         self._start = [{"role": "system", "content": system}] if system else []
         self.messages: list[dict] = list(self._start)
         self.pending: list[Image.Image] = []  # images for the next message
@@ -51,7 +59,7 @@ class ChatSession:
             raise
         self.pending = []
         reply = self.llm.reply(prompt)
-        for delta in self.llm.stream(prompt, self.params, images):
+        for delta in self.llm.stream(prompt, self.params, images, self.lora):
             yield from reply.feed(delta.text)
             if delta.finished:
                 yield from reply.finish()

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mlcx.kernels.decode_buckets import bucket_for, page_capacity
-from mlcx.kernels.step_params import ROPE_POSITIONS, STATE_SLOTS
+from mlcx.kernels.step_params import LORA_ROWS, LORA_SCALES, ROPE_POSITIONS, STATE_SLOTS
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,9 @@ def padded_decode_inputs(
     if ROPE_POSITIONS in inputs:
         pad = np.zeros((3, extra), np.int32)
         out[ROPE_POSITIONS] = np.concatenate([inputs[ROPE_POSITIONS], pad], axis=1)
+    if LORA_ROWS in inputs:  # padding rows run no adapter
+        out[LORA_ROWS] = tail(LORA_ROWS, 0)
+        out[LORA_SCALES] = np.concatenate([inputs[LORA_SCALES], np.zeros(extra, np.float32)])
     return {name: out[name] for name in inputs}
 
 
@@ -126,7 +129,7 @@ class DecodeGraphs:
         arrays = padded_decode_inputs(batch, bucket, capacity, self.scratch_page, self.scratch_slot)
         buffers = self._buffers.get(bucket)
         if buffers is None:
-            buffers = [self._empty(a.shape) for a in arrays.values()]
+            buffers = [self._empty(a.shape, str(a.dtype)) for a in arrays.values()]
             self._buffers[bucket] = buffers
         for buffer, array in zip(buffers, arrays.values(), strict=True):
             buffer.copyfrom(array)

@@ -10,6 +10,8 @@ from mlcx.kernels.step_params import (
     IMAGE_EMBEDS,
     IMAGE_ROWS,
     LOGIT_ROWS,
+    LORA_ROWS,
+    LORA_SCALES,
     PREFILL_IMAGE,
     ROPE_POSITIONS,
     STATE_SLOTS,
@@ -18,6 +20,13 @@ from mlcx.kernels.step_params import (
     step_params,
 )
 from mlcx.runtime.kv import PageTableArrays
+
+_FIELDS = {
+    IMAGE_ROWS: "image_rows",
+    IMAGE_EMBEDS: "image_embeds",
+    LORA_ROWS: "lora_rows",
+    LORA_SCALES: "lora_scales",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +44,9 @@ class ForwardBatch:
     # images: the embeddings row of each new token (-1: its own token's), and the rows
     image_rows: np.ndarray | None = None  # int32 [t]
     image_embeds: np.ndarray | None = None  # float32 [image tokens, hidden]
+    # a model with LoRA adapter slots: each token's slot (0: none) and scale (runtime.lora)
+    lora_rows: np.ndarray | None = None  # int32 [t]
+    lora_scales: np.ndarray | None = None  # float32 [t]
     state_slots: np.ndarray | None = None  # int32 [batch]; None: a model without state
     state_copies: list[list[tuple[int, int]]] = field(default_factory=list)
     rope_positions: np.ndarray | None = None  # int32 [3, t]; None: a model without M-RoPE
@@ -58,11 +70,8 @@ class ForwardBatch:
 
     def step_inputs(self) -> dict[str, np.ndarray]:
         """The arrays `function` takes before the KV pages, by parameter name, in order."""
-        names = step_params(
-            self.function,
-            states=self.state_slots is not None,
-            mrope=self.rope_positions is not None,
-        )
+        states, lora = self.state_slots is not None, self.lora_rows is not None
+        names = step_params(self.function, states, lora, mrope=self.rope_positions is not None)
         return {name: self._array(name) for name in names}
 
     def _array(self, name: str) -> np.ndarray:
@@ -76,9 +85,9 @@ class ForwardBatch:
         if name == ROPE_POSITIONS:
             assert self.rope_positions is not None  # named only with rope positions
             return self.rope_positions
-        if name in (IMAGE_ROWS, IMAGE_EMBEDS):
-            array = self.image_rows if name == IMAGE_ROWS else self.image_embeds
-            assert array is not None  # function is PREFILL_IMAGE only with both
+        if name in (IMAGE_ROWS, IMAGE_EMBEDS, LORA_ROWS, LORA_SCALES):
+            array = getattr(self, _FIELDS[name])
+            assert array is not None  # function is PREFILL_IMAGE only with both; lora: both set
             return array
         return getattr(self.tables, name)
 

@@ -89,19 +89,33 @@ class TVMRunner:
         self._kv_arg = tvm_ffi.convert(self.kv_pages)
         self._params_arg = tvm_ffi.convert(self.params)
         self._states_arg = tvm_ffi.convert(self.states) if self.states else None
-        # what every step function takes after its arrays (the states only where there are)
-        self._tail = [self._kv_arg, *([self._states_arg] if self.states else []), self._params_arg]
+        self.lora: list[tvm.runtime.Tensor] = []  # adapter slots' weights (set_lora_weights)
+        self._lora_arg = None
+        self._tail = self._step_tail()
         self._on_host = kind == "cpu"
         self.graphs = None
         if graphs:
-            empty = lambda s: tvm.runtime.empty(s, "int32", self.device)  # noqa: E731
+            empty = lambda s, d: tvm.runtime.empty(s, d, self.device)  # noqa: E731
             self.graphs = DecodeGraphs(
                 empty, graphs, config.context_window, config.page_size, num_blocks, slots - 1
             )
 
     def memory(self) -> RunnerMemory:
-        pages, states = _nbytes(self.kv_pages), self._state_bytes
-        return RunnerMemory(_nbytes(self.params), pages, None, states)
+        weights, pages = _nbytes(self.params) + _nbytes(self.lora), _nbytes(self.kv_pages)
+        return RunnerMemory(weights, pages, None, self._state_bytes)
+
+    def set_lora_weights(self, arrays: list[np.ndarray]) -> None:
+        """The stacked adapter weights the step functions take after the KV pages (and
+        states); set before the first step (CUDA graphs keep the addresses they captured)."""
+        self.lora = [tvm.runtime.tensor(np.ascontiguousarray(a), self.device) for a in arrays]
+        self._lora_arg = tvm_ffi.convert(self.lora)
+        self._tail = self._step_tail()
+
+    def _step_tail(self) -> list:
+        """What every step function takes after its arrays (step_params.entry_inputs): the KV
+        pages, the states and the LoRA weights where there are, the weights."""
+        held = [self._states_arg, self._lora_arg]
+        return [self._kv_arg, *(arg for arg in held if arg is not None), self._params_arg]
 
     def _i32(self, array: np.ndarray) -> tvm.runtime.Tensor:
         if array.dtype == np.float32:  # prefill_image's embedding rows

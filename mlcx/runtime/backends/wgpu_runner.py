@@ -20,6 +20,7 @@ from mlcx.kernels.step_params import (
     COPY_STATES,
     DECODE,
     KV_PAGES,
+    LORA_WEIGHTS,
     PARAMS,
     PREFILL,
     STATES,
@@ -43,9 +44,9 @@ def load_plan(artifact: Artifact) -> Plan:
         raise ArtifactError(f"{artifact.library_path} is missing; recompile the model") from None
     except (ValueError, KeyError, TypeError) as err:
         raise ArtifactError(f"{artifact.library_path} is malformed ({err}); recompile") from None
-    states = bool(artifact.config.state_tensors)
+    states, lora = bool(artifact.config.state_tensors), artifact.config.lora is not None
     for name in (PREFILL, DECODE):
-        _check_inputs(plan, name, artifact, entry_inputs(name, states))
+        _check_inputs(plan, name, artifact, entry_inputs(name, states, lora))
     if artifact.config.state_tensors and COPY_STATES not in plan.functions:
         raise ArtifactError(
             f"{artifact.library_path} has state tensors but no {COPY_STATES}; recompile the model"
@@ -87,18 +88,23 @@ class WgpuRunner:
         slots = check_state_slots(artifact, num_state_slots)
         self.states = [self._state_tensor(t, slots) for t in config.state_tensors]
         self._states = {STATES: self.states} if self.states else {}
+        self.lora: dict[str, list[GpuTensor]] = {}  # the adapter slots' weights, if any
 
     def _state_tensor(self, tensor: StateTensor, slots: int) -> GpuTensor:
         nbytes = tensor.slot_bytes * slots
         self._check_binding(nbytes, f"state tensor {tensor.key} of {slots} slots (fewer slots)")
         return GpuTensor(self.gpu.buffer(nbytes), tensor.slots_shape(slots), tensor.dtype)
 
+    def set_lora_weights(self, arrays: list[np.ndarray]) -> None:
+        """The stacked adapter weights the step functions take after the KV pages."""
+        self.lora = {LORA_WEIGHTS: [self._persistent(a) for a in arrays]}
+
     def memory(self) -> RunnerMemory:
         def total(tensors):
             return sum(t.buffer.size for t in tensors)
 
-        params, pages, states = total(self.params), total(self.kv_pages), total(self.states)
-        return RunnerMemory(params, pages, self.pool.bytes, states)
+        weights = total(self.params) + total(self.lora.get(LORA_WEIGHTS, []))
+        return RunnerMemory(weights, total(self.kv_pages), self.pool.bytes, total(self.states))
 
     def _check_binding(self, nbytes: int, what: str) -> None:
         limit = self.gpu.limits.get("max-storage-buffer-binding-size", 1 << 27)
@@ -145,7 +151,8 @@ class WgpuRunner:
         self.copy_pages(batch.copies)
         self.copy_states(batch.state_copies)
         steps = {name: self._i32(a) for name, a in batch.step_inputs().items()}
-        inputs = {**steps, KV_PAGES: self.kv_pages, **self._states, PARAMS: self.params}
+        held = {KV_PAGES: self.kv_pages, **self._states, **self.lora}
+        inputs = {**steps, **held, PARAMS: self.params}
         logits = self.executor.run(batch.function, inputs)[0]
         out = self.gpu.download(logits.buffer, logits.nbytes).view(np.float32)
         for tensor in [logits, *steps.values()]:

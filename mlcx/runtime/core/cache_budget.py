@@ -1,6 +1,6 @@
 """How the engine splits its cache memory: a hybrid model's state slots first (one per running
 sequence, plus the checkpoint slots that save states for prefix reuse), KV blocks from the rest
-of the same budget (`EngineConfig.kv_cache_bytes`)."""
+of the same budget (`EngineConfig.kv_cache_bytes`); and how many tokens one step may hold."""
 
 from __future__ import annotations
 
@@ -53,3 +53,16 @@ def cache_sizes(art: ArtifactConfig, config: EngineConfig) -> CacheSizes:
         budget = (config.kv_cache_bytes - sizes.state_bytes) // max(art.kv_block_bytes, 1)
         blocks = max(per_seq + 1, min(budget, per_seq * config.max_batch))
     return CacheSizes(blocks, live, checkpoints, slot_bytes)
+
+
+def step_budget(config: EngineConfig, compiled_chunk: int) -> int:
+    """Tokens one step may hold: the prefill chunk, or the batch where that is larger. The step
+    functions' memory is planned for at most the compiled chunk (mlcx.passes.step_bounds)."""
+    budget = max(config.prefill_chunk or compiled_chunk, config.max_batch)
+    if budget > compiled_chunk:
+        raise ValueError(
+            f"steps of {budget} tokens (prefill_chunk {config.prefill_chunk}, max_batch "
+            f"{config.max_batch}) exceed the {compiled_chunk} this artifact's step functions "
+            f"were compiled for: lower them, or recompile with --prefill-chunk {budget}"
+        )
+    return budget

@@ -19,6 +19,9 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     device: str | None = None  # runner device override ("cpu", "cuda", "metal")
     speculative: SpeculativeConfig | None = None  # None: no speculative decoding
+    # LoRA adapters a request may pick, as (name, PEFT folder or GGUF adapter) pairs; the
+    # artifact must have adapter slots for them (runtime.lora)
+    lora: tuple[tuple[str, str], ...] = ()
     # hybrid models: state slots that save states for prefix reuse, beside the max_batch slots
     # of running sequences (from kv_cache_bytes too); None: max_batch, 0: no saves
     state_checkpoints: int | None = None

@@ -21,7 +21,7 @@ from mlcx.errors import ContextWindowError, MaxTokensTooLargeError, PromptError
 from mlcx.runtime.backends.forward_batch import ForwardBatch
 from mlcx.runtime.backends.registry import create_runner
 from mlcx.runtime.backends.runner import Runner
-from mlcx.runtime.core.cache_budget import cache_sizes
+from mlcx.runtime.core.cache_budget import cache_sizes, step_budget
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.core.hooks import (
     DETOKENIZE,
@@ -41,6 +41,8 @@ from mlcx.runtime.core.scheduler import Scheduler, SchedulerOutput
 from mlcx.runtime.core.sequence import Sequence, SequenceStatus
 from mlcx.runtime.core.stats import EngineStats, state_stats
 from mlcx.runtime.kv import KVCacheManager
+from mlcx.runtime.lora.request import LoraRequest
+from mlcx.runtime.lora.slots import LoraSlots
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import SampleResult
 from mlcx.runtime.speculative.proposer import Draft, DraftRequest, ProposalTarget
@@ -51,19 +53,6 @@ from mlcx.runtime.text.prompt_encoder import PromptEncoder
 from mlcx.runtime.text.reasoning import model_format
 from mlcx.runtime.text.tokenizer import Tokenizer
 from mlcx.runtime.vision.encoder import ImageEncoder
-
-
-def step_budget(config: EngineConfig, compiled_chunk: int) -> int:
-    """Tokens one step may hold: the prefill chunk, or the batch where that is larger. The step
-    functions' memory is planned for at most the compiled chunk (mlcx.passes.step_bounds)."""
-    budget = max(config.prefill_chunk or compiled_chunk, config.max_batch)
-    if budget > compiled_chunk:
-        raise ValueError(
-            f"steps of {budget} tokens (prefill_chunk {config.prefill_chunk}, max_batch "
-            f"{config.max_batch}) exceed the {compiled_chunk} this artifact's step functions "
-            f"were compiled for: lower them, or recompile with --prefill-chunk {budget}"
-        )
-    return budget
 
 
 class Engine:
@@ -85,6 +74,7 @@ class Engine:
         self.num_blocks = self.sizes.num_blocks
         slots = self.sizes.num_state_slots
         self.runner: Runner = create_runner(self.artifact, self.num_blocks, config.device, slots)
+        self.lora = LoraSlots.load(self.artifact, config.lora, self.runner)  # adapters by name
         self.kv = KVCacheManager(self.num_blocks, art.page_size, config.enable_prefix_caching)
         budget = step_budget(config, art.prefill_chunk)
         self.images = ImageInputs(ImageEncoder.for_artifact(self.artifact.path), budget)
@@ -139,17 +129,19 @@ class Engine:
         prompt: str | list[int],
         params: SamplingParams,
         images: Seq[Image.Image] = (),
+        lora: LoraRequest | None = None,
     ) -> list[int]:
         """Validate and queue a request; returns its prompt token ids. A constraint is
         compiled here: one llguidance refuses raises InvalidFieldError naming its param.
-        `images`: one per run of image tokens in the prompt, in order."""
+        `images`: one per run of image tokens in the prompt, in order; `lora`: the adapter."""
+        ref = self.lora.ref(lora)
         prompt_ids = self.tokenize_prompt(prompt)
         self.images.check(prompt_ids, images)
         max_new = self.check_fits(len(prompt_ids), params.max_tokens)
         self.scheduler.states.check_choices(params.n)
         params.validate_vocab(self.tokenizer.vocab_size)
         constraint = self.constraints.compile(params.constraint) if params.constraint else None
-        request = NewRequest(request_id, prompt_ids, params, max_new, constraint, tuple(images))
+        request = NewRequest(request_id, prompt_ids, params, max_new, constraint, (*images,), ref)
         self.inbox.add(request, self.scheduler.requests, lambda: len(self.scheduler.waiting))
         return prompt_ids
 
@@ -171,7 +163,7 @@ class Engine:
             plan = self.scheduler.schedule({i: d.tokens for i, d in drafts.items()})
         self.snapshot = self.stats()
         if plan.scheduled:
-            batch = self._batch(plan)
+            batch = self.lora.attach(self._batch(plan), plan, self.scheduler.requests)
             with self.hooks.phase(FORWARD):
                 logits = self.runner.forward(batch)
             deltas += self._apply(plan, logits, drafts)
@@ -258,7 +250,7 @@ class Engine:
         stop_ids = [*params.stop_token_ids, *eos]
         images = self.images.encode(req.prompt_ids, req.images)
         self.scheduler.add_request(
-            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids, images
+            req.request_id, req.prompt_ids, req.max_new_tokens, params.n, stop_ids, images, req.lora
         )
         self.outputs.add_request(req.request_id, req.prompt_ids, params, req.constraint)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 
 from mlcx.errors import QueueFullError
+from mlcx.runtime.lora.slots import LoraRef
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.matcher import CompiledConstraint
 
@@ -26,6 +27,7 @@ class NewRequest:
     max_new_tokens: int  # what fits the context window
     constraint: CompiledConstraint | None  # params.constraint, compiled
     images: tuple = ()  # PIL images, one per run of image tokens in the prompt
+    lora: LoraRef | None = None  # the adapter's slot (runtime.lora), None: the base model
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,12 @@ class Completion:
                 self.reply.finish()
 
     @property
+    def cumulative_logprob(self) -> float | None:
+        """The sum of the sampled tokens' logprobs (None unless the request asked for them)."""
+        given = [r.logprob for r in self.logprobs if r.logprob is not None]
+        return float(sum(given)) if given else None
+
+    @property
     def reasoning_content(self) -> str | None:
         """The reasoning (None where there was none, or no parser)."""
         return (self.reply.reasoning or None) if self.reply is not None else None

@@ -35,10 +35,11 @@ from collections.abc import Sequence as Seq
 import numpy as np
 
 from mlcx.runtime.core.drafts import fitting_draft
-from mlcx.runtime.core.images import PromptImage, cache_ids, chunk_tokens
+from mlcx.runtime.core.images import PromptImage, chunk_tokens
 from mlcx.runtime.core.scheduler_output import Scheduled, SchedulerOutput, SchedulerStats
 from mlcx.runtime.core.sequence import Request, Sequence, SequenceStatus
 from mlcx.runtime.kv import KVCacheManager
+from mlcx.runtime.lora.slots import LoraRef
 from mlcx.runtime.state import NO_STATES, SequenceStates
 
 RUNNING, WAITING = SequenceStatus.RUNNING, SequenceStatus.WAITING
@@ -75,15 +76,16 @@ class Scheduler:
         n: int = 1,
         stop_token_ids: Iterable[int] = (),
         images: tuple[PromptImage, ...] = (),
+        lora: LoraRef | None = None,
     ) -> Sequence:
-        """Queue a request's first choice; returns its sequence."""
+        """Queue a request's first choice (`lora`: its adapter); returns its sequence."""
         if request_id in self.requests:
             raise ValueError(f"request {request_id!r} is already in flight")
         if not prompt_ids:
             raise ValueError("the prompt is empty; give at least one token")
         if n < 1 or max_new_tokens < 1:
             raise ValueError(f"n ({n}) and max_new_tokens ({max_new_tokens}) must be positive")
-        request = Request(request_id, n, max_new_tokens, frozenset(stop_token_ids), images=images)
+        request = Request(request_id, n, max_new_tokens, stop_token_ids, images=images, lora=lora)
         self.requests[request_id] = request
         seq = self._new_sequence(request, 0, [int(t) for t in prompt_ids], len(prompt_ids))
         self.waiting.append(seq)
@@ -257,7 +259,7 @@ class Scheduler:
         self.states.release(seq.seq_id)
 
     def _cache_ids(self, seq: Sequence) -> list[int]:
-        return cache_ids(seq.token_ids, self.requests[seq.request_id].images)
+        return self.requests[seq.request_id].cache_ids(seq.token_ids)
 
     def _schedule(
         self, seq: Sequence, n: int, out: SchedulerOutput, draft: tuple[int, ...] = ()

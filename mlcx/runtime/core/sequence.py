@@ -11,7 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from mlcx.runtime.core.images import PromptImage
+from mlcx.runtime.core.images import PromptImage, cache_ids
+from mlcx.runtime.lora.slots import LoraRef
 
 
 class SequenceStatus(enum.Enum):
@@ -73,6 +74,16 @@ class Request:
     stop_token_ids: frozenset[int]  # end a choice (eos unless ignored, and stop_token_ids)
     seqs: list[Sequence] = field(default_factory=list)
     images: tuple[PromptImage, ...] = ()  # in the prompt, in order
+    lora: LoraRef | None = None  # the adapter it runs with (runtime.lora), None: none
+
+    def __post_init__(self) -> None:
+        self.stop_token_ids = frozenset(self.stop_token_ids)  # callers may give any iterable
+
+    def cache_ids(self, token_ids: list[int]) -> list[int]:
+        """The ids its prefix-cache blocks are keyed by: an image's tokens by the image, and
+        apart per adapter and scale (LoraRef.salted)."""
+        ids = cache_ids(token_ids, self.images)
+        return ids if self.lora is None else self.lora.salted(ids)
 
     @property
     def forked(self) -> bool:

@@ -17,7 +17,7 @@ from ray.exceptions import RayActorError
 from ray.serve.exceptions import DeploymentUnavailableError, ReplicaUnavailableError
 
 from mlcx.artifact.config import Artifact
-from mlcx.errors import ImageError
+from mlcx.errors import ImageError, InvalidFieldError
 from mlcx.runtime.api.async_engine import EngineFailedError
 from mlcx.runtime.core.outputs import Delta
 from mlcx.runtime.core.stats import EngineStats
@@ -70,11 +70,19 @@ class RayEngineClient:
     ) -> tuple[list[int], list[Any]]:
         raise ImageError("images are not served through engine replicas (--replicas) yet")
 
+    @property
+    def adapters(self) -> tuple[str, ...]:
+        return ()  # LoRA adapters are not served through replicas yet
+
     async def open(
-        self, prompts: Sequence[list[int]], params: SamplingParams, images=None
+        self, prompts: Sequence[list[int]], params: SamplingParams, images=None, lora=None
     ) -> RemoteStream:
         if images:
             raise ImageError("images are not served through engine replicas (--replicas) yet")
+        if lora is not None:
+            raise InvalidFieldError(
+                "LoRA adapters are not served through engine replicas (--replicas) yet", "model"
+            )
         pages = prefix_hashes(prompts[0], self._artifact.config.page_size, self._config.route_pages)
         stream = RemoteStream(self, f"req-{uuid.uuid4().hex}", list(prompts), params)
         await stream.launch(RouteKey(page_hashes=pages))

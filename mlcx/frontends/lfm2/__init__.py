@@ -1,0 +1,1 @@
+"""LFM2: short convolutions beside attention; HF folders and GGUF (`lfm2`)."""
