@@ -43,6 +43,21 @@ def moe_model(models_root):
 
 
 @pytest.fixture(scope="session")
+def gemma4_model(models_root):
+    """Factory: gemma4_model(name) -> the tiny Gemma 4 `name` (tests/support/tiny_gemma4.py:
+    "everything" or "dense"), its norms and scalars set."""
+    from tests.support.tiny_gemma4 import SPECS, sharpen_gemma4
+
+    def build(name: str) -> Path:
+        spec = SPECS[name]
+        return sharpen_gemma4(
+            make_tiny_model(models_root, spec), models_root / f"gemma4-{name}", spec.seed
+        )
+
+    return build
+
+
+@pytest.fixture(scope="session")
 def moe_compiled(tmp_path_factory, moe_model):
     """Factory: moe_compiled(arch, quantization, target="cpu") -> the artifact of moe_model(arch)
     (cached; f32 pages on cpu, as the `compiled` fixture)."""

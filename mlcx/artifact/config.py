@@ -87,22 +87,38 @@ class ArtifactConfig:
         return self.kv_dtype or self.activation_dtype
 
     @property
-    def kv_layout(self) -> KVLayout:
+    def kv_layouts(self) -> tuple[KVLayout, ...]:
+        """The pages of each layer that owns pages (DecoderConfig.kv_layers, less the state
+        layers), in the order the compiled functions take them: what runners allocate. Layers
+        may differ in head geometry (Gemma 4's global layers); a layer reading another's pages
+        has none, nor has a state layer."""
         m = self.model
-        heads = (m.num_heads, m.num_kv_heads, m.head_dim)
         kind = "cpu" if self.target == CPU_TARGET else "gpu"
-        return KVLayout(*heads, self.page_size, self.activation_dtype, self.cache_dtype, kind)
+        dtypes = (self.page_size, self.activation_dtype, self.cache_dtype, kind)
+        states = set(state_layers(self.state_tensors))
+        return tuple(
+            KVLayout(m.num_heads, m.layer_kv_heads(i), m.layer_head_dim(i), *dtypes)
+            for i in m.kv_layers
+            if i not in states
+        )
+
+    @property
+    def kv_layout(self) -> KVLayout:
+        """The first KV layer's pages: every layer's, unless the model's layers differ in head
+        geometry (allocate from kv_layouts)."""
+        return self.kv_layouts[0]
 
     @property
     def kv_layers(self) -> int:
-        """Layers with KV pages: all but the state layers (one page tensor each)."""
-        return self.model.num_layers - len(state_layers(self.state_tensors))
+        """Layers with KV pages (one page tensor each): all but the state layers and the
+        layers reading another's pages."""
+        return len(self.kv_layouts)
 
     @property
     def kv_block_bytes(self) -> int:
         """Device bytes of one KV block (page_size tokens) across the KV layers: what every
         runner allocates per block, and what budgets count in."""
-        return self.kv_layers * self.kv_layout.pages_bytes(1)
+        return sum(layout.pages_bytes(1) for layout in self.kv_layouts)
 
     @property
     def state_slot_bytes(self) -> int:

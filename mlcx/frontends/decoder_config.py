@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mlcx.frontends.hybrid_config import ATTENTION, check_hybrid
+from mlcx.frontends.decoder_layers import LayerOptions
+from mlcx.frontends.hybrid_config import check_hybrid
 from mlcx.kernels.moe_options import GluActivation, MoEOptions
 from mlcx.kernels.mrope import check_sections
 from mlcx.kernels.rope_scaling import scaled_context
@@ -22,10 +23,13 @@ NORM_LAYOUTS: dict[str, tuple[str, ...]] = {
     "sandwich": ("attn_norm", "attn_post_norm", "mlp_norm", "mlp_post_norm"),
     "post": ("attn_post_norm", "mlp_post_norm"),
 }
+# and with Gemma 4's experts beside the dense MLP: the MLP's output norm, the experts' input and
+# output norms (the sum then takes mlp_post_norm)
+DENSE_MOE_NORMS = ("dense_post_norm", "moe_norm", "moe_post_norm")
 
 
 @dataclass(frozen=True)
-class DecoderConfig:
+class DecoderConfig(LayerOptions):
     vocab_size: int
     hidden_size: int
     intermediate_size: int
@@ -74,6 +78,25 @@ class DecoderConfig:
     experts_per_token: int = 0
     expert_intermediate_size: int = 0  # each expert's MLP width
     norm_topk_prob: bool = False  # the chosen experts' router weights renormalized to sum 1
+    # per-layer options (mlcx.frontends.decoder_layers; Gemma 4): the full-attention layers'
+    # head width and kv heads (0: as the others'); per layer, the layer whose KV pages it
+    # attends over (empty: its own); layers whose values are their keys' projection; per-layer
+    # MLP widths (empty: intermediate_size)
+    global_head_dim: int = 0
+    global_kv_heads: int = 0
+    kv_sources: tuple[int, ...] = ()
+    k_eq_v_layers: tuple[int, ...] = ()
+    layer_intermediate_sizes: tuple[int, ...] = ()
+    v_norm: bool = False  # values RMS-normalized (no weight) before they are stored (Gemma 4)
+    # per-layer inputs (Gemma 4): each layer gates in a vector of this width, made from its own
+    # embedding table (per_layer_vocab_size rows) and a projection of the embeddings
+    per_layer_input_size: int = 0
+    per_layer_vocab_size: int = 0
+    layer_scalar: bool = False  # each layer's output times a learned scalar (Gemma 4)
+    # Gemma 4's experts: beside the dense MLP (each output normed, then summed), routed from the
+    # RMS-normalized residual times a learned scale / sqrt(hidden), outputs times a learned
+    # scale per expert
+    moe_dense_mlp: bool = False
     # M-RoPE (Qwen-VL, mlcx.kernels.mrope): feature pairs turned by the time, height and width
     # positions (empty: 1-D RoPE); the step functions then take 3-row rope positions
     mrope_sections: tuple[int, ...] = ()
@@ -138,6 +161,7 @@ class DecoderConfig:
         self._check_multimodal()
         object.__setattr__(self, "layer_kinds", tuple(self.layer_kinds))
         check_hybrid(self)
+        self._check_layer_geometry()
 
     def _check_rotary(self) -> None:
         dim = self.rotary_dim
@@ -179,6 +203,8 @@ class DecoderConfig:
         if self.qk_norm_scope not in ("head", "all"):
             raise ValueError(f"model config: qk_norm_scope {self.qk_norm_scope!r} is not head/all")
         if self.num_experts == 0:
+            if self.moe_dense_mlp:
+                raise ValueError("model config: moe_dense_mlp needs experts")
             return
         if not 0 < self.experts_per_token <= self.num_experts:
             raise ValueError(
@@ -207,8 +233,8 @@ class DecoderConfig:
 
     @property
     def layer_norms(self) -> tuple[str, ...]:
-        """The names of each layer's RMSNorms (NORM_LAYOUTS)."""
-        return NORM_LAYOUTS[self.norm_layout]
+        """The names of each layer's RMSNorms (NORM_LAYOUTS, DENSE_MOE_NORMS)."""
+        return NORM_LAYOUTS[self.norm_layout] + (DENSE_MOE_NORMS if self.moe_dense_mlp else ())
 
     def _check_layer_options(self) -> None:
         # JSON gives a list back; the config stays hashable and comparable as a tuple
@@ -236,30 +262,12 @@ class DecoderConfig:
             raise ValueError(
                 "model config: a query position scale needs beta >= 0 and a positive period"
             )
-        object.__setattr__(self, "nope_layers", tuple(self.nope_layers))
+        for name in ("nope_layers", "kv_sources", "k_eq_v_layers", "layer_intermediate_sizes"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("full_attention_layers", "nope_layers"):
             bad = [i for i in getattr(self, name) if not 0 <= i < self.num_layers]
             if bad:
                 raise ValueError(f"model config: {name} {bad} are not layers")
-
-    def layer_kind(self, layer: int) -> str:
-        return self.layer_kinds[layer] if self.layer_kinds else ATTENTION
-
-    @property
-    def state_layers(self) -> tuple[int, ...]:
-        """The layers that keep a per-sequence state instead of KV pages."""
-        return tuple(i for i in range(self.num_layers) if self.layer_kind(i) != ATTENTION)
-
-    def layer_rope(self, layer: int) -> tuple[float, dict[str, Any]]:
-        """(theta, scaling) of `layer`'s RoPE: local layers of a mixed model have their own
-        base and no scaling."""
-        if self.local_rope_theta and layer not in self.full_attention_layers:
-            return self.local_rope_theta, {}
-        return self.rope_theta, self.rope_scaling
-
-    def layer_window(self, layer: int) -> int:
-        """The sliding window of `layer`'s attention; 0 where it sees every earlier key."""
-        return 0 if layer in self.full_attention_layers else self.sliding_window
 
     @property
     def max_context_window(self) -> int:

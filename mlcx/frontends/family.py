@@ -54,8 +54,9 @@ class GGUFSide:
     names: WeightNames = GGUF
     default_rms_eps: float = 1e-5  # llama.cpp's, where the file leaves it out
     # llama.cpp writes some mixtures of experts under a dense architecture's name (Mixtral as
-    # `llama`): a file is this family's when it has experts exactly where this has
-    experts: bool = False
+    # `llama`): a file is this family's when it has experts exactly where this has (None:
+    # with or without, the family's rules read which)
+    experts: bool | None = False
 
 
 @dataclass(frozen=True)

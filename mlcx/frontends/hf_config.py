@@ -149,6 +149,15 @@ class HFConfigReader:
         }
 
 
+def _proportional(reader: HFConfigReader, scaling: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 4's: a share of each head's feature pairs turns (rope_scaling.TABLES)."""
+    out = {"rope_type": "proportional"}
+    out["partial_rotary_factor"] = reader._number(scaling, "partial_rotary_factor", 1.0)
+    if float(scaling.get("factor") or 1.0) != 1.0:
+        out["factor"] = reader._number(scaling, "factor")
+    return out
+
+
 _SCALINGS = {
     "default": lambda reader, scaling: {},
     "mrope": lambda reader, scaling: {},  # Qwen2.5-VL's sections: rules.mrope reads them
@@ -157,6 +166,7 @@ _SCALINGS = {
     "linear": lambda reader, scaling: {"rope_type": "linear", "factor": float(scaling["factor"])},
     "longrope": HFConfigReader._longrope,
     "su": HFConfigReader._longrope,  # Phi-3-128k's original configs name LongRoPE so
+    "proportional": _proportional,
 }
 
 

@@ -70,7 +70,7 @@ def for_gguf(name: str, has_experts: bool = False) -> Family:
     `{name}.expert_count` is positive (Mixtral is written as `llama`)."""
     named = [f for f in families().values() if f.gguf and f.gguf.arch == name]
     for family in named:
-        if family.gguf and family.gguf.experts == has_experts:
+        if family.gguf and family.gguf.experts in (has_experts, None):
             return family
     if named:
         kind = "mixture-of-experts" if has_experts else "dense"

@@ -119,5 +119,18 @@ GGUF = WeightNames(
         "conv_taps": "blk.{i}.shortconv.conv.weight",
         **{f"shared_{p}": f"blk.{{i}}.ffn_{p}_shexp.weight" for p in ("gate", "up", "down")},
         "shared_router": "blk.{i}.ffn_gate_inp_shexp.weight",
+        # Gemma 4's: experts beside the dense MLP, per-layer inputs, output scalars
+        "dense_post_norm": "blk.{i}.post_ffw_norm_1.weight",
+        "moe_norm": "blk.{i}.pre_ffw_norm_2.weight",
+        "moe_post_norm": "blk.{i}.post_ffw_norm_2.weight",
+        "router_scale": "blk.{i}.ffn_gate_inp.scale",
+        "expert_scale": "blk.{i}.ffn_down_exps.scale",
+        "ple_embed": "per_layer_token_embd.weight",
+        "ple_proj": "per_layer_model_proj.weight",
+        "ple_norm": "per_layer_proj_norm.weight",
+        "ple_gate": "blk.{i}.inp_gate.weight",
+        "ple_out": "blk.{i}.proj.weight",
+        "ple_post_norm": "blk.{i}.post_norm.weight",
+        "layer_scalar": "blk.{i}.layer_output_scale.weight",
     }
 )

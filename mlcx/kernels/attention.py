@@ -12,7 +12,7 @@ The KV cache manager (mlcx.runtime.kv) decides pages; these kernels only read an
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -73,6 +73,16 @@ class PagedKVOps:
         self.target = target
         self.gpu = gpu or (gpu_config(target) if target is not None else GpuConfig())
 
+    @functools.cache  # noqa: B019 (one PagedKVOps per model)
+    def reshaped(self, num_kv_heads: int, head_dim: int) -> PagedKVOps:
+        """The kernels for pages of another head geometry (a layer with heads of its own
+        width), on the same target; this one where the geometry is its own."""
+        lay = self.layout
+        if (num_kv_heads, head_dim) == (lay.num_kv_heads, lay.head_dim):
+            return self
+        layout = replace(lay, num_kv_heads=num_kv_heads, head_dim=head_dim)
+        return PagedKVOps(layout, self.target, self.gpu)
+
     @cached_property
     def _append(self) -> tirx.PrimFunc:
         lay = self.layout
@@ -89,8 +99,10 @@ class PagedKVOps:
     @cached_property
     def _copy(self) -> tirx.PrimFunc:
         lay = self.layout
-        return attention_cpu.copy_pages(
-            lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, gpu=self.kind == "gpu"
+        return _private(
+            attention_cpu.copy_pages(
+                lay.num_kv_heads, lay.head_dim, lay.cache_dtype, lay.page_size, self.kind == "gpu"
+            )
         )
 
     @functools.cache  # noqa: B019 (one PagedKVOps per model)

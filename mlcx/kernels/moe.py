@@ -108,6 +108,15 @@ def topk_weights_te(probs: te.Tensor, k: int, renormalize: bool) -> te.Tensor:
     )
 
 
+def expert_scaled_te(weights: te.Tensor, ids: te.Tensor, scale: te.Tensor) -> te.Tensor:
+    """weights [tokens, k] times each chosen expert's own scale (Gemma 4's per_expert_scale)."""
+    return te.compute(
+        weights.shape,
+        lambda t, j: weights[t, j] * scale[ids[t, j]].astype(weights.dtype),
+        name="expert_scaled",
+    )
+
+
 def topk_softmax_te(logits: te.Tensor, k: int) -> te.Tensor:
     """weights [tokens, k] f32: a softmax over the k highest logits, best first (gpt-oss's
     router: top-k, then softmax; the ids are topk_ids_te's of the same logits)."""

@@ -90,6 +90,14 @@ def _yarn(s: dict[str, Any], inv: np.ndarray, theta: float, dim: int) -> Scaled:
     return mixed, float(s["attention_factor"])
 
 
+def _proportional(s: dict[str, Any], inv: np.ndarray, theta: float, dim: int) -> Scaled:
+    """Gemma 4's global layers: the first partial_rotary_factor of the head's pairs turn at
+    the whole head's frequencies, the rest stand still (inverse frequency 0); positions
+    divided by `factor`."""
+    turning = int(float(s["partial_rotary_factor"]) * dim // 2)
+    return np.where(np.arange(inv.size) < turning, inv, 0.0) / float(s.get("factor", 1.0)), 1.0
+
+
 TableFn = Callable[[dict[str, Any], np.ndarray, float, int], Scaled]
 
 # rope_type -> its table; "longrope" reaches the kernels as "freq_factors" (rope_for_context)
@@ -98,6 +106,7 @@ TABLES: dict[str, TableFn] = {
     "llama3": _llama3,
     "yarn": _yarn,
     "freq_factors": _freq_factors,
+    "proportional": _proportional,
 }
 
 

@@ -29,7 +29,7 @@ def test_every_family_folder_declares_one_family():
 
 @pytest.mark.parametrize(
     ("name", "closest"),
-    [("Gemma4ForCausalLM", "Gemma3ForCausalLM"), ("Qwen3NextForCausalLM", "Qwen3ForCausalLM")],
+    [("Gemma3nForCausalLM", "Gemma3ForCausalLM"), ("Qwen3NextForCausalLM", "Qwen3ForCausalLM")],
 )
 def test_unknown_architecture_names_the_closest_family(name, closest):
     with pytest.raises(UnsupportedModelError, match=f"closest mlcx knows is '{closest}'") as err:

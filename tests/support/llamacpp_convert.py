@@ -6,7 +6,8 @@ The converter is the one in the llama.cpp tree the bench peers build (the llama-
 sdist, fetched once into $MLCX_CACHE/peers/src by the peer builds' source script). It runs in a
 child process with its own gguf-py. Patched: the tiny tokenizers are not among the
 pre-tokenizers the converter recognizes by hash, so the test names which one they are; and
-they are byte-level BPE, written as such where a family's converter expects SentencePiece.
+they are byte-level BPE, written as such where a family's converter expects SentencePiece (or,
+as Gemma 4's does, a Llama-style BPE with byte fallback).
 """
 
 from __future__ import annotations
@@ -31,6 +32,14 @@ def vocab(self, *args, **kwargs):
         return sentencepiece(self, *args, **kwargs)
     return self._set_vocab_gpt2()
 base.TextModel._set_vocab_sentencepiece = vocab
+from conversion import gemma
+gemma4_vocab = gemma.Gemma4Model.set_vocab
+def gemma4_or_byte_level(self):
+    try:
+        gemma4_vocab(self)
+    except FileNotFoundError:  # not the Llama-style BPE Gemma 4's converter reads
+        self._set_vocab_gpt2()
+gemma.Gemma4Model.set_vocab = gemma4_or_byte_level
 sys.argv = [tree + "/convert_hf_to_gguf.py", *sys.argv[3:]]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """

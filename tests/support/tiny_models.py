@@ -29,7 +29,7 @@ CHATML = (
 
 @dataclass(frozen=True)
 class TinySpec:
-    # llama | mistral | qwen2 | qwen3 | phi3 | gemma3 | qwen3_moe | mixtral | olmoe
+    # llama | mistral | qwen2 | qwen3 | phi3 | gemma3 | qwen3_moe | mixtral | olmoe | gemma4 | ...
     arch: str = "llama"
     hidden: int = 64
     heads: int = 4
@@ -82,6 +82,7 @@ def _hf_config(spec: TinySpec, vocab: int):
         "granite": "GraniteConfig",
         "smollm3": "SmolLM3Config",
         "ministral3": "Ministral3Config",
+        "gemma4": "Gemma4TextConfig",
         "qwen3_5": "Qwen3_5TextConfig",
         "qwen3_5_moe": "Qwen3_5MoeTextConfig",
         "lfm2": "Lfm2Config",
@@ -104,6 +105,9 @@ def _hf_config(spec: TinySpec, vocab: int):
         kwargs.setdefault("sliding_window", None)
     if spec.arch == "phi3":
         kwargs.setdefault("pad_token_id", 1)  # Phi3Config's default 32000 is past the vocab
+    if spec.arch == "gemma4":  # its per-layer input table defaults to 262144 rows
+        kwargs.setdefault("vocab_size_per_layer_input", vocab)
+        kwargs.setdefault("pad_token_id", 1)
     return cls(**kwargs)
 
 

@@ -35,7 +35,7 @@ def random_adapter(model: str, rank: int = 8, seed: int = 0) -> Path:
     tensors, modules = {}, set()
     for layer in range(cfg.num_layers):
         for slot in _slots(names):
-            out, features = slot_shape(cfg, slot)
+            out, features = slot_shape(cfg, slot, layer)
             module = names.name(slot, layer).removesuffix(".weight")
             modules.add(module.rsplit(".", 1)[1])
             prefix = f"base_model.model.{module}"

@@ -7,14 +7,15 @@ text after a special token gets its own ▁ prefix.
 Flavors by architecture (`SPM_FLAVORS`): Gemma's files store tokens of two or more spaces as
 real spaces, where its tokenizer spells them as ▁ runs, and list no merges while their scores do
 not follow the merge order; the order of the tokens in the file does (as transformers reads
-them).
+them). Gemma 4's (tokenizer model `gemma4`) list merges, which llama.cpp applies within lines:
+text is split at newlines first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tokenizers import Tokenizer, decoders, normalizers
+from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers
 from tokenizers.models import BPE
 
 from mlcx.errors import ModelSourceError
@@ -32,10 +33,16 @@ _SPACE = "\u2581"
 class SpmFlavor:
     respell_spaces: bool = False  # tokens of only spaces are ▁ runs
     rank_by_position: bool = False  # merges ranked by the made token's id, not its score
+    newline_split: bool = False  # runs of newlines and of other text merged apart
 
 
 _GEMMA = SpmFlavor(respell_spaces=True, rank_by_position=True)
-SPM_FLAVORS: dict[str, SpmFlavor] = {"gemma": _GEMMA, "gemma2": _GEMMA, "gemma3": _GEMMA}
+SPM_FLAVORS: dict[str, SpmFlavor] = {
+    "gemma": _GEMMA,
+    "gemma2": _GEMMA,
+    "gemma3": _GEMMA,
+    "gemma4": SpmFlavor(newline_split=True),
+}
 
 
 def flavored(meta: GGUFTokenizerMetadata) -> GGUFTokenizerMetadata:
@@ -54,6 +61,8 @@ def sentencepiece_bpe(meta: GGUFTokenizerMetadata) -> Tokenizer:
         vocab=vocab_of(meta.tokens), merges=merges, unk_token=unk, fuse_unk=True, byte_fallback=True
     )
     backend = Tokenizer(model)
+    if flavor.newline_split:
+        backend.pre_tokenizer = pre_tokenizers.Split(Regex(r"[^\n]+|\n+"), behavior="isolated")
     to_space = normalizers.Replace(" ", _SPACE)
     steps: list[decoders.Decoder] = [
         decoders.Replace(_SPACE, " "),

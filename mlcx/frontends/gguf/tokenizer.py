@@ -7,7 +7,7 @@ llama.cpp would run from them:
 - `gpt2`: byte-level BPE. The pre-tokenizer (how text is split before merging) is named by
   `tokenizer.ggml.pre` and looked up in `PRE_TOKENIZERS`.
 - `llama`: SentencePiece BPE with byte fallback (mlcx.frontends.gguf.sentencepiece, with the
-  quirks of Gemma's files).
+  quirks of Gemma's files); `gemma4`: the same, with merges, split at newlines.
 
 Control (3) and unknown (2) tokens become special added tokens (matched whole, skipped when
 decoding with `skip_special_tokens`); user-defined (4) ones, like `<think>`, are matched whole but
@@ -104,13 +104,14 @@ def assets_from_gguf(reader: gguf.GGUFReader) -> TokenizerAssets:
     if meta.model == "gpt2":
         spec = _pre_tokenizer_spec(meta.pre)
         backend, default_add_bos = _byte_level_bpe(meta, spec), spec.add_bos
-    elif meta.model == "llama":
+    elif meta.model in ("llama", "gemma4"):
         meta = flavored(meta)  # the added tokens below too
         backend, default_add_bos = sentencepiece_bpe(meta), True
     else:
         raise UnsupportedModelError(
             f"the GGUF tokenizer model {meta.model!r} is not supported; "
-            "mlcx reads 'gpt2' (byte-level BPE) and 'llama' (SentencePiece BPE) tokenizers"
+            "mlcx reads 'gpt2' (byte-level BPE), 'llama' and 'gemma4' (SentencePiece BPE) "
+            "tokenizers"
         )
     _add_special_tokens(backend, meta)
     add_bos = default_add_bos if meta.add_bos is None else meta.add_bos

@@ -64,10 +64,11 @@ def check_shape(pair: LoraPair, rows: int, cols: int, where: str) -> LoraPair:
     return pair
 
 
-def slot_shape(cfg: DecoderConfig, slot: str) -> tuple[int, int]:
-    """[out, in] of the weight in `slot` of every layer."""
-    q, kv = cfg.num_heads * cfg.head_dim, cfg.num_kv_heads * cfg.head_dim
-    hidden, inter = cfg.hidden_size, cfg.intermediate_size
+def slot_shape(cfg: DecoderConfig, slot: str, layer: int) -> tuple[int, int]:
+    """[out, in] of the weight in `slot` of `layer` (layers may differ: Gemma 4's)."""
+    dim = cfg.layer_head_dim(layer)
+    q, kv = cfg.num_heads * dim, cfg.layer_kv_heads(layer) * dim
+    hidden, inter = cfg.hidden_size, cfg.layer_intermediate(layer)
     return {
         "q": (q, hidden),
         "k": (kv, hidden),

@@ -40,10 +40,10 @@ def _checked(ckpt: GGUFCheckpoint, family: Family) -> None:
         )
 
 
-def _row_order(family: Family, cfg: DecoderConfig, slot: str):
+def _row_order(family: Family, cfg: DecoderConfig, slot: str, layer: int):
     if family.gguf is None or not family.gguf.names.rope_permuted or slot not in ("q", "k"):
         return None
-    return unpermute_rows(cfg.num_heads if slot == "q" else cfg.num_kv_heads)
+    return unpermute_rows(cfg.num_heads if slot == "q" else cfg.layer_kv_heads(layer))
 
 
 def read_gguf_adapter(path: Path, family: Family, cfg: DecoderConfig) -> LoraAdapter:
@@ -65,12 +65,12 @@ def read_gguf_adapter(path: Path, family: Family, cfg: DecoderConfig) -> LoraAda
                 raise ModelSourceError(f"{path}: {base} has only one of lora_a and lora_b")
             a = ckpt.get(a_name).to_float()
             b = ckpt.get(b_name).to_float()
-            reorder = _row_order(family, cfg, slot)
+            reorder = _row_order(family, cfg, slot, layer)
             if reorder is not None:
                 b = reorder(b)
             scale = alpha / a.shape[0] if alpha else 1.0
             pair = LoraPair(np.ascontiguousarray(a), np.ascontiguousarray(b) * np.float32(scale))
-            pairs[(layer, slot)] = check_shape(pair, *slot_shape(cfg, slot), base)
+            pairs[(layer, slot)] = check_shape(pair, *slot_shape(cfg, slot, layer), base)
             used |= {a_name, b_name}
     if found - used:
         raise UnsupportedModelError(

@@ -39,6 +39,12 @@ def _target(cfg: DecoderConfig, name: str) -> LoraTarget:
 
 
 def lora_layout(cfg: DecoderConfig, spec: LoraSpec, dtype: str) -> LoraLayout:
+    if not cfg.uniform_layers:
+        raise UnsupportedModelError(
+            "LoRA slots on a model whose layers differ in head geometry, KV sharing or MLP "
+            "width (Gemma 4) are not supported; merge the adapter at compile time "
+            "(`mlcx compile --lora`) instead"
+        )
     if cfg.is_moe and any(t.startswith("mlp.") for t in spec.targets):
         raise UnsupportedModelError(
             "LoRA slots on a mixture of experts' MLP are not supported; compile with "

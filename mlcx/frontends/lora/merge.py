@@ -63,6 +63,7 @@ def merge_adapter(source: ModelSource, adapter_path: Path | str) -> ModelSource:
             )
         delta = pair.delta()
         if gguf and names.rope_permuted and slot in ("q", "k"):
-            delta = _permute_rows(cfg.num_heads if slot == "q" else cfg.num_kv_heads)(delta)
+            heads = cfg.num_heads if slot == "q" else cfg.layer_kv_heads(layer)
+            delta = _permute_rows(heads)(delta)
         deltas[names.name(slot, layer)] = delta.astype(np.float32)
     return replace(source, tensors=MergedTensors(source.tensors, deltas))

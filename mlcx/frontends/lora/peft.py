@@ -112,7 +112,7 @@ def read_peft(folder: Path, family: Family, cfg: DecoderConfig) -> LoraAdapter:
         scale = _scale(config, module, a.shape[0])
         layer, slot = modules[module]
         pair = LoraPair(a, np.asarray(b, dtype=np.float32) * np.float32(scale))
-        pairs[(layer, slot)] = check_shape(pair, *slot_shape(cfg, slot), name)
+        pairs[(layer, slot)] = check_shape(pair, *slot_shape(cfg, slot, layer), name)
     return LoraAdapter(folder, pairs)
 
 

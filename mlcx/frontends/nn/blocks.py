@@ -14,6 +14,7 @@ from mlcx.frontends.nn.linear import QLinear
 from mlcx.frontends.nn.lora import LoraStep
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.mrope_te import mrope_te
+from mlcx.kernels.norm import rms_normalize_te
 from mlcx.kernels.rope import position_scale_te, rope_te
 from mlcx.kernels.rope_scaling import rope_for_context
 from mlcx.quantization.formats import WeightFormat
@@ -27,18 +28,20 @@ ACTIVATIONS: dict[str, Callable[[nn.Tensor], nn.Tensor]] = {
 }
 
 
-def _head_norm(cfg: DecoderConfig, dtype: str, heads: int) -> nn.RMSNorm | None:
-    """RMSNorm over each head's features (q/k norm), or over all `heads` heads' features
+def _head_norm(cfg: DecoderConfig, dtype: str, heads: int, dim: int) -> nn.RMSNorm | None:
+    """RMSNorm over each head's `dim` features (q/k norm), or over all `heads` heads' features
     together (scope "all"); None where the model has none."""
     if not cfg.qk_norm:
         return None
-    width = cfg.head_dim * (heads if cfg.qk_norm_scope == "all" else 1)
+    width = dim * (heads if cfg.qk_norm_scope == "all" else 1)
     return nn.RMSNorm(width, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
 
 
-def _apply_norm(norm: nn.RMSNorm, x: nn.Tensor) -> nn.Tensor:
+def _apply_norm(norm: nn.RMSNorm | None, x: nn.Tensor) -> nn.Tensor:
     """norm over x [tokens, heads, head_dim]: per head, or over all heads where its width
-    says so."""
+    says so; x where there is none."""
+    if norm is None:
+        return x
     tokens, heads, dim = x.shape
     if norm.weight.shape[0] == dim:
         return norm(x)
@@ -46,57 +49,95 @@ def _apply_norm(norm: nn.RMSNorm, x: nn.Tensor) -> nn.Tensor:
 
 
 class PagedAttention(nn.Module):
-    """Fused qkv projection, per-head q/k RMSNorm where the model has it, RoPE by position
-    (layer `index`'s base and scaling, over the first cfg.rope_dim features of each head), KV
-    append into pages, paged attention (layer `index`'s sliding window), o_proj."""
+    """Fused q[kv] projection, per-head q/k RMSNorm where the model has it, RoPE by position
+    (layer `index`'s base, scaling and rotary features), KV append into pages, paged attention
+    (layer `index`'s sliding window), o_proj. Layer `index`'s heads may have a width of their
+    own (DecoderConfig.layer_head_dim); a layer reading another's pages projects only its
+    queries, and one whose values are its keys (k_eq_v_layers) projects no values. A gated
+    attention's query heads each come with a gate on their output (Qwen3.5)."""
 
     def __init__(
         self, cfg: DecoderConfig, formats: Formats, prefix: str, kv: PagedKVOps, index: int
     ):
         dtype = kv.layout.dtype
         self.cfg = cfg
-        self.kv = kv
+        self.heads, self.kv_heads = cfg.num_heads, cfg.layer_kv_heads(index)
+        self.head_dim = dim = cfg.layer_head_dim(index)
+        self.kv = kv.reshaped(self.kv_heads, dim)
         self.window = cfg.layer_window(index)
         theta, scaling = cfg.layer_rope(index)
         self.rope = (theta, rope_for_context(dict(scaling), cfg.context_window))
+        self.rope_dim = cfg.layer_rope_dim(index)
         self.uses_rope = index not in cfg.nope_layers
         # the kernels scale scores by 1 / sqrt(head_dim); another scale is folded into q
-        self.q_scale = cfg.attn_scale * math.sqrt(cfg.head_dim) if cfg.attn_scale else 1.0
-        # a gated attention's q projection gives each head's q, then its gate (Qwen3.5)
-        self.q_heads = cfg.num_heads * (2 if cfg.attn_output_gate else 1)
-        fused = (self.q_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
-        self.qkv = QLinear(
-            cfg.hidden_size, fused, formats[prefix + "qkv"], dtype, cfg.qkv_bias, prefix + "qkv"
-        )
+        self.q_scale = cfg.attn_scale * math.sqrt(dim) if cfg.attn_scale else 1.0
+        # heads of the fused projection's output: queries (each followed by its gate in a
+        # gated attention), then the keys and values it computes
+        self.parts = [self.heads * (2 if cfg.attn_output_gate else 1)]
+        if cfg.owns_kv(index):
+            self.parts += [self.kv_heads] * (1 if index in cfg.k_eq_v_layers else 2)
+        names = (prefix + "qkv", prefix + "o")
+        fused = sum(self.parts) * dim
+        self.qkv = QLinear(cfg.hidden_size, fused, formats[names[0]], dtype, cfg.qkv_bias, names[0])
         self.o = QLinear(
-            cfg.num_heads * cfg.head_dim,
-            cfg.hidden_size,
-            formats[prefix + "o"],
-            dtype,
-            cfg.o_bias,
-            prefix + "o",
+            self.heads * dim, cfg.hidden_size, formats[names[1]], dtype, cfg.o_bias, names[1]
         )
-        self.q_norm = _head_norm(cfg, dtype, cfg.num_heads)
-        self.k_norm = _head_norm(cfg, dtype, cfg.num_kv_heads)
+        self.q_norm = _head_norm(cfg, dtype, self.heads, dim)
+        self.k_norm = _head_norm(cfg, dtype, self.kv_heads, dim) if len(self.parts) > 1 else None
         # attention sinks in the activations' dtype, like the other vectors (bf16 sinks are
         # exact in f16)
-        self.sinks = nn.Parameter((cfg.num_heads,), dtype) if cfg.attn_sinks else None
+        self.sinks = nn.Parameter((self.heads,), dtype) if cfg.attn_sinks else None
 
     def forward(
         self, x: nn.Tensor, pages: nn.Tensor, step: StepTensors, decode: bool
     ) -> tuple[nn.Tensor, nn.Tensor]:
+        tokens, width = x.shape[0], self.heads * self.head_dim
+        qkv = op.reshape(self.qkv(x, step.lora), (tokens, sum(self.parts), self.head_dim))
+        q, k, v = self._split(qkv)
+        q, gate = self._gate(q)
+        q = self._position(_apply_norm(self.q_norm, q), step)
+        if k is not None:  # else keys and values are another layer's, in its pages
+            k = self._rope(_apply_norm(self.k_norm, k), step.positions)
+            pages = self.kv.append(pages, k, self._values(v), step.slots)
+        if self.q_scale != 1.0:
+            q = q * self.q_scale
+        options = (self.window, self.cfg.attn_logit_softcap, self.sinks)
+        out = op.reshape(self.kv.attend(q, pages, step, decode, *options), (tokens, width))
+        if gate is not None:
+            out = out * op.sigmoid(op.reshape(gate, (tokens, width)))
+        return self.o(out, step.lora), pages
+
+    def _split(self, qkv: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor | None, nn.Tensor | None]:
+        """Queries, keys and values of the fused projection (no keys or values where the layer
+        reads another's pages; the keys' projection, before their norm, as values where
+        they are the same)."""
+        if len(self.parts) == 1:
+            return qkv, None, None
+        if len(self.parts) == 2:
+            q, k = op.split(qkv, [self.parts[0]], axis=1)
+            return q, k, k
+        q_heads = self.parts[0]
+        q, k, v = op.split(qkv, [q_heads, q_heads + self.kv_heads], axis=1)
+        return q, k, v
+
+    def _gate(self, q: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor | None]:
+        """(queries, their output gates) of a gated attention; (q, None) otherwise."""
+        if not self.cfg.attn_output_gate:
+            return q, None
+        tokens = q.shape[0]
+        q, gate = op.split(op.reshape(q, (tokens, self.heads, 2 * self.head_dim)), 2, axis=-1)
+        return q, gate
+
+    def _values(self, v: nn.Tensor) -> nn.Tensor:
+        if not self.cfg.v_norm:
+            return v
+        eps = self.cfg.rms_norm_eps
+        return op.tensor_expr_op(lambda vt: rms_normalize_te(vt, eps), "v_norm", [v])
+
+    def _position(self, q: nn.Tensor, step: StepTensors) -> nn.Tensor:
+        """The queries' RoPE and position scale."""
         cfg = self.cfg
-        tokens = x.shape[0]
-        heads, dim = self.q_heads, cfg.head_dim
-        qkv = op.reshape(self.qkv(x, step.lora), (tokens, heads + 2 * cfg.num_kv_heads, dim))
-        q, k, v = op.split(qkv, [heads, heads + cfg.num_kv_heads], axis=1)
-        gate = None
-        if cfg.attn_output_gate:
-            q, gate = op.split(op.reshape(q, (tokens, cfg.num_heads, 2 * dim)), 2, axis=-1)
-        if self.q_norm is not None and self.k_norm is not None:
-            q, k = _apply_norm(self.q_norm, q), _apply_norm(self.k_norm, k)
-        if self.uses_rope:
-            q, k = self._rope(q, step.positions), self._rope(k, step.positions)
+        q = self._rope(q, step.positions)
         if cfg.q_position_beta:
             beta, period = cfg.q_position_beta, cfg.q_position_period
             q = op.tensor_expr_op(
@@ -104,19 +145,13 @@ class PagedAttention(nn.Module):
                 "q_position_scale",
                 [q, step.positions],
             )
-        if self.q_scale != 1.0:
-            q = q * self.q_scale
-        pages = self.kv.append(pages, k, v, step.slots)
-        options = (self.window, self.cfg.attn_logit_softcap, self.sinks)
-        out = self.kv.attend(q, pages, step, decode, *options)
-        out = op.reshape(out, (tokens, cfg.num_heads * dim))
-        if gate is not None:
-            out = out * op.sigmoid(op.reshape(gate, (tokens, cfg.num_heads * dim)))
-        return self.o(out, step.lora), pages
+        return q
 
     def _rope(self, x: nn.Tensor, positions: nn.Tensor) -> nn.Tensor:
+        if not self.uses_rope:
+            return x
         theta, scaling = self.rope
-        rotary = self.cfg.rope_dim
+        rotary = self.rope_dim
         if self.cfg.mrope_sections:  # positions [3, tokens] (mlcx.kernels.mrope)
             sections, interleaved = self.cfg.mrope_sections, self.cfg.mrope_interleaved
             return op.tensor_expr_op(
@@ -130,11 +165,19 @@ class PagedAttention(nn.Module):
 
 
 class GatedMLP(nn.Module):
-    """down(act(gate) * up) with gate and up in one fused projection (SwiGLU, GeGLU)."""
+    """down(act(gate) * up) with gate and up in one fused projection (SwiGLU, GeGLU), of
+    `width` features (the config's intermediate size where None)."""
 
-    def __init__(self, cfg: DecoderConfig, formats: Formats, prefix: str, dtype: str):
+    def __init__(
+        self,
+        cfg: DecoderConfig,
+        formats: Formats,
+        prefix: str,
+        dtype: str,
+        width: int | None = None,
+    ):
+        inter, hidden = width or cfg.intermediate_size, cfg.hidden_size
         self.act = ACTIVATIONS[cfg.hidden_act]
-        inter, hidden = cfg.intermediate_size, cfg.hidden_size
         names = (prefix + "gate_up", prefix + "down")
         self.gate_up = QLinear(hidden, 2 * inter, formats[names[0]], dtype, False, names[0])
         self.down = QLinear(inter, hidden, formats[names[1]], dtype, False, names[1])

@@ -1,6 +1,7 @@
 """A decoder-only language model with the entry points every mlcx artifact exports.
 
-Entry points (all take the KV pages of every layer and update them in place):
+Entry points (all take the KV pages of every layer that owns pages, DecoderConfig.kv_layers,
+and update them in place):
 - prefill(input_ids, the page tables, logit_positions, kv_pages, params) -> logits [n, vocab]
   for the rows named by logit_positions (ragged runs of new tokens, with or without cached
   prefixes: chunked prefill, batched prefill, mixed steps);
@@ -26,6 +27,7 @@ from mlcx.frontends.nn.blocks import Formats
 from mlcx.frontends.nn.layer import DecoderLayer
 from mlcx.frontends.nn.linear import QEmbedding, QLinear
 from mlcx.frontends.nn.lora import LoraStep
+from mlcx.frontends.nn.per_layer_inputs import PerLayerInputs
 from mlcx.kernels.attention import PagedKVOps, StepTensors
 from mlcx.kernels.hybrid.ops import StateOps, StateStep
 from mlcx.kernels.image_rows import add_rows_te, replace_rows_te
@@ -107,6 +109,7 @@ class CausalLM(nn.Module):
         self.layers = nn.ModuleList(
             [layer(cfg, formats, i, kv, **extra) for i in range(cfg.num_layers)]
         )
+        self.ple = PerLayerInputs(cfg, formats, dtype) if cfg.per_layer_input_size else None
         self.norm = nn.RMSNorm(cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype)
         self.lm_head = None
         if not cfg.tie_word_embeddings:
@@ -115,20 +118,30 @@ class CausalLM(nn.Module):
             )
 
     def _body(self, input_ids, caches, step: StepTensors, decode: bool, image=None, state=None):
-        """The layers over the embeddings; `caches`: each layer's KV pages or state tensors
-        (`state`: the state layers' step arrays), returned updated."""
+        """The layers over the embeddings; `caches`: the KV pages or state tensors of each layer
+        that owns them, by layer (`state`: the state layers' step arrays), returned updated. A
+        layer sharing another's pages reads them as that layer left them this step."""
         x = self.embed(input_ids)
         if self.cfg.embed_scale != 1.0:
             x = x * self.cfg.embed_scale
         if image is not None:  # image rows replace the (scaled) image-token embeddings
             x = op.tensor_expr_op(replace_rows_te, "image_rows", [x, *image])
-        updated = []
-        for i, (layer, cache) in enumerate(zip(self.layers, caches, strict=True)):
-            x, cache = layer(x, cache, step, decode, state)
-            updated.append(cache)
+        per_layer = self._per_layer_inputs(input_ids, x)
+        for i, layer in enumerate(self.layers):
+            source = self.cfg.kv_source(i)
+            x, caches[source] = layer(x, caches[source], step, decode, state, per_layer[i])
             if image is not None and i < self.cfg.deepstack_layers:
                 x = self._deepstack(x, image, i)
-        return x, updated
+        return x, caches
+
+    def _per_layer_inputs(self, input_ids, x) -> list[nn.Tensor | None]:
+        """Each layer's per-layer input [tokens, width] (None each where the model has none)."""
+        cfg = self.cfg
+        if self.ple is None:
+            return [None] * cfg.num_layers
+        inputs = self.ple(input_ids, x)
+        parts = op.split(inputs, cfg.num_layers, axis=1) if cfg.num_layers > 1 else [inputs]
+        return [op.squeeze(p, axis=1) for p in parts]
 
     def _deepstack(self, x: nn.Tensor, image, layer: int) -> nn.Tensor:
         """Block layer + 1 of the image rows added to the image tokens' hidden states."""
@@ -159,14 +172,14 @@ class CausalLM(nn.Module):
         return (self._logits(x), *self._outputs(caches))
 
     # What a hybrid model (nn.hybrid_lm) changes: its state layers take state tensors.
-    def _caches(self, args: dict[str, nn.Tensor]) -> list:
-        return list(args[KV_PAGES])
+    def _caches(self, args: dict[str, nn.Tensor]) -> dict[int, nn.Tensor]:
+        return dict(zip(self.cfg.kv_layers, args[KV_PAGES], strict=True))
 
     def _state_step(self, args: dict[str, nn.Tensor]) -> StateStep | None:
         return None
 
-    def _outputs(self, caches: list) -> tuple:
-        return (tuple(caches),)
+    def _outputs(self, caches: dict) -> tuple:
+        return (tuple(caches[i] for i in self.cfg.kv_layers),)
 
     def _lora(self, args: dict[str, nn.Tensor]) -> LoraStep | None:
         if self.lora is None:
@@ -178,8 +191,19 @@ class CausalLM(nn.Module):
     decode = _StepMethod(DECODE)
     prefill_image = _StepMethod(PREFILL_IMAGE)
 
+    def _kv_ops(self) -> list[PagedKVOps]:
+        """The kernels of each KV layer's pages (their head geometry may differ)."""
+        cfg = self.cfg
+        return [
+            self.kv.reshaped(cfg.layer_kv_heads(i), cfg.layer_head_dim(i)) for i in cfg.kv_layers
+        ]
+
+    def _kv_specs(self) -> list[spec.Tensor]:
+        layouts = [ops.layout for ops in self._kv_ops()]
+        return [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.element) for lay in layouts]
+
     def copy_pages(self, kv_pages, pairs):
-        return tuple(self.kv.copy(pages, pairs) for pages in kv_pages)
+        return tuple(ops.copy(p, pairs) for ops, p in zip(self._kv_ops(), kv_pages, strict=True))
 
     def _param_spec(self, name: str) -> spec.Tensor:
         if name == IMAGE_EMBEDS:  # deepstack blocks after the rows that replace embeddings
@@ -195,8 +219,7 @@ class CausalLM(nn.Module):
         return {LORA_WEIGHTS: [spec.Tensor(s, dtype) for _, s in self.lora.arrays()]}
 
     def export_spec(self) -> dict:
-        lay = self.kv.layout
-        kv = [spec.Tensor(lay.pages_shape(NUM_PAGES), lay.element) for _ in self.layers]
+        kv = self._kv_specs()
         packed = {"param_mode": "packed", "effect_mode": "none"}
         functions = (PREFILL, DECODE, PREFILL_IMAGE) if self.images else (PREFILL, DECODE)
         steps = {

@@ -22,7 +22,6 @@ from mlcx.frontends.nn.causal_lm import CausalLM, _StepMethod
 from mlcx.kernels.attention import PagedKVOps
 from mlcx.kernels.hybrid.ops import StateStep
 from mlcx.kernels.hybrid.params import SLOTS
-from mlcx.kernels.kv_layout import NUM_PAGES
 from mlcx.kernels.step_params import (
     COPY_PAGES,
     COPY_STATES,
@@ -50,20 +49,20 @@ class HybridLM(CausalLM):
         """The artifact's record of the state tensors (mlcx.artifact.state_tensors)."""
         return state_tensors(self.cfg, self.kv.layout.dtype)
 
-    def _caches(self, args: dict[str, nn.Tensor]) -> list:
-        pages, states = iter(args[KV_PAGES]), list(args[STATES])
-        caches = []
-        for count in self.state_counts:
-            caches.append(next(pages) if not count else tuple(states[:count]))
-            states = states[count:]
+    def _caches(self, args: dict[str, nn.Tensor]) -> dict:
+        caches: dict = dict(zip(self.cfg.kv_layers, args[KV_PAGES], strict=True))
+        states = list(args[STATES])
+        for i in self.cfg.state_layers:
+            count = self.state_counts[i]
+            caches[i], states = tuple(states[:count]), states[count:]
         return caches
 
     def _state_step(self, args: dict[str, nn.Tensor]) -> StateStep:
         return StateStep(args["positions"], args["q_indptr"], args[STATE_SLOTS])
 
-    def _outputs(self, caches: list) -> tuple:
-        pages = tuple(c for c, n in zip(caches, self.state_counts, strict=True) if not n)
-        states = tuple(t for c, n in zip(caches, self.state_counts, strict=True) if n for t in c)
+    def _outputs(self, caches: dict) -> tuple:
+        pages = tuple(caches[i] for i in self.cfg.kv_layers)
+        states = tuple(t for i in self.cfg.state_layers for t in caches[i])
         return pages, states
 
     prefill = _StepMethod(PREFILL, states=True)
@@ -73,12 +72,7 @@ class HybridLM(CausalLM):
         return tuple(self.state_ops.copy_states(state, pairs) for state in states)
 
     def export_spec(self) -> dict:
-        lay, dtype = self.kv.layout, self.kv.layout.dtype
-        kv = [
-            spec.Tensor(lay.pages_shape(NUM_PAGES), lay.element)
-            for i in range(self.cfg.num_layers)
-            if i not in self.state_layers
-        ]
+        dtype, kv = self.kv.layout.dtype, self._kv_specs()
         states = [
             spec.Tensor((SLOTS, *shape), kind)
             for i in sorted(self.state_layers)

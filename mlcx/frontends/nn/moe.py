@@ -8,7 +8,9 @@ MoEOptions have them, `router_bias` [experts], `gate_up_bias` and `down_bias` (a
 stacked row).
 A shared expert where the config has one (Qwen3.5-MoE): `shared_gate_up`, `shared_down`, a
 gated MLP every token takes, scaled by sigmoid(x . `shared_router`) ([1, hidden], dense as the
-router).
+router). Gemma 4's experts (DecoderConfig.moe_dense_mlp) also have `router_norm.weight` (the
+router's input is RMS-normed times it / sqrt(hidden)) and `expert_scale` [experts] (each
+expert's output times its own).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mlcx.frontends.nn.linear import QLinear
 from mlcx.kernels.linear import matmul_te
 from mlcx.kernels.moe import (
     expert_glu_te,
+    expert_scaled_te,
     experts_down_te,
     experts_gate_up_te,
     topk_ids_te,
@@ -61,6 +64,12 @@ class MoEMLP(nn.Module):
         experts, width = cfg.num_experts, cfg.expert_intermediate_size
         self.router = nn.Parameter((experts, cfg.hidden_size), dtype)
         self.router_bias = nn.Parameter((experts,), dtype) if self.options.router_bias else None
+        self.router_norm = self.expert_scale = None
+        if cfg.moe_dense_mlp:
+            self.router_norm = nn.RMSNorm(
+                cfg.hidden_size, -1, cfg.rms_norm_eps, bias=False, dtype=dtype
+            )
+            self.expert_scale = nn.Parameter((experts,), dtype)
         self.gate_up = StackedExperts(
             2 * experts * width, cfg.hidden_size, formats[prefix + "gate_up"]
         )
@@ -78,8 +87,12 @@ class MoEMLP(nn.Module):
             )
             self.shared_router = nn.Parameter((1, hidden), dtype)
 
-    def forward(self, x: nn.Tensor) -> nn.Tensor:
-        ids, weights = self._route(x)
+    def forward(self, x: nn.Tensor, routed: nn.Tensor | None = None) -> nn.Tensor:
+        """The experts of x, chosen by the router from `routed` (x where None)."""
+        ids, weights = self._route(x if routed is None else routed)
+        if self.expert_scale is not None:
+            scale = [weights, ids, self.expert_scale]
+            weights = op.tensor_expr_op(expert_scaled_te, "expert_scaled", scale)
         h = self._activation(self._gate_up(x, ids))
         y = self._down(h, ids)  # [tokens, k, hidden]
         mixed = op.sum(y.astype("float32") * op.unsqueeze(weights, -1), axis=1)
@@ -89,6 +102,8 @@ class MoEMLP(nn.Module):
 
     def _route(self, x: nn.Tensor) -> tuple[nn.Tensor, nn.Tensor]:
         """(expert ids, their weights) [tokens, k] of each token."""
+        if self.router_norm is not None:
+            x = self.router_norm(x) * (self.cfg.hidden_size**-0.5)
         k, logits = self.cfg.experts_per_token, self._router(x)
         bias = self.router_bias
         if bias is not None:

@@ -39,9 +39,10 @@ def hf_experts(width_key: str, renormalize: bool | None = None) -> HFRule:
     return rule
 
 
-def gguf_experts(width_key: str, renormalize: bool) -> GGUFRule:
+def gguf_experts(width_key: str, renormalize: bool, gate: str = "ffn_gate_exps") -> GGUFRule:
     """llama.cpp's `{arch}.expert_*` metadata; `renormalize` is what llama.cpp does for the
-    architecture unless the file says (`expert_weights_norm`)."""
+    architecture unless the file says (`expert_weights_norm`); `gate`: the stacked tensor the
+    family reads its experts' gates from (Gemma 4's are fused with the ups: ffn_gate_up_exps)."""
 
     def rule(ckpt: GGUFCheckpoint, cfg: DecoderConfig) -> Mapping[str, Any]:
         count = int(ckpt.arch_meta("expert_count", 0))
@@ -50,10 +51,10 @@ def gguf_experts(width_key: str, renormalize: bool) -> GGUFRule:
                 f"{ckpt.path}: GGUF architecture {ckpt.architecture!r} without "
                 f"'{ckpt.architecture}.expert_count' is not a mixture of experts mlcx reads"
             )
-        if "blk.0.ffn_gate_exps.weight" not in ckpt.names():
+        if f"blk.0.{gate}.weight" not in ckpt.names():
             raise UnsupportedModelError(
                 f"{ckpt.path}: {ckpt.architecture!r} file without stacked expert tensors "
-                "(blk.N.ffn_gate_exps): older llama.cpp conversions stored one tensor per "
+                f"(blk.N.{gate}): older llama.cpp conversions stored one tensor per "
                 "expert; re-convert the model with a current convert_hf_to_gguf.py"
             )
         return {

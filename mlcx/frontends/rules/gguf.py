@@ -31,17 +31,19 @@ def _head_dims(ckpt: GGUFCheckpoint, hidden: int, heads: int) -> tuple[int, int]
     return head_dim, rotary
 
 
-def _kv_heads(ckpt: GGUFCheckpoint, heads: int) -> int:
-    """`attention.head_count_kv`, or the attention layers' where the file lists it per layer
-    (a hybrid's state layers have none: LFM2)."""
-    kv = ckpt.arch_meta("attention.head_count_kv", heads)
-    return max(int(n) for n in kv) if isinstance(kv, list) else int(kv)
+def _first_layer(value: Any) -> int:
+    """A value llama.cpp may write per layer: the first attention layer's (the first non-zero:
+    a hybrid's state layers have none, LFM2; Gemma 4's full-attention layers differ, and its
+    family's rules read theirs)."""
+    if isinstance(value, list):
+        return next((int(n) for n in value if n), 0)
+    return int(value)
 
 
 def _feed_forward(ckpt: GGUFCheckpoint) -> int:
     """The dense MLP's width; an MoE without dense layers has only its experts' (qwen35moe)."""
     width = ckpt.arch_meta("feed_forward_length") or ckpt.arch_meta("expert_feed_forward_length")
-    return int(width if width is not None else need_arch_meta(ckpt, "feed_forward_length"))
+    return _first_layer(width if width is not None else need_arch_meta(ckpt, "feed_forward_length"))
 
 
 def base_config(ckpt: GGUFCheckpoint, default_rms_eps: float) -> DecoderConfig:
@@ -57,7 +59,7 @@ def base_config(ckpt: GGUFCheckpoint, default_rms_eps: float) -> DecoderConfig:
         intermediate_size=_feed_forward(ckpt),
         num_layers=int(need_arch_meta(ckpt, "block_count")),
         num_heads=heads,
-        num_kv_heads=_kv_heads(ckpt, heads),
+        num_kv_heads=_first_layer(ckpt.arch_meta("attention.head_count_kv", heads)),
         head_dim=head_dim,
         context_window=int(need_arch_meta(ckpt, "context_length")),
         rms_norm_eps=float(ckpt.arch_meta("attention.layer_norm_rms_epsilon", default_rms_eps)),

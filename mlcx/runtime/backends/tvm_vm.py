@@ -71,10 +71,10 @@ class TVMRunner:
         ]
         # CUDA graphs: one scratch page past the engine's blocks for padding rows
         graphs = config.decode_graph_batch if kind == "cuda" else None
-        layout = config.kv_layout
-        shape = layout.pages_shape(num_blocks + (1 if graphs else 0))
+        pages = num_blocks + (1 if graphs else 0)
         self.kv_pages = [
-            tvm.runtime.empty(shape, layout.element, self.device) for _ in range(config.kv_layers)
+            tvm.runtime.empty(layout.pages_shape(pages), layout.element, self.device)
+            for layout in config.kv_layouts
         ]
         self.num_blocks = num_blocks
         # CUDA graphs: one scratch slot past the engine's, likewise

@@ -14,6 +14,7 @@ from mlcx.artifact.config import Artifact
 from mlcx.artifact.state_tensors import StateTensor
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
+from mlcx.kernels.kv_layout import KVLayout
 from mlcx.kernels.step_params import (
     COPY_PAGES,
     COPY_STATES,
@@ -82,13 +83,7 @@ class WgpuRunner:
             self.plan, KernelSet(self.gpu, self.plan, artifact.path), self.pool
         )
         self.params = [self._persistent(a) for _, a in load_arrays(artifact.params_dir)]
-        layout = config.kv_layout
-        page = layout.pages_bytes(num_blocks)
-        self._check_binding(page, "one layer's KV pages (lower the KV cache size)")
-        self.kv_pages = [
-            GpuTensor(self.gpu.buffer(page), layout.pages_shape(num_blocks), layout.element)
-            for _ in range(config.kv_layers)
-        ]
+        self.kv_pages = [self._pages(layout, num_blocks) for layout in config.kv_layouts]
         self.num_blocks = num_blocks
         slots = check_state_slots(artifact, num_state_slots)
         self.states = [self._state_tensor(t, slots) for t in config.state_tensors]
@@ -118,6 +113,12 @@ class WgpuRunner:
                 f"{what} needs {nbytes} bytes in one buffer; {self.gpu.adapter_name} binds at "
                 f"most {limit}"
             )
+
+    def _pages(self, layout: KVLayout, num_blocks: int) -> GpuTensor:
+        """One KV layer's pages (ArtifactConfig.kv_layouts)."""
+        page = layout.pages_bytes(num_blocks)
+        self._check_binding(page, "one layer's KV pages (lower the KV cache size)")
+        return GpuTensor(self.gpu.buffer(page), layout.pages_shape(num_blocks), layout.element)
 
     def _persistent(self, array: np.ndarray) -> GpuTensor:
         self._check_binding(array.nbytes, f"a weight of shape {array.shape}")
