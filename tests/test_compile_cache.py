@@ -5,11 +5,13 @@ caller gets a private copy that names its own source."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from dataclasses import replace
 
 from mlcx.artifact.config import CONFIG_FILE
 from mlcx.compile.model import CompileRequest
+from tests.support import compile_cache
 from tests.support.compile_cache import compile_model, request_key
 from tests.support.tiny_models import TinySpec
 
@@ -41,3 +43,27 @@ def test_each_caller_gets_a_private_copy_naming_its_source(tiny_model, tmp_path)
     second = compile_model(_request(moved, tmp_path / "second"))
     assert sorted(p.relative_to(second) for p in second.rglob("*")) == before
     assert json.loads((second / CONFIG_FILE).read_text())["source"] == str(moved.resolve())
+
+
+def test_a_hit_logs_the_warnings_the_compile_logged(tiny_model, tmp_path, monkeypatch, caplog):
+    """Tests read a compile's warnings (caplog): a copy from the cache says them again."""
+    compiles = []
+
+    def compile_and_warn(req, progress=None):
+        compiles.append(req)
+        logging.getLogger("mlcx.frontends.convert").warning("w: GGUF Q4_K re-quantized (lossy)")
+        req.output.mkdir(parents=True)
+        (req.output / CONFIG_FILE).write_text("{}")
+        return req.output
+
+    monkeypatch.setattr(compile_cache, "ROOT", tmp_path / "cache")
+    monkeypatch.setattr(compile_cache.compile_module, "compile_model", compile_and_warn)
+    folder = tiny_model(TinySpec())
+    said = []
+    for out in ("first", "second"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            compile_model(_request(folder, tmp_path / out))
+        said.append([(r.name, r.getMessage()) for r in caplog.records])
+    assert len(compiles) == 1
+    assert said[0] == said[1] == [("mlcx.frontends.convert", "w: GGUF Q4_K re-quantized (lossy)")]

@@ -51,7 +51,7 @@ COMMANDS: dict[str, CommandEntry] = {
         "List this machine's CPU, CUDA GPUs and wgpu adapters, and the targets each runs.",
     ),
     "web": CommandEntry(
-        "mlcx.cli.web_cmd", "Serve the in-browser chat demo and the artifact on 127.0.0.1."
+        "mlcx.cli.web_cmd", "Serve the in-browser chat demo and the artifacts on 127.0.0.1."
     ),
     "bench": CommandEntry(
         "mlcx.cli.bench_cmd",

@@ -33,12 +33,12 @@ def prompts() -> list[list[int]]:
 @pytest.fixture(scope="module")
 def alone(artifact, prompts) -> list[list[int]]:
     llm = LLM(artifact, EngineConfig(max_batch=1, enable_prefix_caching=False))
-    return [llm.generate([p], GREEDY)[0][0].token_ids for p in prompts]
+    return [llm.generate([p], GREEDY)[0].outputs[0].token_ids for p in prompts]
 
 
 def test_eight_sequences_batched_equal_each_alone(artifact, prompts, alone):
     llm = LLM(artifact, EngineConfig(max_batch=8))
-    out = [choices[0].token_ids for choices in llm.generate(prompts, GREEDY)]
+    out = [out.outputs[0].token_ids for out in llm.generate(prompts, GREEDY)]
     assert out == alone
     stats = llm.engine.stats()
     assert (stats.state_slots_in_use, llm.engine.kv.pool.num_used) == (0, 0)
@@ -60,7 +60,7 @@ def test_a_second_chat_turn_resumes_from_the_saved_state(artifact, prompts, alon
     second = first + reply + [7, 8, 9]
     tokens = _run(engine, "turn-2", second)
     fresh = LLM(artifact, EngineConfig(max_batch=1, enable_prefix_caching=False))
-    assert tokens == fresh.generate([second], GREEDY)[0][0].token_ids
+    assert tokens == fresh.generate([second], GREEDY)[0].outputs[0].token_ids
     stats = engine.stats()
     assert (stats.state_checkpoint_hits, stats.prefix_hits_without_state) == (1, 0)
     page = engine.artifact.config.page_size

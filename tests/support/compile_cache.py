@@ -8,7 +8,9 @@ tiny models are written afresh into temporary folders each run, byte for byte th
 in the request (the model, an mmproj, a tuning database) is keyed the same way.
 
 Callers get their own copy in `req.output`, so a test that edits or breaks an artifact never
-reaches the cache. MLCX_TEST_ARTIFACTS=off compiles everything afresh.
+reaches the cache. The warnings mlcx logged while compiling are kept beside the entry and logged
+again on every hit, so tests that read the compile's log (caplog) see what a compile says.
+MLCX_TEST_ARTIFACTS=off compiles everything afresh.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 from dataclasses import asdict, replace
@@ -36,8 +39,8 @@ def compile_model(req: CompileRequest, progress=None) -> Path:
     if str(ROOT) == "off":
         return compile_module.compile_model(req, progress)
     entry = ROOT / request_key(req)[:24]
-    if not (entry / CONFIG_FILE).exists():
-        _fill(entry, req, progress)
+    if (entry / CONFIG_FILE).exists() or not _fill(entry, req, progress):
+        _replay(entry)
     out = Path(req.output)
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(entry, out)
@@ -60,21 +63,45 @@ def request_key(req: CompileRequest) -> str:
     return jit.digest(parts)
 
 
-def _fill(entry: Path, req: CompileRequest, progress) -> None:
+def _fill(entry: Path, req: CompileRequest, progress) -> bool:
     """Compiles `req` into `entry` under a lock: a second worker asking for the same key waits
-    for the first instead of compiling it again."""
+    for the first instead of compiling it again. False: that other worker compiled it."""
     entry.parent.mkdir(parents=True, exist_ok=True)
     with open(entry.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (entry / CONFIG_FILE).exists():
-            return
+            return False
         staging = entry.with_name(f"{entry.name}.tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
+        kept = _Kept()
+        logging.getLogger("mlcx").addHandler(kept)
         try:
             compile_module.compile_model(replace(req, output=staging), progress)
+            _log_file(entry).write_text(json.dumps(kept.records))
             staging.rename(entry)
         finally:
+            logging.getLogger("mlcx").removeHandler(kept)
             shutil.rmtree(staging, ignore_errors=True)
+        return True
+
+
+class _Kept(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records: list[tuple[str, int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.name, record.levelno, record.getMessage()))
+
+
+def _log_file(entry: Path) -> Path:
+    return entry.with_name(f"{entry.name}.log.json")
+
+
+def _replay(entry: Path) -> None:
+    path = _log_file(entry)
+    for name, level, message in json.loads(path.read_text()) if path.exists() else []:
+        logging.getLogger(name).log(level, "%s", message)
 
 
 def _record_source(out: Path, req: CompileRequest) -> None:
