@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import socket
@@ -14,9 +13,11 @@ import time
 
 import httpx
 
+from tests.support.cli import mlcx_env
+
 
 def start_server(artifact, *args: str) -> tuple[subprocess.Popen, str]:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = mlcx_env({"PYTHONUNBUFFERED": "1"})
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlcx.cli.main", "serve", str(artifact), "--port", "0", *args],
         stdout=subprocess.PIPE,

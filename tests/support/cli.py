@@ -5,19 +5,30 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+NO_TORCH = Path(__file__).parent / "no_torch"
+
+
+def mlcx_env(env: dict | None = None) -> dict:
+    """The environment of an `mlcx` subprocess: this one's, with torch hidden (as on a user's
+    machine: mlcx does not use it) and no debug tracebacks."""
+    full_env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **(env or {})}
+    full_env.pop("MLCX_DEBUG", None)
+    path = [str(NO_TORCH), *filter(None, [full_env.get("PYTHONPATH")])]
+    full_env["PYTHONPATH"] = os.pathsep.join(path)
+    return full_env
 
 
 def run_mlcx(
     *args: str, stdin: str | None = None, env: dict | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", **(env or {})}
-    full_env.pop("MLCX_DEBUG", None)
     return subprocess.run(
         [sys.executable, "-m", "mlcx.cli.main", *args],
         input=stdin,
         capture_output=True,
         text=True,
-        env=full_env,
+        env=mlcx_env(env),
         timeout=timeout,
     )
 

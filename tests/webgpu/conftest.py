@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mlcx.errors import ToolchainError
+from tests.support.cli import mlcx_env
 from tests.support.reference_pages import reference_pages
 from tests.support.tiny_models import TinySpec
 
@@ -101,6 +102,7 @@ def start_mlcx_web(*artifacts: Path) -> tuple[subprocess.Popen, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=mlcx_env(),
     )
     line = proc.stdout.readline()
     match = re.search(r"http://127\.0\.0\.1:\d+/", line)

@@ -15,9 +15,13 @@ from tests.support.hybrid_models import CHUNK, SPECS, compiled_hybrid, hybrid_fo
 from tests.targets.test_gpu_rules import _rules_used, _unfit
 
 TOL = 1e-3
+# qwen3_5_moe's layers are qwen3_5's with experts (and a shared expert: two linears and a gate)
+# in place of the MLP; experts on the webgpu plan are tests/webgpu/test_moe_wgpu.py's, and its
+# kernels' fit is checked below. One plan per state-layer kind keeps the suite's time.
+PLAN_CHECKS = [name for name in SPECS if name != "qwen3_5_moe"]
 
 
-@pytest.mark.parametrize("name", list(SPECS))
+@pytest.mark.parametrize("name", PLAN_CHECKS)
 def test_webgpu_plan_matches_the_cpu_backend(adapter, name, tmp_path_factory):
     cpu, gpu = (
         Harness(compiled_hybrid(tmp_path_factory, name, target=target), num_blocks=32)
