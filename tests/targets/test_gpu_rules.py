@@ -18,6 +18,7 @@ import pytest
 
 from mlcx.kernels.gpu.tensor_core import tensorize_works
 from mlcx.passes.pipeline_gpu import MATMUL_RULE_UNSAFE, schedule_rules
+from tests.support.cli import mlcx_env
 from tests.support.tiny_models import TinySpec
 
 TENSORIZING = [("cuda", "float16"), ("metal", "float16"), ("metal", "float32")]
@@ -84,10 +85,15 @@ def test_unsafe_set_covers_the_crashes():
 
 
 def _run_all(cases: dict[object, list[str]]) -> dict[object, tuple[int, str]]:
-    """Each case a fresh interpreter, all at once: case -> (exit code, stdout)."""
+    """Each case a fresh interpreter (as mlcx's users have it: no torch), all at once:
+    case -> (exit code, stdout)."""
     procs = {
         case: subprocess.Popen(
-            [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            [sys.executable, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=mlcx_env(),
         )
         for case, argv in cases.items()
     }
