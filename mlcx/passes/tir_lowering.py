@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 import tvm
 from tvm import relax, tirx
+from tvm.tirx.compilation_pipeline import get_tir_pipeline
+
+from mlcx.passes import tir_pipeline
 
 DEVICE_KERNEL = tvm.ir.CallingConv.DEVICE_KERNEL_LAUNCH
 
@@ -36,12 +39,15 @@ class LoweredTir:
 
 @tvm.instrument.pass_instrument
 class _AfterSplit:
+    """The functions as SplitHostDevice leaves them (the pipeline may lower its module in
+    parts, mlcx.passes.tir_pipeline: every part's)."""
+
     def __init__(self):
-        self.mod = None
+        self.functions = {}
 
     def run_after_pass(self, mod, info):
         if info.name.endswith("SplitHostDevice"):
-            self.mod = mod
+            self.functions.update(mod.functions)
 
 
 def lower_tir(graph: tvm.IRModule, names: set[str], target: tvm.target.Target) -> LoweredTir:
@@ -49,8 +55,8 @@ def lower_tir(graph: tvm.IRModule, names: set[str], target: tvm.target.Target) -
     funcs = {gv: f for gv, f in graph.functions.items() if gv.name_hint in names}
     mod = relax.transform.AttachGlobalSymbol()(tvm.IRModule(funcs))
     mod = tirx.transform.BindTarget(target)(mod)
-    pipeline, _, finalize_device = tvm.tirx.get_default_tir_pipeline(target)
+    pipeline, _, finalize_device = get_tir_pipeline(tir_pipeline.NAME)
     split = _AfterSplit()
     with tvm.transform.PassContext(opt_level=3, instruments=[split]):
         lowered = pipeline(mod)
-    return LoweredTir(split.mod, lowered, finalize_device)
+    return LoweredTir(tvm.IRModule(split.functions), lowered, finalize_device)

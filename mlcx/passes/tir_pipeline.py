@@ -6,11 +6,13 @@ buffer under all enclosing conditions. On the paged CPU attention kernel (decode
 prefill variants unrolled over query rows) that took 5-16 s of a 22 s compile of a tiny model
 (measured on Sapphire Rapids, TVM 0.27), and it changes nothing there: the kernel's buffers are
 already exact (tests/passes/test_tir_pipeline.py checks the marked kernels stay so). Marked
-functions are lowered as a module of their own with the pass skipped; the others as before."""
+functions are lowered as a module of their own with the pass skipped (the caller's instruments
+see both modules' passes, one after the other); the others as before."""
 
 from __future__ import annotations
 
 import tvm
+from tvm.ir.instrument import PassTimingInstrument
 from tvm.tirx.compilation_pipeline import get_tir_pipeline, register_tir_pipeline
 
 from mlcx.kernels.exact_buffers import EXACT_BUFFERS
@@ -31,9 +33,10 @@ def _exact(func) -> bool:
 
 
 def _lower_marked(pipeline, mod: tvm.IRModule, ctx) -> tvm.IRModule:
-    # the caller's instruments stay out: entered a second time, TVM's pass timing crashes
-    skip = [_SkipCompaction()]
-    with tvm.transform.PassContext(ctx.opt_level, config=ctx.config, instruments=skip):
+    # TVM's pass timing crashes when entered a second time: it stays out
+    kept = [i for i in ctx.instruments if not isinstance(i, PassTimingInstrument)]
+    instruments = [*kept, _SkipCompaction()]
+    with tvm.transform.PassContext(ctx.opt_level, config=ctx.config, instruments=instruments):
         return pipeline(mod)
 
 

@@ -17,6 +17,7 @@ from tvm import relax
 
 from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import KV_PAGES
+from mlcx.passes import tir_pipeline
 from mlcx.passes.gpu.cuda_graph import graph_max_batch
 from mlcx.passes.pipeline_gpu import gpu_config, gpu_pipeline
 
@@ -90,7 +91,9 @@ def build_gpu(
     dtype = activation_dtype(mod)
     pipeline = gpu_pipeline(target, dtype, config, graph_batch, low_batch, matrix_units=units)
     with _device_code_kept_as_source():
-        return tvm.compile(mod, target=target, relax_pipeline=pipeline)
+        return tvm.compile(
+            mod, target=target, relax_pipeline=pipeline, tir_pipeline=tir_pipeline.NAME
+        )
 
 
 def device_module(executable: tvm.runtime.Executable, kind: str) -> tvm.runtime.Module:

@@ -15,8 +15,11 @@ from tvm import s_tir
 from mlcx.kernels.cpu.attention import copy_pages
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
 from mlcx.kernels.exact_buffers import EXACT_BUFFERS
+from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
 from mlcx.kernels.kv_layout import kv_pages_shape
 from mlcx.passes import tir_pipeline
+from mlcx.quantization.formats import format_from_name
 
 BEFORE_COMPACTION = (
     s_tir.transform.CanonicalizeLoop(),
@@ -30,7 +33,7 @@ def _allocations(mod: tvm.IRModule) -> list[int]:
     symbolic extents (TVMScript prints a shape as Python arithmetic)."""
     sizes = {"tokens": 7, "nnz": 5, "batch": 3}
     counts = []
-    for text in re.findall(r"T\.alloc_buffer\((.*)\)", mod.script()):
+    for text in re.findall(r"T\.alloc_(?:buffer|shared|local)\((.*)\)", mod.script()):
         shape = eval(_first_argument(text), {}, sizes)  # noqa: S307 (TVM's own printout)
         counts.append(int(np.prod(shape if isinstance(shape, tuple) else (shape,))))
     return counts
@@ -50,8 +53,12 @@ def _first_argument(text: str) -> str:
     [
         lambda: paged_attention_cpu(2, 4, 16, "float32", 16),
         lambda: paged_attention_cpu(1, 2, 16, "int8", 16, "float16", window=24, sinks=True),
+        lambda: build_gpu_linear(
+            GpuLinearSpec(format_from_name("int4-sym-g32-float16"), 64, 384, "float16"),
+            GpuConfig(),
+        ),
     ],
-    ids=["plain", "int8-window-sinks"],
+    ids=["plain", "int8-window-sinks", "gpu-linear"],
 )
 def test_marked_kernels_are_what_compaction_would_leave(kernel):
     func = kernel()
