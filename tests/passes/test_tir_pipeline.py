@@ -16,6 +16,7 @@ from mlcx.kernels.cpu.attention import copy_pages
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
 from mlcx.kernels.exact_buffers import EXACT_BUFFERS
 from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.gpu.experts import GpuExpertsSpec, build_gpu_experts
 from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
 from mlcx.kernels.kv_layout import kv_pages_shape
 from mlcx.passes import tir_pipeline
@@ -51,14 +52,17 @@ def _first_argument(text: str) -> str:
 @pytest.mark.parametrize(
     "kernel",
     [
-        lambda: paged_attention_cpu(2, 4, 16, "float32", 16),
         lambda: paged_attention_cpu(1, 2, 16, "int8", 16, "float16", window=24, sinks=True),
         lambda: build_gpu_linear(
             GpuLinearSpec(format_from_name("int4-sym-g32-float16"), 64, 384, "float16"),
             GpuConfig(),
         ),
+        lambda: build_gpu_experts(
+            GpuExpertsSpec(format_from_name("int4-sym-g32-float16"), 8, 2, 64, 128, "float16"),
+            GpuConfig(),
+        ),
     ],
-    ids=["plain", "int8-window-sinks", "gpu-linear"],
+    ids=["cpu-attention", "gpu-linear", "gpu-experts"],
 )
 def test_marked_kernels_are_what_compaction_would_leave(kernel):
     func = kernel()
