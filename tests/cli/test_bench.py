@@ -13,7 +13,8 @@ from mlcx.artifact.weight_shards import load_arrays
 from tests.support.cli import one_line_error, run_mlcx
 from tests.support.tiny_models import TinySpec
 
-SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=5)
+# tests/models/test_quantized_vs_hf.py's model: the session compiles its q4f32 artifact once
+SPEC = TinySpec(arch="llama", tie=False, kv_heads=2, seed=4)
 
 
 @pytest.fixture(scope="module")
@@ -70,9 +71,9 @@ def test_bench_compiles_with_llama_cpp_s_f16_kv_cache(tiny_model, tmp_path):
     assert Artifact(report["artifact"]).config.kv_dtype == "float16"
 
 
-def test_bench_is_the_default_subcommand(artifact):
-    plain, explicit = _bench(str(artifact)), run_mlcx("bench", "run", "--help")
-    assert plain.returncode == 0, plain.stderr
+def test_bench_is_the_default_subcommand():
+    # `mlcx bench ARTIFACT` (no `run`) is what every bench call of this file runs
+    explicit = run_mlcx("bench", "run", "--help")
     assert explicit.returncode == 0 and "--against" in explicit.stdout
 
 
