@@ -7,13 +7,15 @@ import json
 
 import pytest
 
-from tests.support.cli import run_mlcx
+from tests.support.cached_package import package_cli
 from tests.support.tiny_models import TinySpec
 from tests.webgpu.conftest import _setup, browser_ready  # noqa: F401
 
 
 @pytest.fixture(scope="session")
 def app_dist(tiny_model, tmp_path_factory):
+    """`mlcx package --app both` (the CLI, in this process: its three compiles go through the
+    tests' artifact cache, the two webgpu ones being test_plan.py's)."""
     if error := _setup("setup-web.sh"):
         pytest.skip(f"dist/www copies web/node_modules; scripts/setup-web.sh failed: {error}")
     folder = tmp_path_factory.mktemp("app")
@@ -25,6 +27,5 @@ def app_dist(tiny_model, tmp_path_factory):
     }  # fmt: skip
     (folder / "package.json").write_text(json.dumps(package))
     out = folder / "dist"
-    result = run_mlcx("package", str(folder / "package.json"), "--app", "both", "-o", str(out))
-    assert result.returncode == 0, result.stderr[-3000:]
+    package_cli(str(folder / "package.json"), "--app", "both", "-o", str(out))
     return out

@@ -121,9 +121,9 @@ def test_app_kinds():
 
 
 def test_unknown_app_kind_is_refused_by_the_cli(tmp_path):
-    from tests.support.cli import run_mlcx
+    from tests.support.cli import run_mlcx_here
 
-    result = run_mlcx("package", str(tmp_path / "package.json"), "--app", "windows")
+    result = run_mlcx_here("package", str(tmp_path / "package.json"), "--app", "windows")
     assert result.returncode != 0
     message = " ".join(result.stderr.replace("│", " ").split())  # unwrap the error box
     assert "unknown app kind 'windows'; choose one of: ios, android, both" in message

@@ -1,5 +1,6 @@
 """`mlcx package`: two tiny models for an iPhone app (one combined archive, through the CLI)
-and for an Android app (one library per model), checked file by file and symbol by symbol."""
+and for an Android app (one library per model), checked file by file and symbol by symbol.
+Both build in this process with their compiles through the tests' artifact cache."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ import pytest
 
 from mlcx.artifact.config import CONFIG_FILE, ArtifactConfig
 from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig
-from mlcx.package.build import build_package
 from mlcx.package.config import PackageConfig
-from tests.support.cli import run_mlcx
+from tests.support.cached_package import build_package, package_cli
 from tests.support.tiny_models import TinySpec
 from tests.targets.binaries import (
     EM_AARCH64,
@@ -24,20 +24,22 @@ from tests.targets.binaries import (
     macho,
 )
 
-SPECS = {"tiny-llama": TinySpec(), "tiny-qwen": TinySpec(arch="qwen2", seed=1)}
-PREFIXES = {"tiny-llama": "tiny_llama_", "tiny-qwen": "tiny_qwen_"}
+# "tiny" is app_dist's model (tests/package/conftest.py): one iPhone compile serves both; no
+# prefix is a substring of the other's (the Android test looks for the other's symbols)
+SPECS = {"tiny": TinySpec(), "small-qwen": TinySpec(arch="qwen2", seed=1)}
+PREFIXES = {"tiny": "tiny_", "small-qwen": "small_qwen_"}
 
 
 def _config(device: str, library: str, models: dict[str, Path]) -> dict:
-    llama, qwen = models["tiny-llama"], models["tiny-qwen"]
+    llama, qwen = models["tiny"], models["small-qwen"]
     return {
         "device": device,
         "library": library,
         "models": [
-            {"id": "tiny-llama", "source": str(llama), "quantization": "q4f16",
+            {"id": "tiny", "source": str(llama), "quantization": "q4f16",
              "bundle_weights": True, "estimated_memory_bytes": 4e6},
-            {"id": "tiny-qwen", "source": str(qwen), "bundle_weights": False,
-             "weights_url": "https://example.com/tiny-qwen/"},
+            {"id": "small-qwen", "source": str(qwen), "bundle_weights": False,
+             "weights_url": "https://example.com/small-qwen/"},
         ],
     }  # fmt: skip
 
@@ -51,8 +53,7 @@ def sources(tiny_model):
 def iphone_dist(sources, tmp_path_factory):
     folder = tmp_path_factory.mktemp("iphone")
     (folder / "package.json").write_text(json.dumps(_config("iphone", "combined", sources)))
-    result = run_mlcx("package", str(folder / "package.json"), "-o", str(folder / "dist"))
-    assert result.returncode == 0, result.stderr[-3000:]
+    package_cli(str(folder / "package.json"), "-o", str(folder / "dist"))
     return folder / "dist"
 
 
@@ -75,9 +76,9 @@ def test_iphone_layout(iphone_dist):
     assert _files(iphone_dist) == {
         "lib/libmlcx_models.a",
         "bundle/mlcx-app-config.json",
-        *(f"bundle/tiny-llama/{f}" for f in ("mlcx-config.json", "tokenizer.json",
+        *(f"bundle/tiny/{f}" for f in ("mlcx-config.json", "tokenizer.json",
           "mlcx-tokenizer.json", "params/index.json", "params/shard-00000.bin")),
-        *(f"bundle/tiny-qwen/{f}" for f in ("mlcx-config.json", "tokenizer.json",
+        *(f"bundle/small-qwen/{f}" for f in ("mlcx-config.json", "tokenizer.json",
           "mlcx-tokenizer.json", "params/index.json")),
     }  # fmt: skip
 
@@ -101,9 +102,9 @@ def test_iphone_combined_archive_holds_both_models(iphone_dist, tmp_path):
 def test_app_config_points_at_each_models_files(iphone_dist):
     bundle = iphone_dist / "bundle"
     by_id = {m.id: m for m in _app(iphone_dist).models}
-    llama, qwen = by_id["tiny-llama"], by_id["tiny-qwen"]
+    llama, qwen = by_id["tiny"], by_id["small-qwen"]
     assert llama.weights.bundled and not qwen.weights.bundled
-    assert qwen.weights.url == "https://example.com/tiny-qwen/"
+    assert qwen.weights.url == "https://example.com/small-qwen/"
     assert llama.estimated_memory_bytes == 4_000_000
     assert qwen.estimated_memory_bytes > qwen.weights.bytes  # weights + a full KV cache
     for model in by_id.values():

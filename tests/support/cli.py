@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -31,6 +33,29 @@ def run_mlcx(
         env=mlcx_env(env),
         timeout=timeout,
     )
+
+
+def run_mlcx_here(*args: str) -> subprocess.CompletedProcess:
+    """`mlcx ARGS` through the console entry point (mlcx.cli.main.main: its parsing, its
+    one-line errors, its exit codes) in this process, without a new interpreter's imports
+    (several seconds each on a loaded machine): for commands that stop before any heavy work.
+    The environment is restored afterwards (commands may set TVM_NUM_THREADS)."""
+    from mlcx.cli.main import main
+
+    out, err, environ, argv = io.StringIO(), io.StringIO(), dict(os.environ), sys.argv
+    sys.argv = ["mlcx", *args]
+    os.environ.pop("MLCX_DEBUG", None)
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            main()
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    finally:
+        sys.argv = argv
+        os.environ.clear()
+        os.environ.update(environ)
+    return subprocess.CompletedProcess(["mlcx", *args], code, out.getvalue(), err.getvalue())
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:
