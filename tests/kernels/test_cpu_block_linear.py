@@ -23,6 +23,7 @@ from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.quantization.block_formats import BlockFormat
 from mlcx.quantization.ggml_blocks import KIND_OF
 from tests.quantization.test_block_formats import random_blocks
+from tests.support.kernel_cache import cpu_module
 from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
@@ -53,7 +54,7 @@ def test_tiled_block_kernel_matches_gguf_weights(kind, source, k, n, residual, t
     weight = dequantize(raw, gtype).reshape(n, k).astype(np.float64)
     spec = LinearSpec(_source(source, k), fmt, n, residual)
     func = build_linear(spec, KernelConfig.for_target(TARGET))
-    lib = tvm.compile(tvm.IRModule({"main": func}), TARGET).mod
+    lib = cpu_module(func, TARGET)
     x = rng.standard_normal((tokens, 2 * k if source == "swiglu" else k)).astype(np.float32)
     norm = rng.uniform(0.5, 1.5, k).astype(np.float32)
     res = rng.standard_normal((tokens, n)).astype(np.float32)

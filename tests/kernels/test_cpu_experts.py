@@ -16,6 +16,7 @@ from tvm.target import codegen
 from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels, has_int8_dot
 from mlcx.kernels.cpu.qexperts import ExpertSpec, build_expert_linear
 from mlcx.quantization.formats import format_from_name
+from tests.support.kernel_cache import cpu_module
 from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
@@ -50,7 +51,7 @@ def _run(spec: ExpertSpec, tokens: int, kernels: LinearKernels, seed: int):
     x = rng.standard_normal(x_shape).astype(np.float32)
     ids = rng.integers(0, EXPERTS - 1, (tokens, SLOTS)).astype(np.int32)  # the last one unused
     cfg = KernelConfig.for_target(TARGET, kernels)
-    lib = tvm.compile(tvm.IRModule({"main": build_expert_linear(spec, cfg)}), TARGET).mod
+    lib = cpu_module(build_expert_linear(spec, cfg), TARGET)  # once for every token count
     out = tvm.runtime.empty((tokens, SLOTS, spec.out_features), "float32")
     args = [x, ids] + [planes[s] for s in spec.fmt.suffixes]
     lib["main"](*[tvm.runtime.tensor(a) for a in args], out)

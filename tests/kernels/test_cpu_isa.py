@@ -14,6 +14,7 @@ from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
 from mlcx.quantization.formats import format_from_name
+from tests.support.kernel_cache import cpu_asm
 
 # The row-tiled layout (what CPU artifacts store) and the row-major one (older artifacts); the
 # K-quants (Q4_K: sub-block scales per 32; Q6_K: 6-bit codes, scales per 16) and Q5_0.
@@ -31,7 +32,7 @@ def _asm(mtriple: str, mcpu: str, fmt: str, kernels=LinearKernels.INT16) -> str:
     k = 512 if fmt.startswith("q") else 576  # K-quant super-blocks hold 256 weights
     spec = LinearSpec(PlainRows(k), format_from_name(fmt), 96, False)
     func = build_linear(spec, KernelConfig.for_target(target, kernels))
-    return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
+    return cpu_asm(func, target)
 
 
 def _count(asm: str, pattern: str) -> int:
@@ -72,7 +73,7 @@ def _float_asm(mtriple: str, mcpu: str) -> str:
     target = tvm.target.Target({"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2})
     spec = LinearSpec(PlainRows(588), format_from_name("float32"), 4305, False)
     func = build_linear(spec, KernelConfig.for_target(target))
-    return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
+    return cpu_asm(func, target)
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
 from mlcx.quantization.formats import format_from_name
+from tests.support.kernel_cache import cpu_asm
 
 # IQ4_NL reads its codes as IQ4_XS does (one table shuffle; only their scales differ): its
 # assembly is checked once, on the CPU without a table instruction (the last test)
@@ -26,7 +27,7 @@ def _asm(mtriple: str, mcpu: str, kind: str, kernels=LinearKernels.INT16) -> str
     target = tvm.target.Target({"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2})
     spec = LinearSpec(PlainRows(512), format_from_name(f"{kind}-t16"), 96, False)
     func = build_linear(spec, KernelConfig.for_target(target, kernels))
-    return tvm.compile(tvm.IRModule({"main": func}), target).mod.inspect_source("asm")
+    return cpu_asm(func, target)
 
 
 def _count(asm: str, pattern: str) -> int:

@@ -18,6 +18,7 @@ from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.quantization.formats import format_from_name
+from tests.support.kernel_cache import cpu_module
 from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
@@ -53,9 +54,7 @@ def test_kernel_matches_numpy(fmt_name, kind, k, n, residual, tokens):
     planes = fmt.pack(dense)
     weight = fmt.unpack(planes).astype(np.float64)
     spec = LinearSpec(_rows(kind, k), fmt, n, residual)
-    lib = tvm.compile(
-        tvm.IRModule({"main": build_linear(spec, KernelConfig.for_target(TARGET))}), TARGET
-    ).mod
+    lib = cpu_module(build_linear(spec, KernelConfig.for_target(TARGET)), TARGET)
     inputs = _inputs(kind, tokens, k, rng)
     res = rng.standard_normal((tokens, n)).astype(np.float32)
     args = inputs + [planes[s] for s in fmt.suffixes] + ([res] if residual else [])

@@ -19,6 +19,7 @@ from mlcx.kernels.cpu.linear_kernels import build_linear
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.quantization.formats import format_from_name
+from tests.support.kernel_cache import cpu_module
 from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
@@ -42,7 +43,7 @@ def _run(fmt_name: str, kind: str, k: int, n: int, tokens: int, rng):
     sources = {"plain": PlainRows(k), "rmsnorm": RmsNormRows(k, EPS), "swiglu": SwiGluRows(k)}
     cfg = KernelConfig.for_target(TARGET, LinearKernels.INT8)
     spec = LinearSpec(sources[kind], fmt, n, residual=False)
-    lib = tvm.compile(tvm.IRModule({"main": build_linear(spec, cfg)}), TARGET).mod
+    lib = cpu_module(build_linear(spec, cfg), TARGET)
     x = rng.standard_normal((tokens, 2 * k if kind == "swiglu" else k)).astype(np.float32)
     norm = rng.uniform(0.5, 1.5, k).astype(np.float32)
     args = [x, norm] if kind == "rmsnorm" else [x]
