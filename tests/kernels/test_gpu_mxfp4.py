@@ -102,6 +102,7 @@ def test_cuda_source_compiles_with_nvcc():
     import tvm
 
     from mlcx.kernels.gpu.config import gpu_config
+    from mlcx.passes import tir_pipeline
     from mlcx.targets.cuda_kernels import compile_fatbin
     from mlcx.targets.toolchain import which
 
@@ -114,6 +115,7 @@ def test_cuda_source_compiles_with_nvcc():
     )
     linear = GpuLinearSpec(MXFP4, 256, 64, "float16")
     funcs = {down.name: build_gpu_experts(down, cfg), linear.name: build_gpu_linear(linear, cfg)}
-    source = tvm.compile(tvm.IRModule(funcs), target).mod.imports[0].inspect_source("cuda")
+    built = tvm.compile(tvm.IRModule(funcs), target, tir_pipeline=tir_pipeline.NAME)
+    source = built.mod.imports[0].inspect_source("cuda")
     assert all(name in source for name in funcs)
     assert len(compile_fatbin(source, "sm_90")) > 0

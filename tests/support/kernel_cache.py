@@ -13,6 +13,8 @@ import tvm
 import tvm_ffi
 from tvm import tirx
 
+from mlcx.passes import tir_pipeline
+
 T = TypeVar("T")
 _ENTRIES: dict[tuple, list[tuple[tirx.PrimFunc, object]]] = {}
 
@@ -29,8 +31,11 @@ def cached(func: tirx.PrimFunc, target: str, make: Callable[[], T]) -> T:
 
 
 def cpu_module(func: tirx.PrimFunc, target: tvm.target.Target) -> tvm.runtime.Module:
-    """`func` compiled as `main` for `target`."""
-    return cached(func, str(target), lambda: tvm.compile(tvm.IRModule({"main": func}), target).mod)
+    """`func` compiled as `main` for `target`, lowered as the artifacts lower it."""
+    mod = tvm.IRModule({"main": func})
+    return cached(
+        func, str(target), lambda: tvm.compile(mod, target, tir_pipeline=tir_pipeline.NAME).mod
+    )
 
 
 def cpu_asm(func: tirx.PrimFunc, target: tvm.target.Target) -> str:
