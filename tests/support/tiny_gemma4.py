@@ -10,10 +10,9 @@ the prompts the tests feed.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from tests.support.tiny_models import TinySpec, load_reference
+from tests.support.tiny_models import TinySpec, edited_copy
 
 WINDOW = 16
 KINDS = ["sliding_attention", "sliding_attention", "full_attention"] * 2
@@ -61,12 +60,7 @@ def sharpen_gemma4(src: Path, dst: Path, seed: int) -> Path:
     transformers itself moves its logits by ~1e-4 against float64."""
     import torch
 
-    if dst.exists():
-        return dst
-    shutil.copytree(src, dst)
-    model = load_reference(src)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
+    def edit(model, gen) -> None:
         for name, param in model.named_parameters():
             if name.endswith(("norm.weight", "router.scale", "per_expert_scale")):
                 param.copy_(1.0 + 0.1 * torch.randn(param.shape, generator=gen))
@@ -74,5 +68,5 @@ def sharpen_gemma4(src: Path, dst: Path, seed: int) -> Path:
                 param.mul_(0.5)
         for i, layer in enumerate(model.model.layers):
             layer.layer_scalar.fill_(0.6 + 0.05 * i)
-    model.save_pretrained(dst)
-    return dst
+
+    return edited_copy(src, dst, seed, edit)

@@ -145,18 +145,31 @@ def sharpened(src: Path, dst: Path, seed: int, attention: Callable) -> Path:
     The tiny models' random norm weights (~0.08) make every attention score near zero, and a
     wrong q/k path would then pass: layer norms go to unit scale and `attention(self_attn,
     generator)` makes the architecture's own q/k parameters larger."""
-    import shutil
-
     import torch
 
-    shutil.copytree(src, dst)
-    model = load_reference(src)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
+    def edit(model, gen) -> None:
         for layer in model.model.layers:
             norm = layer.input_layernorm.weight
             norm.copy_(1.0 + 0.1 * torch.randn(norm.shape, generator=gen))
             attention(layer.self_attn, gen)
+
+    return edited_copy(src, dst, seed, edit)
+
+
+def edited_copy(src: Path, dst: Path, seed: int, edit: Callable) -> Path:
+    """A copy of the model in `src` at `dst` whose parameters `edit(model, generator)` changed
+    in transformers (no grad; the generator seeded with `seed`); an existing `dst` is kept."""
+    import shutil
+
+    import torch
+
+    if dst.exists():
+        return dst
+    shutil.copytree(src, dst)
+    model = load_reference(src)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        edit(model, gen)
     model.save_pretrained(dst)
     return dst
 

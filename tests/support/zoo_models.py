@@ -4,10 +4,9 @@ tests/webgpu/test_zoo_wgpu.py): each spec exercises what its family adds to the 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from tests.support.tiny_models import TinySpec, load_reference
+from tests.support.tiny_models import TinySpec, edited_copy
 
 WINDOW = 16
 PROMPT = 40  # past every window and past Ministral 3's original context (32)
@@ -61,16 +60,15 @@ def sharpened(src: Path, dst: Path, seed: int) -> Path:
 
     if dst.exists():
         return dst
-    shutil.copytree(src, dst)
-    model = load_reference(src)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
+
+    def edit(model, gen) -> None:
         for name, param in model.named_parameters():
             if name.endswith("norm.weight"):
                 param.copy_(1.0 + 0.1 * torch.randn(param.shape, generator=gen))
             elif name.endswith(("q_proj.weight", "k_proj.weight")):
                 param.mul_(3.0)
-    model.save_pretrained(dst)
+
+    edited_copy(src, dst, seed, edit)
     # the byte-level BPE as itself: a family's own tokenizer class (Gemma's) would add tokens
     config = json.loads((dst / "tokenizer_config.json").read_text())
     config["tokenizer_class"] = "PreTrainedTokenizerFast"
