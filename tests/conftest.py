@@ -15,6 +15,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 pytest_plugins = ["tests.support.folder_times"]
 
 
+def pytest_sessionstart(session) -> None:
+    if not hasattr(session.config, "workerinput"):  # once per run, before any worker compiles
+        from tests.support.compile_cache import prune
+
+        prune()
+
+
 @pytest.fixture(scope="session")
 def models_root(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("tiny_models")

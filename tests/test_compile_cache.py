@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import time
 from dataclasses import replace
 
 from mlcx.artifact.config import CONFIG_FILE
@@ -14,6 +16,12 @@ from mlcx.compile.model import CompileRequest
 from tests.support import compile_cache
 from tests.support.compile_cache import compile_model, request_key
 from tests.support.tiny_models import TinySpec
+
+
+def _fake_compile(req, progress=None):
+    req.output.mkdir(parents=True)
+    (req.output / CONFIG_FILE).write_text("{}")
+    return req.output
 
 
 def _request(folder, out) -> CompileRequest:
@@ -67,3 +75,23 @@ def test_a_hit_logs_the_warnings_the_compile_logged(tiny_model, tmp_path, monkey
         said.append([(r.name, r.getMessage()) for r in caplog.records])
     assert len(compiles) == 1
     assert said[0] == said[1] == [("mlcx.frontends.convert", "w: GGUF Q4_K re-quantized (lossy)")]
+
+
+def test_prune_deletes_only_entries_no_run_used_lately(tiny_model, tmp_path, monkeypatch):
+    """The cache outlives checkouts: entries of old code hashes go, a hit keeps its entry."""
+    monkeypatch.setattr(compile_cache, "ROOT", tmp_path / "cache")
+    monkeypatch.setattr(compile_cache.compile_module, "compile_model", _fake_compile)
+    folder = tiny_model(TinySpec())
+    used = compile_model(_request(folder, tmp_path / "used"))
+    stale = compile_model(replace(_request(folder, tmp_path / "stale"), prefill_chunk=64))
+    entries = {p.name: p for p in (tmp_path / "cache").iterdir() if p.is_dir()}
+    assert len(entries) == 2
+    long_ago = time.time() - (compile_cache.PRUNE_DAYS + 1) * 86400
+    for entry in entries.values():
+        os.utime(entry, (long_ago, long_ago))
+    compile_model(_request(folder, used))  # a hit
+    assert compile_cache.prune() == 1
+    left = [p for p in (tmp_path / "cache").iterdir()]
+    kept = request_key(_request(folder, used))[:24]
+    assert {p.name.split(".")[0] for p in left} == {kept}
+    assert stale.exists()  # callers' copies are theirs
