@@ -1,41 +1,66 @@
-"""TVM's default TIR pipeline, with buffer compaction skipped for the kernels marked
-EXACT_BUFFERS (mlcx.kernels.exact_buffers), registered as the TIR pipeline "mlcx".
+"""TVM's default TIR pipeline, with some passes skipped for kernels marked as already in the
+shape those passes would give them (mlcx.kernels.lowering_marks), registered as the TIR
+pipeline "mlcx".
 
-Why: s_tir.CompactBufferAllocation evaluates the access region of every access to a local
-buffer under all enclosing conditions. On the paged CPU attention kernel (decode, verify and
-prefill variants unrolled over query rows) that took 5-16 s of a 22 s compile of a tiny model
-(measured on Sapphire Rapids, TVM 0.27), and it changes nothing there: the kernel's buffers are
-already exact (tests/passes/test_tir_pipeline.py checks the marked kernels stay so). Marked
-functions are lowered as a module of their own with the pass skipped (the caller's instruments
-see both modules' passes, one after the other); the others as before."""
+Why: on mlcx's hand-written kernels these passes cost most of a compile and change nothing.
+s_tir.CompactBufferAllocation evaluates the access region of every access to a local buffer
+under all enclosing conditions: on the paged CPU attention kernel (decode, verify and prefill
+variants unrolled over query rows) that took 5-16 s of a 22 s compile of a tiny model, for a
+kernel whose buffers are already exact. On a GPU linear kernel (an unrolled tile of
+accumulators) HoistIfThenElse, with the simplification and no-op removal it runs inside, and
+RemoveNoOp took about 40% of its 3-5 s lowering, and lowering GPU linears was most of a GPU
+compile (measured on Sapphire Rapids, TVM 0.27). tests/passes/test_tir_pipeline.py checks that
+each marked kind lowers to exactly what the pipeline without the skips gives.
+
+Functions with the same marks are lowered as a module of their own with their passes skipped
+(the caller's instruments see each module's passes, one after the other); unmarked ones as
+before."""
 
 from __future__ import annotations
 
 import tvm
 from tvm.tirx.compilation_pipeline import get_tir_pipeline, register_tir_pipeline
 
-from mlcx.kernels.exact_buffers import EXACT_BUFFERS
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS, TIDY
 
 NAME = "mlcx"
-COMPACTION = "s_tir.CompactBufferAllocation"
 ENTRY = "tirx.is_entry_func"
+# mark -> the passes (by name, nested ones included) a kernel carrying it skips
+SKIPS: dict[str, frozenset[str]] = {
+    EXACT_BUFFERS: frozenset({"s_tir.CompactBufferAllocation"}),
+    TIDY: frozenset(
+        {
+            "s_tir.HoistIfThenElse",
+            "s_tir.InjectVirtualThread",
+            "s_tir.InjectPermutedLayout",
+            "tirx.RemoveNoOp",
+        }
+    ),
+}
 
 
 @tvm.instrument.pass_instrument
-class _SkipCompaction:
+class SkipPasses:
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+
     def should_run(self, mod, info) -> bool:
-        return info.name != COMPACTION
+        return info.name not in self.names
 
 
-def _exact(func) -> bool:
-    return isinstance(func, tvm.tirx.PrimFunc) and bool(func.attrs.get(EXACT_BUFFERS, False))
+def skipped(func) -> frozenset[str]:
+    """The passes the pipeline skips for `func`: those of the marks it carries."""
+    if not isinstance(func, tvm.tirx.PrimFunc) or func.attrs is None:
+        return frozenset()
+    marks = [names for mark, names in SKIPS.items() if func.attrs.get(mark, False)]
+    return frozenset().union(*marks)
 
 
-def _lower_marked(pipeline, mod: tvm.IRModule, ctx) -> tvm.IRModule:
+def _lower_skipping(pipeline, mod: tvm.IRModule, names: frozenset[str], ctx) -> tvm.IRModule:
     # TVM's pass timing crashes when entered a second time: it stays out (by name: the FFI
     # hands back every instrument as that class)
     kept = [i for i in ctx.instruments if i.name != "PassTimingInstrument"]
-    instruments = [*kept, _SkipCompaction()]
+    instruments = [*kept, SkipPasses(names)]
     with tvm.transform.PassContext(ctx.opt_level, config=ctx.config, instruments=instruments):
         return pipeline(mod)
 
@@ -45,15 +70,20 @@ def _pipeline_factory():
 
     @tvm.transform.module_pass(opt_level=0, name="mlcx.TirPipeline")
     def pipeline(mod: tvm.IRModule, ctx) -> tvm.IRModule:
-        exact = {gv: f for gv, f in mod.functions.items() if _exact(f)}
-        if not exact:
+        groups: dict[frozenset[str], dict] = {}
+        for gv, func in mod.functions.items():
+            groups.setdefault(skipped(func), {})[gv] = func
+        if set(groups) <= {frozenset()}:
             return default(mod)
-        rest = {gv: f for gv, f in mod.functions.items() if gv not in exact}
-        marked = _lower_marked(default, tvm.IRModule(exact, attrs=mod.attrs), ctx)
-        lowered = dict(marked.functions)
-        if rest:  # lowered alone, one marked kernel became the entry function: the whole has none
+        lowered = {}
+        for names, funcs in groups.items():
+            part = tvm.IRModule(funcs, attrs=mod.attrs)
+            done = _lower_skipping(default, part, names, ctx) if names else default(part)
+            lowered.update(done.functions)
+        if (
+            len(groups) > 1
+        ):  # lowered alone, a part's one function became the entry: the whole has none
             lowered = {gv: _not_entry(f) for gv, f in lowered.items()}
-            lowered.update(default(tvm.IRModule(rest, attrs=mod.attrs)).functions)
         return tvm.IRModule(lowered, attrs=mod.attrs)
 
     return pipeline, finalize_host, finalize_device

@@ -1,7 +1,8 @@
-"""The TIR pipeline "mlcx" skips buffer compaction only where compaction changes nothing: every
-scratch buffer of a kernel marked EXACT_BUFFERS keeps its shape through TVM's
-CompactBufferAllocation (which only rewrites its indices by a 0 offset). A marked kernel built
-beside an unmarked function through the pipeline computes what the default pipeline's build does."""
+"""The TIR pipeline "mlcx" skips passes only where they change nothing: every scratch buffer of
+a kernel marked EXACT_BUFFERS keeps its shape through TVM's CompactBufferAllocation (which only
+rewrites its indices by a 0 offset), and a kernel marked TIDY lowers to the same IR with and
+without the passes its mark skips. A marked kernel built beside an unmarked function through the
+pipeline computes what the default pipeline's build does."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ import numpy as np
 import pytest
 import tvm
 from tvm import s_tir
+from tvm.tirx.compilation_pipeline import get_tir_pipeline
 
 from mlcx.kernels.cpu.attention import copy_pages
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
-from mlcx.kernels.exact_buffers import EXACT_BUFFERS
 from mlcx.kernels.gpu.config import GpuConfig
 from mlcx.kernels.gpu.experts import GpuExpertsSpec, build_gpu_experts
 from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
 from mlcx.kernels.kv_layout import kv_pages_shape
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS, TIDY
 from mlcx.passes import tir_pipeline
 from mlcx.quantization.formats import format_from_name
 
@@ -72,6 +74,46 @@ def test_marked_kernels_are_what_compaction_would_leave(kernel):
         mod = lower(mod)
     shapes = _allocations(mod)
     assert shapes and _allocations(s_tir.transform.CompactBufferAllocation()(mod)) == shapes
+
+
+@pytest.mark.parametrize(
+    ("kind", "kernel"),
+    [
+        (
+            "webgpu",
+            lambda: build_gpu_linear(
+                GpuLinearSpec(format_from_name("q4_k"), 256, 32, "float32", residual=True),
+                GpuConfig(subgroups=True),
+            ),
+        ),
+        (
+            "cuda",
+            lambda: build_gpu_linear(
+                GpuLinearSpec(
+                    format_from_name("int4-sym-g32-float16"), 64, 32, "float16", swiglu=True
+                ),
+                GpuConfig(gemm_rows=2, gemm_tokens=2),
+            ),
+        ),
+        (
+            "metal",
+            lambda: build_gpu_experts(
+                GpuExpertsSpec(format_from_name("mxfp4"), 4, 2, 64, 32, "float16"), GpuConfig()
+            ),
+        ),
+    ],
+    ids=["gpu-linear-kquant", "gpu-linear-swiglu", "gpu-experts-mxfp4"],
+)
+def test_tidy_kernels_lower_the_same_without_the_passes_they_skip(kind, kernel):
+    func = kernel()
+    assert func.attrs[TIDY]
+    target = tvm.target.Target({"kind": kind, "host": {"kind": "llvm"}})
+    mod = tvm.IRModule({"main": func.with_attr("target", target)})
+    lowered = []
+    for names in (tir_pipeline.skipped(func), tir_pipeline.SKIPS[EXACT_BUFFERS]):
+        with tvm.transform.PassContext(opt_level=3, instruments=[tir_pipeline.SkipPasses(names)]):
+            lowered.append(get_tir_pipeline("s_tir")[0](mod))
+    tvm.ir.assert_structural_equal(lowered[0], lowered[1])
 
 
 def test_marked_and_unmarked_functions_build_together():

@@ -40,7 +40,7 @@ from mlcx.kernels.cpu.paged_decode import (
     uses_decode,
     verify_rows,
 )
-from mlcx.kernels.exact_buffers import EXACT_BUFFERS
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS
 
 SLICES = 4  # row-block slices per head: work items = h_q * SLICES
 NEG_INF = -3.0e38

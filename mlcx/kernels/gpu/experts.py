@@ -27,7 +27,6 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.exact_buffers import EXACT_BUFFERS
 from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
 from mlcx.kernels.gpu.expert_sort import ExpertSortSpec, RoutedRows, tile_count
 from mlcx.kernels.gpu.linear import (
@@ -39,6 +38,7 @@ from mlcx.kernels.gpu.linear import (
     zero,
 )
 from mlcx.kernels.gpu.weight_reader import GpuWeightReader
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS, TIDY
 from mlcx.kernels.moe import check_expert_flags
 from mlcx.kernels.moe_options import SILU, GluActivation
 from mlcx.quantization.formats import WeightFormat
@@ -212,7 +212,7 @@ def build_gpu_experts(spec: GpuExpertsSpec, cfg: GpuConfig) -> tirx.PrimFunc:
     reader = GpuWeightReader(spec.fmt, spec.in_features)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
-        T.func_attr({**KERNEL_ATTRS, EXACT_BUFFERS: True})
+        T.func_attr({**KERNEL_ATTRS, EXACT_BUFFERS: True, TIDY: True})
         tokens, bufs = _declare(spec, reader)
         pairs = tokens * spec.slots
         with T.If(pairs <= gemv_max_pairs(spec)):

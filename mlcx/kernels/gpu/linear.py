@@ -25,10 +25,10 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.exact_buffers import EXACT_BUFFERS
 from mlcx.kernels.gpu.config import KERNEL_ATTRS, GpuConfig
 from mlcx.kernels.gpu.share import step_activations
 from mlcx.kernels.gpu.weight_reader import STEP, GpuWeightReader
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS, TIDY
 from mlcx.kernels.moe_options import SILU
 from mlcx.quantization.formats import WeightFormat
 
@@ -242,7 +242,7 @@ def build_gpu_linear(spec: GpuLinearSpec, cfg: GpuConfig) -> tirx.PrimFunc:
     reader = GpuWeightReader(spec.fmt, spec.in_features)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
-        T.func_attr({**KERNEL_ATTRS, EXACT_BUFFERS: True})
+        T.func_attr({**KERNEL_ATTRS, EXACT_BUFFERS: True, TIDY: True})
         tokens, bufs = _declare(spec, reader)
         with T.If(tokens <= cfg.gemv_max_tokens):
             with T.Then():
