@@ -17,9 +17,11 @@ pytest_plugins = ["tests.support.folder_times"]
 
 def pytest_sessionstart(session) -> None:
     if not hasattr(session.config, "workerinput"):  # once per run, before any worker compiles
-        from tests.support.compile_cache import prune
+        from tests.support import compile_cache, kernel_cache
+        from tests.support.disk_cache import prune
 
-        prune()
+        for root in (compile_cache.ROOT, kernel_cache.ROOT):
+            prune(root)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from mlcx.artifact.config import CONFIG_FILE
 from mlcx.compile.model import CompileRequest
-from tests.support import compile_cache
+from tests.support import compile_cache, disk_cache
 from tests.support.compile_cache import compile_model, request_key
 from tests.support.tiny_models import TinySpec
 
@@ -86,11 +86,11 @@ def test_prune_deletes_only_entries_no_run_used_lately(tiny_model, tmp_path, mon
     stale = compile_model(replace(_request(folder, tmp_path / "stale"), prefill_chunk=64))
     entries = {p.name: p for p in (tmp_path / "cache").iterdir() if p.is_dir()}
     assert len(entries) == 2
-    long_ago = time.time() - (compile_cache.PRUNE_DAYS + 1) * 86400
-    for entry in entries.values():
-        os.utime(entry, (long_ago, long_ago))
+    long_ago = time.time() - (disk_cache.PRUNE_DAYS + 1) * 86400
+    for path in (tmp_path / "cache").iterdir():  # each entry's folder, lock and log
+        os.utime(path, (long_ago, long_ago))
     compile_model(_request(folder, used))  # a hit
-    assert compile_cache.prune() == 1
+    assert disk_cache.prune(compile_cache.ROOT) == 1
     left = [p for p in (tmp_path / "cache").iterdir()]
     kept = request_key(_request(folder, used))[:24]
     assert {p.name.split(".")[0] for p in left} == {kept}

@@ -13,7 +13,7 @@ import tvm
 
 from mlcx.kernels.cpu.kv_pages import kv_append_cpu
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
-from mlcx.passes import tir_pipeline
+from tests.support.kernel_cache import cpu_module
 from tests.support.paged_pages import random_tables
 from tests.support.sink_attention import CASES, WINDOW, WINDOW_CASES, exact_rows, hf_attention
 
@@ -27,9 +27,7 @@ GARBAGE = {"float32": np.nan, "float16": np.nan, "int8": -1}
 @functools.cache
 def _compiled(func_name: str, *args):
     func = {"append": kv_append_cpu, "attend": paged_attention_cpu}[func_name](*args)
-    target = tvm.target.Target({"kind": "llvm"})
-    lib = tvm.compile(tvm.IRModule({"main": func}), target, tir_pipeline=tir_pipeline.NAME)
-    return lib.mod["main"]
+    return cpu_module(func, tvm.target.Target({"kind": "llvm"}))["main"]
 
 
 def _run(func, *arrays) -> list[np.ndarray]:

@@ -28,6 +28,7 @@ from mlcx.quantization.ggml_blocks import KIND_OF
 from tests.kernels.test_cpu_experts import EXPERTS, SLOTS, _reference
 from tests.kernels.test_cpu_linear_int8 import _int8_rows
 from tests.quantization.test_block_formats import random_blocks
+from tests.support.kernel_cache import cpu_module
 from tests.support.linear_reference import input_rows
 
 TARGET = tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu(), "num-cores": 2})
@@ -47,14 +48,14 @@ def _linear(kind: str, kernels: LinearKernels):
     rows = {"plain": PlainRows(k), "rmsnorm": RmsNormRows(k, 1e-5), "swiglu": SwiGluRows(k)}
     spec = LinearSpec(rows[source], fmt, n, residual)
     func = build_linear(spec, KernelConfig.for_target(TARGET, kernels))
-    return tvm.compile(tvm.IRModule({"main": func}), TARGET).mod
+    return cpu_module(func, TARGET)
 
 
 @functools.cache
 def _experts(spec: ExpertSpec):
     """The expert kernel of `spec`, built once for every token count."""
     cfg = KernelConfig.for_target(TARGET)
-    return tvm.compile(tvm.IRModule({"main": build_expert_linear(spec, cfg)}), TARGET).mod
+    return cpu_module(build_expert_linear(spec, cfg), TARGET)
 
 
 def _run(kind: str, tokens: int, kernels: LinearKernels):

@@ -29,6 +29,7 @@ from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.kernels.moe_options import GPT_OSS_GLU, SILU
 from mlcx.quantization import mxfp4_blocks as mb
 from mlcx.quantization.mxfp4 import E2M1_TWICE, Mxfp4Format
+from tests.support.kernel_cache import cpu_module
 from tests.support.linear_reference import input_rows
 from tests.support.moe_reference import experts_numpy, glu_numpy
 from tests.support.mxfp4_reference import random_ggml, realistic_exponents
@@ -64,7 +65,7 @@ def test_byte_table_lookup(shuffle):
             found = byte_table.lookup16(table, index[i, T.Ramp(0, 1, 64)], 64, shuffle)
             T.buffer_store(out, found, [i, T.Ramp(0, 1, 64)])
     codes = np.random.default_rng(0).integers(0, 16, (4, 64)).astype(np.int8)
-    lib = tvm.compile(tvm.IRModule({"main": ib.get()}), TARGET).mod
+    lib = cpu_module(ib.get(), TARGET)
     got = tvm.runtime.empty((4, 64), "int8")
     lib["main"](tvm.runtime.tensor(codes), got)
     np.testing.assert_array_equal(got.numpy(), np.asarray(table, np.int8)[codes])
@@ -77,9 +78,7 @@ def test_dense_linear_int16(source):
     rows = {"plain": PlainRows(k), "rmsnorm": RmsNormRows(k, 1e-5), "swiglu": SwiGluRows(k)}
     residual = source == "swiglu"
     spec = LinearSpec(rows[source], FMT, n, residual)
-    lib = tvm.compile(
-        tvm.IRModule({"main": build_linear(spec, KernelConfig.for_target(TARGET))}), TARGET
-    ).mod
+    lib = cpu_module(build_linear(spec, KernelConfig.for_target(TARGET)), TARGET)
     rng = np.random.default_rng(7)
     norm = rng.uniform(0.5, 1.5, k).astype(np.float32)
     for tokens in (1, 3, 9, 21):  # decode, drafted tokens, a token block, the shared-row path
@@ -99,7 +98,7 @@ def test_dense_linear_int8_for_long_steps():
     spec = LinearSpec(PlainRows(k), FMT, n)
     func = build_linear(spec, KernelConfig.for_target(TARGET, LinearKernels.INT8))
     rng = np.random.default_rng(8)
-    lib = tvm.compile(tvm.IRModule({"main": func}), TARGET).mod
+    lib = cpu_module(func, TARGET)
     for tokens, low, high in ((3, 0.0, 1e-4), (21, 1e-4, 3e-2)):  # int16 up to 16 tokens
         x = rng.standard_normal((tokens, k)).astype(np.float32)
         out = tvm.runtime.empty((tokens, n), "float32")
@@ -121,7 +120,7 @@ def _expert_spec(kind: str) -> ExpertSpec:
 @functools.cache
 def _expert_kernel(kind: str, kernels: LinearKernels):
     func = build_expert_linear(_expert_spec(kind), KernelConfig.for_target(TARGET, kernels))
-    return tvm.compile(tvm.IRModule({"main": func}), TARGET).mod
+    return cpu_module(func, TARGET)
 
 
 def _expert_case(kind: str, tokens: int, seed: int, kernels=LinearKernels.INT16):

@@ -19,6 +19,7 @@ from mlcx.kernels.cpu.qexperts import ExpertSpec, build_expert_linear
 from mlcx.kernels.cpu.rows import PlainRows
 from mlcx.kernels.moe_options import GPT_OSS_GLU
 from mlcx.quantization.mxfp4 import Mxfp4Format
+from tests.support.kernel_cache import cpu_asm
 
 FMT = Mxfp4Format(tiled=True)
 CPUS = {
@@ -35,8 +36,7 @@ def _asm(mcpu: str) -> str:
     cfg = KernelConfig.for_target(target, kernels)
     linear = build_linear(LinearSpec(PlainRows(576), FMT, 96), cfg)
     spec = ExpertSpec(FMT, 8, 2, 64, 96, per_slot=True, swiglu=True, bias=True, glu=GPT_OSS_GLU)
-    mod = tvm.IRModule({"linear": linear, "experts": build_expert_linear(spec, cfg)})
-    return tvm.compile(mod, target).mod.inspect_source("asm")
+    return cpu_asm(linear, target) + cpu_asm(build_expert_linear(spec, cfg), target)
 
 
 def _count(asm: str, pattern: str) -> int:

@@ -17,6 +17,7 @@ from mlcx.kernels.hybrid.delta_cpu_decode import delta_decode_cpu
 from mlcx.kernels.hybrid.delta_cpu_prefill import delta_prefill_cpu
 from mlcx.kernels.hybrid.ops import StateOps, StateStep
 from mlcx.kernels.hybrid.shapes import ConvShape, DeltaShape
+from tests.support.kernel_cache import cpu_module
 from tests.support.state_reference import (
     Step,
     conv_inputs,
@@ -34,7 +35,7 @@ DELTAS = [DeltaShape(2, 4, 16, 32), DeltaShape(2, 4, 32, 16, head_order="tiled")
 
 
 def _build(func):
-    return tvm.compile(tvm.IRModule({"main": func}), target=TARGET)["main"]
+    return cpu_module(func, TARGET)["main"]
 
 
 def call(kernel, arrays: list[np.ndarray]) -> list[np.ndarray]:

@@ -15,6 +15,7 @@ from mlcx.kernels.hybrid.conv_cpu import conv_cpu
 from mlcx.kernels.hybrid.delta_cpu_decode import delta_decode_cpu
 from mlcx.kernels.hybrid.delta_cpu_prefill import delta_prefill_cpu
 from mlcx.kernels.hybrid.shapes import ConvShape, DeltaShape
+from tests.support.kernel_cache import cpu_asm
 
 CPUS = {
     "avx512": ("x86_64-linux-gnu", "sapphirerapids"),
@@ -45,8 +46,7 @@ def assembly():
                 {"kind": "llvm", "mtriple": mtriple, "mcpu": mcpu, "num-cores": 2}
             )
             func = KERNELS[kernel](KernelConfig.for_target(target))
-            module = tvm.compile(tvm.IRModule({"main": func}), target).mod
-            cache[isa, kernel] = module.inspect_source("asm")
+            cache[isa, kernel] = cpu_asm(func, target)
         return cache[isa, kernel]
 
     return get

@@ -1,8 +1,7 @@
 """The tests' disk cache of compiled tiny artifacts: `compile_model(req)` as mlcx's, but a
 request compiled before (by any worker, in any earlier run of any checkout on this machine) is
-copied from `~/.cache/mlcx/test-artifacts/` (beside mlcx's own caches: mlcx.cache.cache_dir)
-instead of compiled again. It lives outside the checkout so that a fresh clone of the same
-commit (CI's) finds what a run before it compiled, as a build cache does.
+copied from `~/.cache/mlcx/test-artifacts/` (tests/support/disk_cache.py) instead of compiled
+again.
 
 Keyed as the JIT cache keys compiles (mlcx.compile.jit.key_parts: code hash, request, TVM target,
 tuning database, format version), except that sources are keyed by content, not path: the tests'
@@ -13,8 +12,6 @@ Callers get their own copy in `req.output`, so a test that edits or breaks an ar
 reaches the cache. The warnings mlcx logged while compiling are kept beside the entry and logged
 again on every hit, so tests that read the compile's log (caplog) see what a compile says.
 MLCX_TEST_ARTIFACTS=off compiles everything afresh; MLCX_TEST_ARTIFACTS=DIR keeps them in DIR.
-An entry no run has used for PRUNE_DAYS is deleted (prune(), at the start of a test session):
-entries of an older code hash are never hit again.
 """
 
 from __future__ import annotations
@@ -25,19 +22,17 @@ import json
 import logging
 import os
 import shutil
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from mlcx.artifact.config import CONFIG_FILE
-from mlcx.cache import cache_dir
 from mlcx.compile import jit
 from mlcx.compile import model as compile_module
 from mlcx.compile.model import CompileRequest
 from mlcx.frontends.presets import PRESETS
+from tests.support.disk_cache import cache_root, touch
 
-ROOT = Path(os.environ.get("MLCX_TEST_ARTIFACTS") or cache_dir() / "test-artifacts")
-PRUNE_DAYS = 7
+ROOT = cache_root("MLCX_TEST_ARTIFACTS", "test-artifacts")
 
 
 def compile_model(req: CompileRequest, progress=None) -> Path:
@@ -47,7 +42,7 @@ def compile_model(req: CompileRequest, progress=None) -> Path:
     entry = ROOT / request_key(req)[:24]
     if (entry / CONFIG_FILE).exists() or not _fill(entry, req, progress):
         _replay(entry)
-        os.utime(entry)  # used: kept by prune()
+        touch(entry)
     out = Path(req.output)
     shutil.rmtree(out, ignore_errors=True)
     shutil.copytree(entry, out)
@@ -142,18 +137,3 @@ def _content(value) -> str:
         with open(file, "rb") as stream:
             digest.update(hashlib.file_digest(stream, "sha256").digest())
     return digest.hexdigest()
-
-
-def prune(days: float = PRUNE_DAYS) -> int:
-    """Deletes the entries no run has used for `days` (an entry's folder time: set when it is
-    made, touched on each hit) and returns how many. An entry another worker is using was just
-    touched, so it is never that old."""
-    if str(ROOT) == "off" or not ROOT.is_dir():
-        return 0
-    cutoff = time.time() - days * 86400
-    old = [p for p in ROOT.iterdir() if p.is_dir() and p.stat().st_mtime < cutoff]
-    for entry in old:
-        shutil.rmtree(entry, ignore_errors=True)
-        for leftover in (_log_file(entry), entry.with_suffix(".lock")):
-            leftover.unlink(missing_ok=True)
-    return len(old)

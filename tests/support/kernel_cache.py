@@ -1,21 +1,32 @@
-"""Kernels built once per test session: a parametrized test that runs one kernel at several
-token counts, or two files that build the same kernel, compile it once.
+"""Kernels built once: a parametrized test that runs one kernel at several token counts, or two
+files that build the same kernel, compile it once per session (in memory), and what a compile
+leaves (a shared library, assembly, a WebGPU kernel's plan and shaders) is kept on disk in
+`~/.cache/mlcx/test-kernels/` for later runs (tests/support/disk_cache.py).
 
-Keyed by the kernel's TIR itself (two builds of one spec are structurally equal) and the full
-target, so an entry never outlives a change to the builder that made it."""
+In memory, keyed by the kernel's TIR itself (two builds of one spec are structurally equal) and
+the full target. On disk, by the kernel's TVMScript, the target, the compiling sources' hash
+and TVM's version, so an entry never outlives a change to the builder or the pipeline that made
+it. MLCX_TEST_KERNELS=off keeps nothing on disk; =DIR keeps it in DIR."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import tvm
 import tvm_ffi
 from tvm import tirx
 
+from mlcx.compile import jit
 from mlcx.passes import tir_pipeline
+from tests.support.disk_cache import cache_root, touch
 
 T = TypeVar("T")
+ROOT = cache_root("MLCX_TEST_KERNELS", "test-kernels")
 _ENTRIES: dict[tuple, list[tuple[tirx.PrimFunc, object]]] = {}
 
 
@@ -30,14 +41,53 @@ def cached(func: tirx.PrimFunc, target: str, make: Callable[[], T]) -> T:
     return value
 
 
-def cpu_module(func: tirx.PrimFunc, target: tvm.target.Target) -> tvm.runtime.Module:
+def on_disk(func: tirx.PrimFunc, target: str, suffix: str, write: Callable[[Path], None]) -> Path:
+    """The file `write(path)` makes for `func` on `target` (`suffix`: its kind, e.g. ".so"),
+    written once per machine (with the cache off, each time, into a temporary folder)."""
+    if str(ROOT) == "off":
+        path = Path(tempfile.mkdtemp()) / f"kernel{suffix}"
+        write(path)
+        return path
+    path = ROOT / f"{_disk_key(func, target)}{suffix}"
+    if not path.exists():
+        ROOT.mkdir(parents=True, exist_ok=True)
+        staging = path.with_name(f"{path.stem}.tmp-{os.getpid()}{suffix}")
+        write(staging)
+        os.replace(staging, path)  # two workers may both write it: either copy is whole
+    touch(path)
+    return path
+
+
+def _disk_key(func: tirx.PrimFunc, target: str) -> str:
+    digest = hashlib.sha256()
+    for part in (func.script(show_meta=True), target, jit.code_hash(), tvm.__version__):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def _compile(func: tirx.PrimFunc, target: tvm.target.Target):
     """`func` compiled as `main` for `target`, lowered as the artifacts lower it."""
-    mod = tvm.IRModule({"main": func})
-    return cached(
-        func, str(target), lambda: tvm.compile(mod, target, tir_pipeline=tir_pipeline.NAME).mod
-    )
+    return tvm.compile(tvm.IRModule({"main": func}), target, tir_pipeline=tir_pipeline.NAME)
+
+
+def cpu_module(func: tirx.PrimFunc, target: tvm.target.Target) -> tvm.runtime.Module:
+    """`func` compiled for `target` (a CPU this machine runs) and loaded."""
+
+    def load() -> tvm.runtime.Module:
+        path = on_disk(
+            func, str(target), ".so", lambda p: _compile(func, target).export_library(str(p))
+        )
+        return tvm.runtime.load_module(str(path))
+
+    return cached(func, str(target), load)
 
 
 def cpu_asm(func: tirx.PrimFunc, target: tvm.target.Target) -> str:
     """The assembly LLVM emits for `func` on `target` (a cross-compile: nothing runs)."""
-    return cpu_module(func, target).inspect_source("asm")
+
+    def write(path: Path) -> None:
+        path.write_text(_compile(func, target).mod.inspect_source("asm"))
+
+    return cached(
+        func, f"asm {target}", lambda: on_disk(func, str(target), ".s", write).read_text()
+    )

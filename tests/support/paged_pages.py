@@ -6,16 +6,16 @@ from __future__ import annotations
 import numpy as np
 import tvm
 
-from mlcx.passes import tir_pipeline
+from tests.support.kernel_cache import cpu_module
 
 
 def run_prim(func, *arrays, target=None) -> list[np.ndarray]:
     """Compile a PrimFunc for the host (or `target`), run it on copies of `arrays`, return
-    them all afterwards (outputs included). Lowered by the TIR pipeline the artifacts use."""
-    target = target or tvm.target.Target({"kind": "llvm"})
-    lib = tvm.compile(tvm.IRModule({"main": func}), target, tir_pipeline=tir_pipeline.NAME)
+    them all afterwards (outputs included). Lowered by the TIR pipeline the artifacts use,
+    once (tests.support.kernel_cache)."""
+    lib = cpu_module(func, target or tvm.target.Target({"kind": "llvm"}))
     tensors = [tvm.runtime.tensor(np.ascontiguousarray(a)) for a in arrays]
-    lib.mod["main"](*tensors)
+    lib["main"](*tensors)
     return [t.numpy() for t in tensors]
 
 

@@ -1,0 +1,55 @@
+"""Where the tests keep what they compiled between runs: `~/.cache/mlcx/<name>/` (beside mlcx's
+own caches, mlcx.cache.cache_dir), outside the checkout, so that a fresh clone of the same
+commit (CI's) finds what a run before it compiled, as a build cache does. Entries are keyed by
+what decides their content, the compiling sources' hash included, so an entry of an older
+checkout is never hit again; prune() deletes what no run has used for a week."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from mlcx.cache import cache_dir
+
+PRUNE_DAYS = 7
+
+
+def cache_root(env: str, name: str) -> Path:
+    """$`env` if set ("off": the caller keeps nothing), else ~/.cache/mlcx/`name`."""
+    return Path(os.environ.get(env) or cache_dir() / name)
+
+
+def touch(path: Path) -> None:
+    """Marks an entry used now: prune() keeps it."""
+    os.utime(path)
+
+
+def prune(root: Path, days: float = PRUNE_DAYS) -> int:
+    """Deletes the entries under `root` that no run has used for `days` and returns how many.
+    An entry is every file and folder whose name starts with the same key (`KEY`, `KEY.lock`,
+    `KEY.log.json`, `KEY.so`, ...), used when the newest of them was touched. One another
+    worker is using was just touched, so it is never that old."""
+    if str(root) == "off" or not root.is_dir():
+        return 0
+    entries: dict[str, list[Path]] = defaultdict(list)
+    for path in root.iterdir():
+        entries[path.name.split(".")[0]].append(path)
+    cutoff = time.time() - days * 86400
+    old = [paths for paths in entries.values() if max(_mtime(p) for p in paths) < cutoff]
+    for paths in old:
+        for path in paths:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+    return len(old)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
