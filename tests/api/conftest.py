@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.kernels.lora_layout import LoraSpec
+from tests.support.compile_cache import compile_model
 from tests.support.lora_models import ADAPTERS, make_adapter
 from tests.support.tiny_models import TinySpec
 

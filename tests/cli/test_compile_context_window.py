@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.kv_budget import kv_budget
-from tests.support.cli import one_line_error, run_mlcx
+from tests.support.cli import compile_here, one_line_error
 from tests.support.tiny_models import YARN
 
 
 def test_the_scaled_maximum_compiles_and_prints_the_kv_budget(tiny_model, tmp_path):
     out = tmp_path / "art"
     args = ("--context-window", "128", "-q", "q0f32", "-o", str(out))
-    result = run_mlcx("compile", str(tiny_model(YARN)), *args)
+    result = compile_here(str(tiny_model(YARN)), *args)
     assert result.returncode == 0, result.stderr
     config = Artifact(out).config
     assert config.context_window == 128
@@ -24,5 +24,5 @@ def test_the_scaled_maximum_compiles_and_prints_the_kv_budget(tiny_model, tmp_pa
 
 def test_a_window_past_the_maximum_is_refused(tiny_model, tmp_path):
     args = ("--context-window", "129", "-o", str(tmp_path / "art"))
-    line = one_line_error(run_mlcx("compile", str(tiny_model(YARN)), *args))
+    line = one_line_error(compile_here(str(tiny_model(YARN)), *args))
     assert "maximum of 128 tokens" in line and "--context-window 128" in line

@@ -43,20 +43,23 @@ def test_compile_refuses_targets_it_cannot_build_for(embedding_model, tmp_path):
 def test_cuda_compiles(embedding_model, tmp_path):
     """Codegen only (no GPU here runs it); metal builds through the same GPU pipeline."""
     from mlcx.artifact.embedding_config import EmbeddingArtifact
-    from mlcx.compile.embedding import compile_embedding
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import compile_model
 
     folder, _ = embedding_model("qwen3")
-    out = compile_embedding(folder, tmp_path / "cuda", "cuda")
+    out = compile_model(CompileRequest(str(folder), "cuda", output=tmp_path / "cuda"))
     assert EmbeddingArtifact(out).library_path.is_file()
 
 
 def test_q8_weights_keep_the_vectors(embedding_model, embedder, tmp_path):
-    from mlcx.compile.embedding import compile_embedding
+    from mlcx.compile.model import CompileRequest
     from mlcx.runtime.api.embedder import Embedder
+    from tests.support.compile_cache import compile_model
 
     folder, _ = embedding_model("bert")
     texts = ["hello world", "The capital of France is Paris."]
-    q8 = Embedder(compile_embedding(folder, tmp_path / "q8", quantization="q8f32")).embed(texts)
+    q8 = compile_model(CompileRequest(str(folder), "cpu", "q8f32", output=tmp_path / "q8"))
+    q8 = Embedder(q8).embed(texts)
     full = embedder("bert").embed(texts)
     cosine = (q8 * full).sum(1) / np.linalg.norm(q8, axis=1) / np.linalg.norm(full, axis=1)
     assert cosine.min() > 0.9999

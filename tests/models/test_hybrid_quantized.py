@@ -22,10 +22,11 @@ from gguf import GGMLQuantizationType as GT
 
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import ShardWriter, load_arrays
-from mlcx.compile.model import CompileRequest, compile_model
+from mlcx.compile.model import CompileRequest
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.quantization.formats import format_from_name
 from mlcx.targets.base import BuildOptions
+from tests.support.compile_cache import compile_model
 from tests.support.gguf_requantize import dequantized, requantize
 from tests.support.harness import Harness
 from tests.support.hybrid_models import CHUNK, PROMPT, QWEN35_K, compiled_hybrid, sharpened

@@ -1,4 +1,4 @@
-"""Run the real `mlcx` command in a subprocess."""
+"""Run the real `mlcx` command: in a subprocess, or in this process (its console entry point)."""
 
 from __future__ import annotations
 
@@ -56,6 +56,22 @@ def run_mlcx_here(*args: str) -> subprocess.CompletedProcess:
         os.environ.clear()
         os.environ.update(environ)
     return subprocess.CompletedProcess(["mlcx", *args], code, out.getvalue(), err.getvalue())
+
+
+def compile_here(*args: str) -> subprocess.CompletedProcess:
+    """`mlcx compile ARGS` as run_mlcx_here runs it, with the library's compile_model answered
+    by the tests' artifact cache (tests/support/compile_cache.py: the same artifact, copied
+    when an earlier run compiled the same request). The command's parsing, its summary and
+    its exit code are the command's own."""
+    from mlcx.cli import compile_cmd
+    from tests.support.compile_cache import compile_model
+
+    real = compile_cmd.compile_model
+    compile_cmd.compile_model = compile_model
+    try:
+        return run_mlcx_here("compile", *args)
+    finally:
+        compile_cmd.compile_model = real
 
 
 def one_line_error(result: subprocess.CompletedProcess) -> str:

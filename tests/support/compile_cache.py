@@ -6,7 +6,9 @@ again.
 Keyed as the JIT cache keys compiles (mlcx.compile.jit.key_parts: code hash, request, TVM target,
 tuning database, format version), except that sources are keyed by content, not path: the tests'
 tiny models are written afresh into temporary folders each run, byte for byte the same. Any path
-in the request (the model, an mmproj, a tuning database) is keyed the same way.
+in the request (the model, an mmproj, a tuning database) is keyed the same way. A CUDA request
+is also keyed by the nvcc the target finds (with it the library holds a fatbin, without it the
+kernels' source).
 
 Callers get their own copy in `req.output`, so a test that edits or breaks an artifact never
 reaches the cache. The warnings mlcx logged while compiling are kept beside the entry and logged
@@ -30,6 +32,7 @@ from mlcx.compile import jit
 from mlcx.compile import model as compile_module
 from mlcx.compile.model import CompileRequest
 from mlcx.frontends.presets import PRESETS
+from mlcx.targets import cuda
 from tests.support.disk_cache import cache_root, touch
 
 ROOT = cache_root("MLCX_TEST_ARTIFACTS", "test-artifacts")
@@ -58,6 +61,8 @@ def request_key(req: CompileRequest) -> str:
         for name, value in asdict(req).items()
         if name != "output"
     }
+    if req.target == "cuda":  # the library holds a fatbin when nvcc is found, else source
+        parts["nvcc"] = str(cuda.which("nvcc"))
     parts["request"]["options"] = {
         name: _content(value) if _is_path(value) else value
         for name, value in parts["request"]["options"].items()

@@ -148,9 +148,10 @@ def compiled_hybrid(
     """The artifact of family `name` from its folder ("hf", q0f32 unless told) or its GGUF
     ("gguf"), compiled once per session with prefill chunks of CHUNK tokens (so a PROMPT
     takes three steps), f32 KV pages on cpu and the cpu linear `kernels` if told."""
-    from mlcx.compile.model import CompileRequest, compile_model
+    from mlcx.compile.model import CompileRequest
     from mlcx.kernels.cpu.kernel_config import LinearKernels
     from mlcx.targets.base import BuildOptions
+    from tests.support.compile_cache import compile_model
     from tests.support.reference_pages import reference_pages
 
     key = (name, source, target, quantization) + ((kernels,) if kernels else ())

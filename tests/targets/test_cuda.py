@@ -9,7 +9,6 @@ import pytest
 import tvm
 import tvm_ffi
 
-from mlcx.compile import model as compile_module
 from mlcx.compile.model import CompileRequest
 from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS
 from mlcx.targets.base import BuildOptions
@@ -17,6 +16,7 @@ from mlcx.targets.cuda import DEFAULT_ARCH, LIBRARY, SOURCE, CudaTarget, resolve
 from mlcx.targets.cuda_kernels import compile_fatbin
 from mlcx.targets.library_blob import DeviceModule
 from mlcx.targets.toolchain import which
+from tests.support.compile_cache import compile_model
 from tests.support.tiny_models import TinySpec
 from tests.targets.binaries import (
     EM_CUDA,
@@ -99,8 +99,7 @@ def test_fatbin_follows_the_requested_arch(arch):
 def test_without_nvcc_the_library_carries_the_source(tiny_model, tmp_path, monkeypatch):
     monkeypatch.setattr("mlcx.targets.cuda.which", lambda name: None)
     request = CompileRequest(str(tiny_model()), "cuda", "q4f16", output=tmp_path / "art")
-    # compiled here: the tests' cache keys requests, not whether this machine has nvcc
-    artifact = compile_module.compile_model(request)
+    artifact = compile_model(request)  # the tests' cache keys CUDA requests by the nvcc found
     data = (artifact / LIBRARY).read_bytes()
     blob = blob_at(data, elf_symbols(data)["__tvm_ffi__library_bin"])
     module = DeviceModule.parse("cuda", blob.payload("cuda"))

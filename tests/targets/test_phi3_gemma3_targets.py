@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.cli import run_mlcx
+from tests.support.cli import compile_here
 from tests.support.tiny_models import GEMMA3_LOCAL_GLOBAL, TinySpec
 from tests.targets.test_gpu_rules import _rules_used
 
@@ -55,7 +55,7 @@ def test_compile_builds_the_target_library(compiled, arch, target):
 def test_mlcx_compile_for_webgpu(tiny_model, tmp_path, arch):
     out = tmp_path / "webgpu"
     args = ("--target", "webgpu", "--quantization", "q4f16", "-o", str(out))
-    result = run_mlcx("compile", str(tiny_model(SPECS[arch])), *args)
+    result = compile_here(str(tiny_model(SPECS[arch])), *args)
     assert result.returncode == 0, result.stderr
     assert (out / "webgpu-plan.json").exists()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.cli import run_mlcx
+from tests.support.cli import compile_here
 from tests.support.tiny_models import TinySpec
 from tests.targets.test_gpu_rules import _rules_used, _unfit
 
@@ -29,7 +29,7 @@ def test_compile_builds_the_target_library(compiled, target):
 def test_mlcx_compile_for_webgpu(tiny_model, tmp_path):
     out = tmp_path / "webgpu"
     args = ("--target", "webgpu", "--quantization", "q4f16", "-o", str(out))
-    result = run_mlcx("compile", str(tiny_model(SPEC)), *args)
+    result = compile_here(str(tiny_model(SPEC)), *args)
     assert result.returncode == 0, result.stderr
     assert (out / "webgpu-plan.json").exists()
 

@@ -8,7 +8,7 @@ import pytest
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.sample.params import SamplingParams
-from tests.support.cli import run_mlcx
+from tests.support.cli import compile_here
 from tests.support.default_model import DEFAULT
 
 pytestmark = pytest.mark.slow
@@ -20,7 +20,7 @@ TOKENS = 32
 def int8_webgpu(tmp_path_factory, default_webgpu):
     out = tmp_path_factory.mktemp("default-webgpu-int8") / "smol-webgpu-int8"
     args = ("--target", "webgpu", "-q", "gguf", "--kv-dtype", "int8", "-o", str(out))
-    result = run_mlcx("compile", DEFAULT, *args)
+    result = compile_here(DEFAULT, *args)
     assert result.returncode == 0, result.stderr
     return out
 

@@ -8,7 +8,7 @@ import pytest
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.sample.params import SamplingParams
-from tests.support.cli import run_mlcx
+from tests.support.cli import compile_here
 from tests.support.default_model import DEFAULT
 from tests.support.harness import Harness
 
@@ -23,7 +23,7 @@ def artifacts(tmp_path_factory, adapter, default_webgpu):
     cpu = tmp_path_factory.mktemp("default-wgpu") / "cpu"
     args = ("--target", "cpu", "--quantization", "gguf", "--linear-kernels", "float")
     args += ("--kv-dtype", "float32")  # as the GPU side: the cache moves no logits
-    result = run_mlcx("compile", DEFAULT, *args, "-o", str(cpu))
+    result = compile_here(DEFAULT, *args, "-o", str(cpu))
     assert result.returncode == 0, result.stderr
     return {"cpu": cpu, "webgpu": default_webgpu}
 
