@@ -95,3 +95,18 @@ def test_prune_deletes_only_entries_no_run_used_lately(tiny_model, tmp_path, mon
     kept = request_key(_request(folder, used))[:24]
     assert {p.name.split(".")[0] for p in left} == {kept}
     assert stale.exists()  # callers' copies are theirs
+
+
+def test_a_result_of_a_request_is_made_once(tiny_model, tmp_path, monkeypatch):
+    monkeypatch.setattr(compile_cache, "ROOT", tmp_path / "cache")
+    folder, made = tiny_model(TinySpec()), []
+
+    def make():
+        made.append(1)
+        return {"gpu_linear": "mlcx"}
+
+    request = _request(folder, tmp_path / "a")
+    for _ in range(2):
+        assert compile_cache.cached_result(request, "rules", make) == {"gpu_linear": "mlcx"}
+    compile_cache.cached_result(replace(request, target="webgpu"), "rules", make)
+    assert len(made) == 2

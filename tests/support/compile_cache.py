@@ -24,8 +24,10 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TypeVar
 
 from mlcx.artifact.config import CONFIG_FILE
 from mlcx.compile import jit
@@ -35,6 +37,7 @@ from mlcx.frontends.presets import PRESETS
 from mlcx.targets import cuda
 from tests.support.disk_cache import cache_root, touch
 
+T = TypeVar("T")
 ROOT = cache_root("MLCX_TEST_ARTIFACTS", "test-artifacts")
 
 
@@ -51,6 +54,23 @@ def compile_model(req: CompileRequest, progress=None) -> Path:
     shutil.copytree(entry, out)
     _record_source(out, req)
     return out
+
+
+def cached_result(req: CompileRequest, kind: str, make: Callable[[], T]) -> T:
+    """`make()`'s result (JSON: what the compile of `req` would show, e.g. the rule that
+    schedules each kernel), kept beside the artifacts under the request's key and `kind`."""
+    if str(ROOT) == "off":
+        return make()
+    path = ROOT / f"{request_key(req)[:24]}.{kind}.json"
+    if path.exists():
+        touch(path)
+        return json.loads(path.read_text())
+    value = make()
+    ROOT.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    staging.write_text(json.dumps(value))
+    os.replace(staging, path)
+    return value
 
 
 def request_key(req: CompileRequest) -> str:

@@ -133,14 +133,23 @@ def test_pipeline_compiles_the_tensorizing_configurations(compiled, target, quan
 
 
 def _rules_used(model: str, target: str, quantization: str | None = None) -> dict[str, str]:
-    """kernel -> the rule that scheduled it, after the target's GPU graph passes."""
+    """kernel -> the rule that scheduled it, after the target's GPU graph passes (kept with
+    the tests' artifacts: tests/support/compile_cache.py)."""
+    from mlcx.compile.model import CompileRequest
+    from tests.support.compile_cache import cached_result
+
+    request = CompileRequest(model, target=target, quantization=quantization)
+    return cached_result(request, "rules", lambda: _schedule_rules(request))
+
+
+def _schedule_rules(request) -> dict[str, str]:
     import tvm
 
-    from mlcx.compile.model import CompileRequest, export_model
+    from mlcx.compile.model import export_model
     from mlcx.passes.gpu.schedule import schedule_rules_of
     from mlcx.passes.pipeline_gpu import gpu_config, gpu_graph_passes
 
-    exported = export_model(CompileRequest(model, target=target, quantization=quantization))
+    exported = export_model(request)
     tvm_target = exported.tvm_target
     with tvm_target:
         passes = gpu_graph_passes(
