@@ -48,6 +48,31 @@ HARMONY_CALL = (
     + json.dumps(ARGUMENTS)
 )
 THINK_ANSWER = "<think>\nThe user wants the weather.\n</think>\n\nIt is sunny in Tokyo."
+XML_TOOLS = [  # typed parameters: the XML's text is read back as each type
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "location": {"type": "string"},
+                    "days": {"type": "integer"},
+                    "metric": {"type": "boolean"},
+                    "hours": {"type": "array", "items": {"type": "integer"}},
+                },
+            },
+        },
+    }
+]
+XML_ARGUMENTS = {"location": "Tokyo", "days": 3, "metric": True, "hours": [9, 12]}
+# as Qwen3.5's template writes an assistant's call (its generation prompt opens the <think>)
+XML_CALL = (
+    "Need the weather tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+    "<parameter=location>\nTokyo\n</parameter>\n<parameter=days>\n3\n</parameter>\n"
+    "<parameter=metric>\nTrue\n</parameter>\n<parameter=hours>\n[9, 12]\n</parameter>\n"
+    "</function>\n</tool_call>"
+)
 THINK_CALL = (
     "<think>\nNeed the weather tool.\n</think>\n\n<tool_call>\n"
     + json.dumps({"name": "get_weather", "arguments": ARGUMENTS})
@@ -76,6 +101,11 @@ def harmony(tmp_path_factory, base):
 @pytest.fixture(scope="module")
 def think(tmp_path_factory, base):
     yield from _serve(tmp_path_factory, base, think_assets())
+
+
+@pytest.fixture(scope="module")
+def qwen3_5(tmp_path_factory, base):
+    yield from _serve(tmp_path_factory, base, think_assets("qwen3_5.jinja"))
 
 
 def ask(served, text: str, stop: str, **kwargs):
@@ -198,3 +228,51 @@ def test_unknown_reasoning_format_is_a_400(think):
         )
     assert err.value.body["param"] == "reasoning_format"
     assert "auto, none, think, harmony" in err.value.body["message"]
+
+
+def test_qwen3_5_xml_tool_call_whole_and_streamed(qwen3_5):
+    """Qwen3.5's template teaches `<function=...><parameter=...>` calls: they come back as
+    OpenAI tool calls, each value read as its parameter's type."""
+    [choice] = ask(qwen3_5, XML_CALL, "<|im_end|>", tools=XML_TOOLS, max_tokens=400).choices
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    assert choice.message.reasoning_content == "Need the weather tool."
+    [call] = choice.message.tool_calls
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == XML_ARGUMENTS
+    choices, final = streamed(qwen3_5, XML_CALL, "<|im_end|>", tools=XML_TOOLS, max_tokens=400)
+    calls = [c.delta.tool_calls[0] for c in choices if c.delta.tool_calls]
+    assert calls[0].function.name == "get_weather" and len(calls) > 2  # parameter by parameter
+    assert json.loads("".join(c.function.arguments for c in calls[1:])) == XML_ARGUMENTS
+    assert choices[-1].finish_reason == "tool_calls"
+    assert final.choices[0].message.tool_calls[0].function.name == "get_weather"
+
+
+def test_qwen3_5_renders_the_call_back_as_it_reads_it(qwen3_5):
+    """The next turn's prompt holds the call in the template's XML, which the parser reads
+    back to the same arguments."""
+    from mlcx.runtime.openai_api.call_syntax import SYNTAXES
+    from mlcx.runtime.openai_api.tool_calls import ToolReply
+    from mlcx.runtime.text.chat_template import ChatTemplate
+
+    history = [
+        *MESSAGES,
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": json.dumps(XML_ARGUMENTS)},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+    ]
+    template = ChatTemplate.of(qwen3_5.engine.tokenizer.assets)
+    prompt = template.render(history, tools=XML_TOOLS)
+    block = prompt[prompt.rindex("<tool_call>") : prompt.rindex("</tool_call>") + 12]
+    parameters = {"get_weather": XML_TOOLS[0]["function"]["parameters"]}
+    reply = ToolReply(False, scanner=SYNTAXES["xml"](parameters))
+    [call] = reply.message(block)["tool_calls"]
+    assert json.loads(call["function"]["arguments"]) == XML_ARGUMENTS

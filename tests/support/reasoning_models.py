@@ -1,6 +1,7 @@
 """Tokenizers that speak the reply formats of mlcx/runtime/text/reasoning, trained in-test:
-gpt-oss's harmony markers as special tokens, and Qwen3's `<think>` tags as added (not
-special) tokens; each with its model's real chat template (tests/fixtures/chat_templates)."""
+gpt-oss's harmony markers as special tokens, and Qwen3's (and Qwen3.5's) `<think>` tags as
+added (not special) tokens; each with its model's real chat template
+(tests/fixtures/chat_templates)."""
 
 from __future__ import annotations
 
@@ -55,11 +56,12 @@ def harmony_assets() -> TokenizerAssets:
     return _assets(backend, "gpt_oss.jinja", "<|startoftext|>", ["<|return|>", "<|call|>"])
 
 
-def think_assets() -> TokenizerAssets:
-    """Qwen3's: `<think>` and `</think>` are added tokens that decoding keeps."""
+def think_assets(template: str = "qwen3.jinja") -> TokenizerAssets:
+    """Qwen3's: `<think>` and `</think>` are added tokens that decoding keeps. `template`:
+    "qwen3_5.jinja" for Qwen3.5's (the same tokens; tool calls in XML)."""
     backend = train_byte_level_bpe(CORPUS, THINK_SPECIALS, VOCAB - 2)
     backend.add_tokens([tokenizers.AddedToken(t, special=False) for t in ("<think>", "</think>")])
-    return _assets(backend, "qwen3.jinja", "<|endoftext|>", ["<|im_end|>", "<|endoftext|>"])
+    return _assets(backend, template, "<|endoftext|>", ["<|im_end|>", "<|endoftext|>"])
 
 
 def tokenizer(assets: TokenizerAssets) -> Tokenizer:

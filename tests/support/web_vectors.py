@@ -15,6 +15,7 @@ import numpy as np
 
 from mlcx.kernels.step_params import PAGE_TABLES
 from mlcx.runtime.kv.manager import KVCacheManager
+from mlcx.runtime.openai_api.call_syntax import SYNTAXES
 from mlcx.runtime.openai_api.tool_calls import ToolReply
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.sample.sampler import sample
@@ -188,6 +189,27 @@ TOOL_REPLIES = {
     "plain content": ["The weather ", "is fine."],
     "a tag with no call": ["<tool_call>\nnothing", " here"],
 }
+XML_CALL = (  # Qwen3.5's syntax: values read by their parameters' types (XML_PARAMETERS)
+    '<tool_call>\n<function=get_weather>\n<parameter=city>\nPa"ris\n  Ore.\n</parameter>\n'
+    "<parameter=days>\n3\n</parameter>\n<parameter=metric>\nTrue\n</parameter>\n"
+    "<parameter=hours>\n[9, 12.50]\n</parameter>\n<parameter=note>\nNone\n</parameter>\n"
+    "</function>\n</tool_call>\n<tool_call>\n<function=now>\n</function>\n</tool_call>"
+)
+XML_PARAMETERS = {
+    "get_weather": {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "days": {"type": ["integer", "null"]},
+            "metric": {"type": "boolean"},
+        },
+    }
+}
+XML_REPLIES = {
+    "xml calls, split": [XML_CALL[:30], XML_CALL[30:77], XML_CALL[77:200], XML_CALL[200:]],
+    "xml calls, whole": [XML_CALL],
+    "xml: plain content": ["It is <function=sunny>", " today."],
+}
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 ]
@@ -213,15 +235,20 @@ def _without_ids(entries: list[dict]) -> list[dict]:
     return [{k: v for k, v in e.items() if k != "id"} for e in entries]
 
 
+def _reply_vector(pieces: list[str], syntax: str) -> dict:
+    parameters = XML_PARAMETERS if syntax == "xml" else {}
+    reply = ToolReply(constrained=False, scanner=SYNTAXES[syntax](parameters))
+    deltas = [d for p in pieces for d in reply.feed(p)] + reply.finish()
+    for d in deltas:
+        d.get("tool_calls", [{}])[0].pop("id", None)
+    calls = _without_ids(reply._scanner.calls)
+    vector = {"pieces": pieces, "deltas": deltas, "calls": calls}
+    return {**vector, "syntax": syntax, "parameters": parameters} if syntax == "xml" else vector
+
+
 def tool_vectors() -> dict:
-    replies = {}
-    for name, pieces in TOOL_REPLIES.items():
-        reply = ToolReply(constrained=False)
-        deltas = [d for p in pieces for d in reply.feed(p)] + reply.finish()
-        for d in deltas:
-            d.get("tool_calls", [{}])[0].pop("id", None)
-        calls = _without_ids(reply._scanner.calls)
-        replies[name] = {"pieces": pieces, "deltas": deltas, "calls": calls}
+    replies = {name: _reply_vector(pieces, "json") for name, pieces in TOOL_REPLIES.items()}
+    replies |= {name: _reply_vector(pieces, "xml") for name, pieces in XML_REPLIES.items()}
     prompts = {
         name: {"messages": m, "tools": TOOLS, "rendered": with_generic_tools(m, TOOLS)}
         for name, m in TOOL_MESSAGES.items()

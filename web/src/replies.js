@@ -1,9 +1,10 @@
 // Each chat choice's reply as OpenAI deltas, as mlcx/server/reply.py builds them: its text goes
 // through the reply format's parser (reasoning.js); reasoning becomes {reasoning_content},
-// calls the format marks (harmony's) {tool_calls}, and content {content}, through the generic
-// tool-call parser (tool_calls.js) when the request's tools are parsed. Both kinds of call
+// calls the format marks (harmony's) {tool_calls}, and content {content}, through the
+// tool-call parser of the model's syntax (call_syntax.js) when the request's tools are parsed. Both kinds of call
 // join one list; a reply that called tools and ended on its own ends with "tool_calls".
 
+import { SYNTAXES, detectSyntax } from "./call_syntax.js";
 import { replyParser } from "./reasoning.js";
 import { ToolReply, extendCall, startCall } from "./tool_calls.js";
 
@@ -23,11 +24,13 @@ function joined(parts) {
 }
 
 export class ChoiceReply {
-  // `tools`: the request's toolPlan (tool_events.js) or null.
-  constructor(parser, tools = null) {
+  // `tools`: the request's toolPlan (tool_events.js) or null; `syntax`: the one the model writes
+  // calls in (call_syntax.js).
+  constructor(parser, tools = null, syntax = "json") {
     this.parser = parser;
     this.calls = [];
-    this.textCalls = tools?.parse ? new ToolReply(tools.constraint !== null, this.calls) : null;
+    const scanner = SYNTAXES[syntax](tools?.parameters ?? {});
+    this.textCalls = tools?.parse ? new ToolReply(tools.constraint !== null, this.calls, scanner) : null;
     this.indices = new Map(); // the format's call index -> its index in `calls`
     this.text = { content: "", reasoning_content: "" };
   }
@@ -85,12 +88,13 @@ export class ChoiceReply {
 // usage event passes through. `format`: reasoning.js's, `tools`: the request's toolPlan.
 export async function* withReplies(events, { format, codec, promptIds, tools = null }) {
   const replies = [];
+  const syntax = detectSyntax(codec.meta?.chat_template);
   for await (const e of events) {
     if (e.usage) {
       yield e;
       continue;
     }
-    const reply = (replies[e.index] ??= new ChoiceReply(replyParser(format, codec, promptIds), tools));
+    const reply = (replies[e.index] ??= new ChoiceReply(replyParser(format, codec, promptIds), tools, syntax));
     const deltas = [...reply.feed(e.text), ...(e.finish ? reply.finish() : [])];
     if (!e.finish) yield { ...e, deltas };
     else yield { ...e, deltas, message: reply.message(), finish: reply.called && e.finish === "stop" ? "tool_calls" : e.finish };

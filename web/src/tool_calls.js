@@ -94,9 +94,9 @@ export class CallScanner {
 // One choice's reply as OpenAI deltas: {content} or {tool_calls: [entry]}.
 export class ToolReply {
   // `constrained`: the output is forced to calls (JSON, no <tool_call> block); `calls`: the
-  // list its calls join.
-  constructor(constrained = false, calls = []) {
-    this.scanner = new CallScanner(calls);
+  // list its calls join; `scanner`: what finds calls in an unconstrained reply (call_syntax.js).
+  constructor(constrained = false, calls = [], scanner = (list) => new CallScanner(list)) {
+    this.scanner = constrained ? new CallScanner(calls) : scanner(calls);
     this.mode = constrained ? "calls" : "undecided"; // then "calls" or "content"
     this.text = "";
   }

@@ -57,15 +57,17 @@ function forcedSchema(choice, parameters, parallel) {
   return callSchema(name, parameters[name]);
 }
 
-// -> {parse: whether replies are parsed for calls, constraint: the forced calls' or null}
+// -> {parse: whether replies are parsed for calls, constraint: the forced calls' or null,
+//     parameters: each tool's arguments schema, by name}
 export function toolPlan({ tools, tool_choice: choice, parallel_tool_calls: parallel = true }) {
   if (tools === undefined || tools === null) {
     if (choice !== undefined && choice !== null && choice !== "none") {
       throw new InvalidRequestError("tool_choice needs tools; give the tools it may call", PARAM);
     }
-    return { parse: false, constraint: null };
+    return { parse: false, constraint: null, parameters: {} };
   }
   if (!Array.isArray(tools) || !tools.length) throw new InvalidRequestError("tools is empty; give at least one tool or leave tools out", "tools");
-  const schema = forcedSchema(choice ?? "auto", parametersOf(tools), parallel !== false);
-  return { parse: choice !== "none", constraint: schema && jsonConstraint(schema, PARAM) };
+  const parameters = parametersOf(tools);
+  const schema = forcedSchema(choice ?? "auto", parameters, parallel !== false);
+  return { parse: choice !== "none", constraint: schema && jsonConstraint(schema, PARAM), parameters };
 }

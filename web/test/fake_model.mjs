@@ -76,8 +76,9 @@ class ScriptedRunner extends FakeRunner {
   }
 }
 
-export function scriptedEngine(pieces) {
+export function scriptedEngine(pieces, meta = {}) {
   const codec = {
+    meta, // the tokenizer's: its chat_template tells the tool-call syntax (call_syntax.js)
     eosIds: new Set([0]),
     encode: (text) => Array.from(text, () => pieces.length + 1),
     decode: (ids) => ids.map((i) => pieces[i - 1] ?? "").join(""),

@@ -42,3 +42,27 @@ test("a reply without a call is content", async () => {
   assert.equal(reply.choices[0].message.content, "It is sunny.");
   assert.equal(reply.choices[0].finish_reason, "stop");
 });
+
+// Qwen3.5's template teaches XML calls: the same engine reads them by the template, each value
+// as its parameter's type in the request's tools.
+const QWEN3_5 = { chat_template: "{{ '<tool_call>\\n<function=' + name + '>\\n<parameter=' + key + '>' }}" };
+const XML_CALL = ["<tool_call>\n<function=get_weather>\n<parameter=city>\n", "Paris\n</parameter>\n",
+  "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"];
+const TYPED = [{ type: "function", function: { name: "get_weather", parameters: {
+  type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } } } }];
+
+test("Qwen3.5's XML call, whole and streamed: typed arguments, finish_reason tool_calls", async () => {
+  const engine = await scriptedEngine(XML_CALL, QWEN3_5);
+  const reply = await engine.chat.completions.create(ask({ tools: TYPED }));
+  const [choice] = reply.choices;
+  assert.equal(choice.finish_reason, "tool_calls");
+  assert.equal(choice.message.content, null);
+  assert.equal(choice.message.tool_calls[0].function.name, "get_weather");
+  assert.deepEqual(JSON.parse(choice.message.tool_calls[0].function.arguments), { city: "Paris", days: 3 });
+  const streamed = await scriptedEngine(XML_CALL, QWEN3_5);
+  const deltas = [];
+  for await (const chunk of await streamed.chat.completions.create(ask({ tools: TYPED, stream: true }))) deltas.push(chunk.choices[0]);
+  const [call] = deltas.at(-1).delta.tool_calls;
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: "Paris", days: 3 });
+  assert.equal(deltas.at(-1).finish_reason, "tool_calls");
+});

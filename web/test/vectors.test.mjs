@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
+import { SYNTAXES } from "../src/call_syntax.js";
 import { KVCacheManager } from "../src/kv_cache.js";
 import { samplingParams } from "../src/params.js";
 import { TokenSampler } from "../src/sampler.js";
@@ -77,7 +78,7 @@ const withoutIds = (entries) => entries.map(({ id, ...rest }) => rest);
 const tools = load("tools.json");
 for (const [name, vec] of Object.entries(tools.replies)) {
   test(`tool calls: ${name}`, () => {
-    const reply = new ToolReply();
+    const reply = new ToolReply(false, [], SYNTAXES[vec.syntax ?? "json"](vec.parameters ?? {}));
     const deltas = [...vec.pieces.flatMap((p) => reply.feed(p)), ...reply.finish()];
     const plain = deltas.map((d) => (d.tool_calls ? { tool_calls: withoutIds(d.tool_calls) } : d));
     assert.deepEqual(plain, vec.deltas);

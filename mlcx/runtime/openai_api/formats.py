@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from mlcx.runtime.core.outputs import Completion, Delta
+from mlcx.runtime.openai_api.call_syntax import detect_syntax
 from mlcx.runtime.openai_api.logprobs import chat_logprobs, completion_logprobs
 from mlcx.runtime.openai_api.reply import ChoiceReply
 from mlcx.runtime.openai_api.tools import ToolPlan
@@ -86,6 +87,7 @@ class ChatFormat(ResponseFormat):
         super().__init__(model, tokenizer, include_usage)
         self.tools = tools if tools is not None and tools.parse else None
         self.reasoning = reasoning
+        self.call_syntax = detect_syntax(tokenizer.assets.chat_template)
         self._prompts: list[list[int]] = []  # while streaming: each choice's prompt ids
         self._replies: dict[int, ChoiceReply] = {}  # choice -> its reply, while streaming
 
@@ -105,7 +107,8 @@ class ChatFormat(ResponseFormat):
         ]
 
     def _new_reply(self, prompt_ids: list[int]) -> ChoiceReply:
-        return ChoiceReply(self.reasoning.reply_parser(self.tokenizer, prompt_ids), self.tools)
+        parser = self.reasoning.reply_parser(self.tokenizer, prompt_ids)
+        return ChoiceReply(parser, self.tools, self.call_syntax)
 
     def _parts(self, index: int, delta: Delta) -> tuple[list[dict[str, Any]], ChoiceReply]:
         """The OpenAI deltas of one engine delta, and the choice's reply."""

@@ -4,8 +4,9 @@ harmony's analysis channel), `content` (the answer) and `tool_calls`.
 
 The reply's text goes through the reply format's parser (mlcx.runtime.text.reasoning).
 Calls the format marks (harmony's `functions.` messages) become tool calls as they are;
-content goes through the generic tool-call parser (tool_calls.ToolReply) when the request
-has tools, so a `<think>` model's `<tool_call>` blocks after its reasoning are calls too.
+content goes through the tool-call parser (tool_calls.ToolReply, in the syntax the model
+writes: call_syntax.py) when the request has tools, so a `<think>` model's `<tool_call>`
+blocks after its reasoning are calls too.
 Both kinds of call join one list.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mlcx.runtime.openai_api.call_syntax import SYNTAXES
 from mlcx.runtime.openai_api.tool_calls import CallList, ToolReply
 from mlcx.runtime.openai_api.tools import ToolPlan
 from mlcx.runtime.text.reasoning import (
@@ -30,13 +32,15 @@ TEXT_FIELDS = ("content", "reasoning_content")
 
 
 class ChoiceReply:
-    def __init__(self, parser: ReplyParser, tools: ToolPlan | None = None):
-        """`tools`: the request's, when its replies are parsed for calls in the text."""
+    def __init__(self, parser: ReplyParser, tools: ToolPlan | None = None, syntax: str = "json"):
+        """`tools`: the request's, when its replies are parsed for calls in the text;
+        `syntax`: the one the model writes calls in (call_syntax.py)."""
         self._parser = parser
         self._calls = CallList()
         self._text_calls = None
         if tools is not None:
-            self._text_calls = ToolReply(tools.constraint is not None, self._calls)
+            scanner = SYNTAXES[syntax](tools.parameters)
+            self._text_calls = ToolReply(tools.constraint is not None, self._calls, scanner)
         self._indices: dict[int, int] = {}  # the format's call index -> its index in _calls
 
     @property

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,10 +131,18 @@ class CallScanner:
 
 class ToolReply:
     """One choice's reply as OpenAI delta dicts: `{"content": ...}` or `{"tool_calls": [...]}`.
-    `calls`: the list its calls join (a new one by default)."""
+    `calls`: the list its calls join (a new one by default); `scanner`: what finds calls in an
+    unconstrained reply (this JSON syntax's by default; call_syntax.py). A constrained reply is
+    JSON whatever the model's syntax."""
 
-    def __init__(self, constrained: bool, calls: CallList | None = None):
-        self._scanner = CallScanner(calls if calls is not None else CallList())
+    def __init__(
+        self,
+        constrained: bool,
+        calls: CallList | None = None,
+        scanner: Callable[[CallList], Any] = CallScanner,
+    ):
+        calls = calls if calls is not None else CallList()
+        self._scanner = CallScanner(calls) if constrained else scanner(calls)
         self._mode = "calls" if constrained else "undecided"  # then "calls" or "content"
         self._text = ""  # all text so far unless content: it is the content if no call is found
 
