@@ -35,7 +35,7 @@ from mlcx.compile import model as compile_module
 from mlcx.compile.model import CompileRequest
 from mlcx.frontends.presets import PRESETS
 from mlcx.targets import cuda
-from tests.support.disk_cache import cache_root, touch
+from tests.support.disk_cache import cache_root, kept, touch
 
 T = TypeVar("T")
 ROOT = cache_root("MLCX_TEST_ARTIFACTS", "test-artifacts")
@@ -62,15 +62,7 @@ def cached_result(req: CompileRequest, kind: str, make: Callable[[], T]) -> T:
     if str(ROOT) == "off":
         return make()
     path = ROOT / f"{request_key(req)[:24]}.{kind}.json"
-    if path.exists():
-        touch(path)
-        return json.loads(path.read_text())
-    value = make()
-    ROOT.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    staging.write_text(json.dumps(value))
-    os.replace(staging, path)
-    return value
+    return json.loads(kept(path, lambda p: p.write_text(json.dumps(make()))).read_text())
 
 
 def request_key(req: CompileRequest) -> str:

@@ -10,6 +10,7 @@ import os
 import shutil
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from mlcx.cache import cache_dir
@@ -25,6 +26,20 @@ def cache_root(env: str, name: str) -> Path:
 def touch(path: Path) -> None:
     """Marks an entry used now: prune() keeps it."""
     os.utime(path)
+
+
+def kept(path: Path, write: Callable[[Path], None]) -> Path:
+    """`path`, written by `write(staging)` when missing: whole or not at all (two workers may
+    both write it; either copy is whole), and marked used."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.with_name(
+            f"{path.name.split('.')[0]}.tmp-{os.getpid()}{''.join(path.suffixes)}"
+        )
+        write(staging)
+        os.replace(staging, path)
+    touch(path)
+    return path
 
 
 def prune(root: Path, days: float = PRUNE_DAYS) -> int:

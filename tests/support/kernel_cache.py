@@ -11,7 +11,6 @@ it. MLCX_TEST_KERNELS=off keeps nothing on disk; =DIR keeps it in DIR."""
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ from tvm import tirx
 
 from mlcx.compile import jit
 from mlcx.passes import tir_pipeline
-from tests.support.disk_cache import cache_root, touch
+from tests.support.disk_cache import cache_root, kept
 
 T = TypeVar("T")
 ROOT = cache_root("MLCX_TEST_KERNELS", "test-kernels")
@@ -48,14 +47,7 @@ def on_disk(func: tirx.PrimFunc, target: str, suffix: str, write: Callable[[Path
         path = Path(tempfile.mkdtemp()) / f"kernel{suffix}"
         write(path)
         return path
-    path = ROOT / f"{_disk_key(func, target)}{suffix}"
-    if not path.exists():
-        ROOT.mkdir(parents=True, exist_ok=True)
-        staging = path.with_name(f"{path.stem}.tmp-{os.getpid()}{suffix}")
-        write(staging)
-        os.replace(staging, path)  # two workers may both write it: either copy is whole
-    touch(path)
-    return path
+    return kept(ROOT / f"{_disk_key(func, target)}{suffix}", write)
 
 
 def _disk_key(func: tirx.PrimFunc, target: str) -> str:
