@@ -33,9 +33,8 @@ def kept(path: Path, write: Callable[[Path], None]) -> Path:
     both write it; either copy is whole), and marked used."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_name(
-            f"{path.name.split('.')[0]}.tmp-{os.getpid()}{''.join(path.suffixes)}"
-        )
+        key, _, kind = path.name.partition(".")  # the staging name keeps the kind: ".so" ...
+        staging = path.with_name(f"{key}.tmp-{os.getpid()}.{kind}")
         write(staging)
         os.replace(staging, path)
     touch(path)

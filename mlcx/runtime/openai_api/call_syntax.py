@@ -6,7 +6,6 @@ children, xml_calls.py). llama.cpp and vLLM tell the two the same way."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from mlcx.runtime.openai_api.tool_calls import CallList, CallScanner
@@ -16,13 +15,9 @@ from mlcx.runtime.openai_api.xml_calls import XmlCallScanner
 Scanner = Callable[[CallList], Any]
 SYNTAXES: dict[str, Callable[[dict[str, dict[str, Any]]], Scanner]] = {
     "json": lambda parameters: CallScanner,
-    "xml": lambda parameters: partial(_xml, parameters=parameters),
+    "xml": lambda parameters: lambda calls: XmlCallScanner(calls, parameters),
 }
 XML_MARKS = ("<function=", "<parameter=")
-
-
-def _xml(calls: CallList, parameters: dict[str, dict[str, Any]]) -> XmlCallScanner:
-    return XmlCallScanner(calls, parameters)
 
 
 def detect_syntax(chat_template: str | None) -> str:
