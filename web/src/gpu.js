@@ -163,23 +163,32 @@ class Pipeline {
 const pipelines = new WeakMap();
 const compiledOn = (device) => pipelines.get(device) ?? pipelines.set(device, new Map()).get(device);
 
+// The pipeline of `kernel` on `device`, compiled once per (name, bindings, source). Compiled
+// off the page's thread, rather than at the first dispatch: Chromium's SwiftShader took ~25 s
+// there for the tiny image encoder's kernels, ~4 s this way.
+function compilePipeline(device, compiled, kernel, name, code) {
+  const key = JSON.stringify([name, kernel.write_access, kernel.arg_types, code]);
+  if (!compiled.has(key)) {
+    const pipeline = new Pipeline(device, kernel, code);
+    compiled.set(key, pipeline.compile(device).then(() => pipeline));
+    compiled.get(key).catch(() => compiled.delete(key));
+  }
+  return compiled.get(key);
+}
+
 export class KernelSet {
   static async load(device, plan, baseUrl, onProgress, fetchFn = fetch) {
     const set = new KernelSet(device);
     const names = Object.keys(plan.kernels);
     const compiled = compiledOn(device);
+    // every compile is started before any is awaited: the browser builds pipelines on its own
+    // threads, so they compile side by side (one after another, a load took their sum)
+    const sources = await Promise.all(
+      names.map(async (name) => (await fetchFn(new URL(plan.kernels[name].shader, baseUrl))).text()),
+    );
+    const pending = names.map((name, i) => compilePipeline(device, compiled, plan.kernels[name], name, sources[i]));
     for (const [i, name] of names.entries()) {
-      const kernel = plan.kernels[name];
-      const code = await (await fetchFn(new URL(kernel.shader, baseUrl))).text();
-      const key = JSON.stringify([name, kernel.write_access, kernel.arg_types, code]);
-      if (!compiled.has(key)) {
-        const pipeline = new Pipeline(device, kernel, code);
-        // compiled here, off the page's thread, rather than at the first dispatch: Chromium's
-        // SwiftShader took ~25 s there for the tiny image encoder's kernels, ~4 s this way
-        compiled.set(key, pipeline.compile(device).then(() => pipeline));
-        compiled.get(key).catch(() => compiled.delete(key));
-      }
-      set.pipelines.set(name, await compiled.get(key));
+      set.pipelines.set(name, await pending[i]);
       onProgress?.(i + 1, names.length);
     }
     return set;

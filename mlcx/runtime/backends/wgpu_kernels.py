@@ -8,7 +8,9 @@ bind group depends only on the kernel and its buffers and is reused across steps
 
 from __future__ import annotations
 
+import os
 import struct
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,10 +83,14 @@ MAX_BIND_GROUPS = 4096
 class KernelSet:
     def __init__(self, gpu: GpuDevice, plan: Plan, root: Path):
         self.gpu = gpu
-        self.pipelines = {
-            name: _Pipeline(gpu, k, (root / k.shader).read_text())
-            for name, k in plan.kernels.items()
-        }
+        # side by side: the driver compiles each pipeline in the calling thread (wgpu-py
+        # releases the GIL in its calls and keeps its error capture per thread)
+        with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+            made = {
+                name: pool.submit(_Pipeline, gpu, k, (root / k.shader).read_text())
+                for name, k in plan.kernels.items()
+            }
+        self.pipelines = {name: future.result() for name, future in made.items()}
         self.align = gpu.limits.get("min-uniform-buffer-offset-alignment", 256)
         self.arena = None
         self.bind_groups: dict = {}
