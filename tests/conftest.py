@@ -12,7 +12,7 @@ from tests.support.tiny_models import TinySpec, make_tiny_model
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-pytest_plugins = ["tests.support.folder_times"]
+pytest_plugins = ["tests.support.folder_times", "tests.support.file_order"]
 
 
 def pytest_sessionstart(session) -> None:

@@ -68,16 +68,18 @@ def require_playwright():
 
 
 @contextmanager
-def browser_page(url: str, timeout_s: float = 600, dawn: DawnToggles = DEFAULT) -> Iterator:
-    """A Playwright page at `url` in headless Chromium; console errors are kept on
-    `page.mlcx_console` for diagnostics."""
+def browser_page(
+    url: str, timeout_s: float = 600, dawn: DawnToggles = DEFAULT, flags: tuple[str, ...] = ()
+) -> Iterator:
+    """A Playwright page at `url` in headless Chromium started with FLAGS and `flags`; console
+    errors are kept on `page.mlcx_console` for diagnostics."""
     sync_playwright = require_playwright().sync_playwright
     with tempfile.TemporaryDirectory(prefix="mlcx-chromium-") as profile, sync_playwright() as p:
         context = p.chromium.launch_persistent_context(
             profile,
             executable_path=chromium_path(),
             headless=True,
-            args=[*FLAGS, *dawn.flags],
+            args=[*FLAGS, *dawn.flags, *flags],
         )
         try:
             page = context.new_page()

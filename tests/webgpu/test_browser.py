@@ -12,6 +12,8 @@ from mlcx.runtime.sample.params import SamplingParams
 pytestmark = pytest.mark.browser
 PROMPT = "The capital of France is"
 MAX_TOKENS = 12
+# gc() in the page, and a heap size that is exact rather than bucketed and cached
+HEAP_FLAGS = ("--js-flags=--expose-gc", "--enable-precise-memory-info")
 
 
 @pytest.fixture
@@ -70,13 +72,14 @@ def test_a_long_chat_adds_no_step_buffers(served):
     from mlcx.web.browser import browser_page, wait_ready
 
     _, url = served
-    with browser_page(url) as page:
+    with browser_page(url, flags=HEAP_FLAGS) as page:
         wait_ready(page)
         seen = []
         for turn in range(16):
             page.evaluate("window.mlcx.reset()")
             words = " ".join(["capital"] * (1 + 7 * (turn % 4)))
             page.evaluate("(t) => window.mlcx.chat(t, {maxTokens: 6, temperature: 0})", words)
+            page.evaluate("gc()")  # what stays alive, not when V8 last collected
             seen.append(page.evaluate("window.mlcx.memory()"))
         warm = seen[8:]
         assert warm[0]["poolBuffers"] > 0
