@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
-from pathlib import Path
 
 from tests.support.disk_cache import cache_root
 

@@ -183,10 +183,12 @@ export class KernelSet {
     const compiled = compiledOn(device);
     // every compile is started before any is awaited: the browser builds pipelines on its own
     // threads, so they compile side by side (one after another, a load took their sum)
-    const sources = await Promise.all(
-      names.map(async (name) => (await fetchFn(new URL(plan.kernels[name].shader, baseUrl))).text()),
+    const source = async (name) =>
+      (await fetchFn(new URL(plan.kernels[name].shader, baseUrl))).text();
+    const sources = await Promise.all(names.map(source));
+    const pending = names.map((name, i) =>
+      compilePipeline(device, compiled, plan.kernels[name], name, sources[i]),
     );
-    const pending = names.map((name, i) => compilePipeline(device, compiled, plan.kernels[name], name, sources[i]));
     for (const [i, name] of names.entries()) {
       set.pipelines.set(name, await pending[i]);
       onProgress?.(i + 1, names.length);
