@@ -11,7 +11,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from mlcx.artifact.config import Artifact
 from mlcx.artifact.embedding_config import EMBED_TASK, artifact_task
 from mlcx.artifact.kv_budget import kv_budget
-from mlcx.cli.options import LINEAR_KERNELS_HELP, KVDtype, QuantizationName, TargetName, describe
+from mlcx.cli.options import (
+    LINEAR_KERNELS_HELP,
+    KVDtype,
+    LoraDtype,
+    QuantizationName,
+    TargetName,
+    describe,
+)
 from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.registry import describe_supported
 from mlcx.kernels.cpu.kernel_config import LinearKernels
@@ -104,6 +111,13 @@ def compile_command(
         str,
         typer.Option(help=f"Projections taking adapters (--lora-slots): {','.join(LORA_TARGETS)}."),
     ] = ",".join(LORA_TARGETS),
+    lora_dtype: Annotated[
+        LoraDtype | None,
+        typer.Option(
+            help="How adapters are stored (--lora-slots); default float16 on cpu (half the "
+            "bytes a decode step reads), the math's dtype on GPU targets."
+        ),
+    ] = None,
 ) -> None:
     """Compile a model into an artifact directory that the mlcx runtime loads."""
     request = CompileRequest(
@@ -117,7 +131,7 @@ def compile_command(
         kv_dtype=kv_dtype.value if kv_dtype else None,
         mmproj=mmproj,
         lora=lora,
-        lora_slots=_lora_spec(lora_slots, lora_rank, lora_targets),
+        lora_slots=_lora_spec(lora_slots, lora_rank, lora_targets, lora_dtype),
         options=BuildOptions(
             num_threads=threads,
             gpu_arch=gpu_arch,
@@ -150,10 +164,11 @@ def compile_command(
         typer.echo(kv_budget(Artifact(out).config).describe())
 
 
-def _lora_spec(slots: int | None, rank: int, targets: str) -> LoraSpec | None:
+def _lora_spec(slots: int | None, rank: int, targets: str, dtype) -> LoraSpec | None:
     if slots is None:
         return None
-    return LoraSpec(slots, rank, tuple(t.strip() for t in targets.split(",") if t.strip()))
+    names = tuple(t.strip() for t in targets.split(",") if t.strip())
+    return LoraSpec(slots, rank, names, dtype.value if dtype else None)
 
 
 def register(app: typer.Typer) -> None:

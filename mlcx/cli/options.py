@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import Enum
 
 from mlcx.artifact.config import KV_DTYPES
+from mlcx.kernels.lora_layout import WEIGHT_DTYPES as LORA_WEIGHT_DTYPES
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.runtime.speculative.config import PROPOSERS
 from mlcx.targets.registry import TARGETS
@@ -17,6 +18,7 @@ def _choices(name: str, registry: dict) -> type[Enum]:
 TargetName = _choices("TargetName", TARGETS)
 QuantizationName = _choices("QuantizationName", QUANTIZATIONS)
 KVDtype = _choices("KVDtype", dict.fromkeys(KV_DTYPES))
+LoraDtype = _choices("LoraDtype", dict.fromkeys(LORA_WEIGHT_DTYPES))
 SpeculativeName = _choices("SpeculativeName", PROPOSERS)
 LINEAR_KERNELS_HELP = (
     "cpu: kernels of the linear layers. int16: mlcx's (int16 activations, fast); int8: "

@@ -30,7 +30,7 @@ from mlcx.kernels.cpu.kernel_config import LinearKernels
 from mlcx.kernels.cpu.weight_layout import cpu_weight_layout
 from mlcx.kernels.gpu.config import gpu_config
 from mlcx.kernels.kv_layout import default_kv_dtype
-from mlcx.kernels.lora_layout import LoraSpec
+from mlcx.kernels.lora_layout import LoraSpec, default_weight_dtype
 from mlcx.passes.gpu.cuda_graph import graph_max_batch
 from mlcx.passes.step_bounds import bound_step_shapes
 from mlcx.passes.tuning.records import resolve_linear_kernels
@@ -103,6 +103,7 @@ class ExportedModel:
     options: BuildOptions  # the request's, with the linear-kernel choice resolved
     # a hybrid model's state tensors (mlcx.artifact.state_tensors); empty for a transformer
     state_tensors: tuple[dict, ...] = ()
+    lora: LoraSpec | None = None  # the request's adapter slots, their weights' dtype resolved
 
 
 def resolve_options(options: BuildOptions, target: Target) -> BuildOptions:
@@ -155,8 +156,9 @@ def export_model(req: CompileRequest) -> ExportedModel:
         for_mmproj(GGUFCheckpoint(req.mmproj), family.name)  # refuses a mismatched pair
         family = family.with_images()
     lora = None
-    if req.lora_slots is not None:
-        lora = lora_layout(cfg, req.lora_slots, quant.activation_dtype)
+    if (spec := req.lora_slots) is not None:
+        dtype = spec.dtype or default_weight_dtype(target.kernel_kind, quant.activation_dtype)
+        lora = lora_layout(cfg, replace(spec, dtype=dtype), quant.activation_dtype)
     model = family.build(replace(cfg, context_window=context_window), formats, kv_ops, lora)
     mod, params = model.export_tvm(spec=model.export_spec())
     mod = bound_step_shapes(req.prefill_chunk)(mod).with_attr(
@@ -175,6 +177,7 @@ def export_model(req: CompileRequest) -> ExportedModel:
         context_window,
         options,
         states,
+        lora.spec if lora else None,
     )
 
 
@@ -227,7 +230,7 @@ def compile_model(req: CompileRequest, progress: Progress | None = None) -> Path
         linear_kernels=_value(options.linear_kernels),
         decode_graph_batch=graph_max_batch(target.name, options.cuda_graphs),
         state_tensors=exported.state_tensors,
-        lora=req.lora_slots,
+        lora=exported.lora,
         lora_merged=str(Path(req.lora).resolve()) if req.lora else None,
     )
     (out / CONFIG_FILE).write_text(config.to_json())

@@ -75,16 +75,18 @@ def _tokens() -> tirx.Var:
 
 def _shrink_cpu(func: tirx.PrimFunc, features: int) -> tirx.PrimFunc:
     """Each dot product as LANES partial sums along the input features (one vector FMA per
-    LANES features), summed at the end."""
+    LANES features), summed at the end; the (token, rank row) pairs shared out among the
+    threads."""
     if features % LANES:
         return func
     sch = s_tir.Schedule(func)
     block = sch.get_sblock("lora_u")
-    _, j, k = sch.get_loops(block)
+    t, j, k = sch.get_loops(block)
     _, lanes = sch.split(k, [None, LANES])
     partial = sch.rfactor(lanes, 2)
     sch.compute_at(partial, j)
-    lane, chunk = sch.get_loops(partial)[2:]
+    sch.parallel(sch.fuse(t, j))  # while both blocks still carry their init
+    lane, chunk = sch.get_loops(partial)[1:]
     sch.reorder(chunk, lane)
     sch.vectorize(lane)  # before the init is split off: a block without it cannot be
     sch.decompose_reduction(partial, chunk)
@@ -92,18 +94,22 @@ def _shrink_cpu(func: tirx.PrimFunc, features: int) -> tirx.PrimFunc:
 
 
 def _expand_cpu(func: tirx.PrimFunc, out: int) -> tirx.PrimFunc:
-    """The rank loop outside the output features, which run LANES at a time."""
+    """Per token, LANES output features at a time: the rank loop inside, the add fused in;
+    the (token, LANES features) chunks shared out among the threads."""
     if out % LANES:
         return func
     sch = s_tir.Schedule(func)
     block = sch.get_sblock("lora_delta")
     t, n, j = sch.get_loops(block)
-    sch.reorder(j, n)
-    _, lanes = sch.split(n, [None, LANES])
+    chunk, lanes = sch.split(n, [None, LANES])
+    sch.reorder(chunk, j, lanes)
+    item = sch.fuse(t, chunk)
+    sch.parallel(item)
     sch.vectorize(lanes)
     sch.decompose_reduction(block, j)
     add = sch.get_sblock("lora_add")
-    sch.vectorize(sch.split(sch.get_loops(add)[-1], [None, LANES])[1])
+    sch.reverse_compute_at(add, item)
+    sch.vectorize(sch.get_loops(add)[-1])
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)
 
 
@@ -142,10 +148,12 @@ def _expand_gpu(func: tirx.PrimFunc, out: int) -> tirx.PrimFunc:
 
 @dataclass(frozen=True)
 class LoraOps:
-    """The LoRA kernels of one model: `kind` "cpu" or "gpu", activations in `dtype`."""
+    """The LoRA kernels of one model: `kind` "cpu" or "gpu", activations in `dtype`, A and B
+    stored in `weight_dtype`."""
 
     kind: str
     dtype: str
+    weight_dtype: str
     rank: int
     slots: int  # rows of the stacked weights (the spec's slots + 1 for slot 0)
 
@@ -174,13 +182,14 @@ class LoraOps:
         t = _tokens()
         parts, rank = target.parts, self.rank
         x = te.placeholder((t, target.in_features), self.dtype, "x")
-        a = te.placeholder((self.slots, len(parts) * rank, target.in_features), self.dtype, "a")
+        shape_a = (self.slots, len(parts) * rank, target.in_features)
+        a = te.placeholder(shape_a, self.weight_dtype, "a")
         rows = te.placeholder((t,), "int32", "rows")
         u = shrink_te(x, a, rows)
         shrink = te.create_prim_func([x, a, rows, u])
         y = te.placeholder((t, target.out_features), self.dtype, "y")
         ut = te.placeholder((t, len(parts) * rank), ACCUMULATE, "u")
-        b = te.placeholder((self.slots, rank, target.out_features), self.dtype, "b")
+        b = te.placeholder((self.slots, rank, target.out_features), self.weight_dtype, "b")
         scales = te.placeholder((t,), "float32", "scales")
         out = expand_te(y, ut, b, rows, scales, parts, rank)
         expand = te.create_prim_func([y, ut, b, rows, scales, out])

@@ -17,6 +17,17 @@ from dataclasses import dataclass
 
 # The projections of a decoder layer, by mlcx's parameter names, in input order.
 TARGETS = ("attn.qkv", "attn.o", "mlp.gate_up", "mlp.down")
+WEIGHT_DTYPES = ("float16", "float32")
+
+
+def default_weight_dtype(kernel_kind: str, activation_dtype: str) -> str:
+    """How A and B are stored when the compile does not say. On CPU float16 whatever the
+    activations: a decode step reads every active adapter's A and B anew (megabytes that do not
+    stay in cache), so half the bytes is most of their cost; the kernels widen each value to
+    float32 in registers (as llama.cpp's GGUF adapters, float16 by default, are used). GPU
+    targets keep the activations' dtype: a float32 WebGPU plan is one that runs without
+    shader-f16."""
+    return "float16" if kernel_kind == "cpu" else activation_dtype
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,7 @@ class LoraSpec:
     slots: int  # adapters one batch can mix (slot 0, no adapter, comes on top)
     rank: int  # the largest adapter rank they can have
     targets: tuple[str, ...] = TARGETS
+    dtype: str | None = None  # A and B as stored; None: the compile's default_weight_dtype
 
     def __post_init__(self) -> None:
         if self.slots < 1 or self.rank < 1:
@@ -38,15 +50,22 @@ class LoraSpec:
                 f"LoRA targets must be distinct names among {', '.join(TARGETS)}, got "
                 f"{', '.join(self.targets) or 'none'}"
             )
+        if self.dtype is not None and self.dtype not in WEIGHT_DTYPES:
+            raise ValueError(
+                f"LoRA weights are stored as {' or '.join(WEIGHT_DTYPES)}, not {self.dtype!r}"
+            )
         ordered = tuple(t for t in TARGETS if t in self.targets)
         object.__setattr__(self, "targets", ordered)
 
     def to_dict(self) -> dict:
-        return {"slots": self.slots, "rank": self.rank, "targets": list(self.targets)}
+        out = {"slots": self.slots, "rank": self.rank, "targets": list(self.targets)}
+        return out if self.dtype is None else {**out, "dtype": self.dtype}
 
     @classmethod
     def from_dict(cls, data: dict) -> LoraSpec:
-        return cls(int(data["slots"]), int(data["rank"]), tuple(data["targets"]))
+        # an artifact written before the dtype was recorded stored A and B as its activations
+        targets = tuple(data["targets"])
+        return cls(int(data["slots"]), int(data["rank"]), targets, data.get("dtype"))
 
 
 @dataclass(frozen=True)
@@ -65,7 +84,13 @@ class LoraLayout:
     spec: LoraSpec
     num_layers: int
     targets: tuple[LoraTarget, ...]  # one per spec target, in its order
-    dtype: str  # of A and B (the activations')
+    dtype: str  # of the activations the projections take and give
+
+    @property
+    def weight_dtype(self) -> str:
+        """Of A and B: the spec's, else (artifacts from before it was recorded) the
+        activations'."""
+        return self.spec.dtype or self.dtype
 
     def target(self, name: str) -> LoraTarget:
         return next(t for t in self.targets if t.name == name)

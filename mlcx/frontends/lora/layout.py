@@ -80,7 +80,7 @@ def _place(a: np.ndarray, b: np.ndarray, part: int, rows: slice, pair: LoraPair,
 def stack(layout: LoraLayout, adapters: Sequence[LoraAdapter]) -> list[np.ndarray]:
     """The `lora_weights` arrays with adapters[i] in slot i + 1 (slot 0 and the rest zero)."""
     rank = layout.spec.rank
-    out = [np.zeros(shape, dtype=layout.dtype) for _, shape in layout.arrays()]
+    out = [np.zeros(shape, dtype=layout.weight_dtype) for _, shape in layout.arrays()]
     for slot, adapter in enumerate(adapters, start=1):
         for layer in range(layout.num_layers):
             for target in layout.targets:

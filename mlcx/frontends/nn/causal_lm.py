@@ -215,7 +215,7 @@ class CausalLM(nn.Module):
     def _lora_spec(self) -> dict:
         if self.lora is None:
             return {}
-        dtype = self.lora.dtype
+        dtype = self.lora.weight_dtype
         return {LORA_WEIGHTS: [spec.Tensor(s, dtype) for _, s in self.lora.arrays()]}
 
     def export_spec(self) -> dict:

@@ -33,7 +33,7 @@ class LoraStep:
         names = [name.removesuffix(".lora_a") for name, _ in layout.arrays()[::2]]
         pairs = {name: (arrays[2 * i], arrays[2 * i + 1]) for i, name in enumerate(names)}
         spec = layout.spec
-        ops = LoraOps(kind, layout.dtype, spec.rank, spec.slots + 1)
+        ops = LoraOps(kind, layout.dtype, layout.weight_dtype, spec.rank, spec.slots + 1)
         return cls(ops, layout, rows, scales, pairs)
 
     def apply(self, name: str, x: nn.Tensor, y: nn.Tensor) -> nn.Tensor:
