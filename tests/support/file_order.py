@@ -16,6 +16,7 @@ import os
 from collections import defaultdict
 
 from tests.support.disk_cache import cache_root
+from tests.support.folder_times import seconds_by
 
 ROOT = cache_root("MLCX_TEST_DURATIONS", "test-durations")
 RECORD = ROOT / "files.json"
@@ -56,12 +57,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
 def pytest_terminal_summary(terminalreporter) -> None:
     if str(ROOT) == "off" or hasattr(terminalreporter.config, "workerinput"):
         return
-    seconds: dict[str, float] = defaultdict(float)
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            nodeid = getattr(report, "nodeid", "")
-            if nodeid and hasattr(report, "duration"):
-                seconds[_file(nodeid)] += report.duration
+    seconds = seconds_by(terminalreporter, _file)
     if seconds:
         ROOT.mkdir(parents=True, exist_ok=True)
         staging = RECORD.with_name(f"files.tmp-{os.getpid()}.json")

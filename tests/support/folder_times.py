@@ -4,15 +4,22 @@ teardown, summed over workers), so CI's log shows where the suite's time goes.""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 
-def pytest_terminal_summary(terminalreporter) -> None:
+def seconds_by(terminalreporter, key: Callable[[str], str]) -> dict[str, float]:
+    """The run's test seconds (setup, call and teardown) summed by `key(nodeid)`."""
     seconds: dict[str, float] = defaultdict(float)
     for reports in terminalreporter.stats.values():
         for report in reports:
             nodeid = getattr(report, "nodeid", "")
             if nodeid and hasattr(report, "duration"):
-                seconds[_folder(nodeid)] += report.duration
+                seconds[key(nodeid)] += report.duration
+    return seconds
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    seconds = seconds_by(terminalreporter, _folder)
     if not seconds:
         return
     terminalreporter.write_sep("=", "test seconds per folder (summed over workers)")
