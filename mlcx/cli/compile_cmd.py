@@ -164,7 +164,9 @@ def compile_command(
         typer.echo(kv_budget(Artifact(out).config).describe())
 
 
-def _lora_spec(slots: int | None, rank: int, targets: str, dtype) -> LoraSpec | None:
+def _lora_spec(
+    slots: int | None, rank: int, targets: str, dtype: LoraDtype | None
+) -> LoraSpec | None:
     if slots is None:
         return None
     names = tuple(t.strip() for t in targets.split(",") if t.strip())
