@@ -21,6 +21,7 @@ from mlcx.bench.measure.mlcx_engine import (
     weight_bytes_per_token,
 )
 from mlcx.bench.measure.profile import check_profilable, profile_steps
+from mlcx.bench.measure.residency import residency
 from mlcx.bench.peers.peer_setup import PeerSetup
 from mlcx.bench.peers.peers import PEERS
 from mlcx.bench.report import BenchReport
@@ -101,39 +102,92 @@ class _Measured:
     read_bandwidth: float | None  # median of the reps' probes
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """What the report keeps of an engine once it is freed."""
+
+    name: str
+    device: str
+    command: str | None
+    notes: tuple[str, ...]
+
+    @staticmethod
+    def of(engine) -> _Seen:
+        return _Seen(engine.name, engine.device, engine.command, tuple(engine.notes))
+
+
+def _reps(engines, *, ids, workload: Workload, say, probe, runs: dict, bandwidths: list) -> None:
+    for rep in range(workload.reps):
+        names = "" if len(engines) > 1 else f" ({engines[0].name})"
+        say(f"rep {rep + 1}/{workload.reps}{names}")
+        if probe is not None:
+            bandwidths.append(probe())
+        for engine in engines:
+            runs.setdefault(engine.name, []).append(engine.run(ids, workload))
+
+
+def _run_engines(ours: MlcxEngine, peers: list, ids, workload: Workload, say, probe, apart: bool):
+    """(runs per engine name, what each engine was, bandwidth probes). `peers` make the peer
+    engines; `apart`: each engine runs all its reps and is freed before the next loads."""
+    runs: dict[str, list] = {}
+    bandwidths: list[float] = []
+    reps = functools.partial(
+        _reps, ids=ids, workload=workload, say=say, probe=probe, runs=runs, bandwidths=bandwidths
+    )
+    engines, seen = [ours], []
+    if apart:
+        reps([ours])
+        seen, engines = [_Seen.of(ours)], []
+        ours.close()
+    warm = workload.warm_up()
+    for make in peers:
+        peer = make()
+        peer.warm_up(ids[: warm.prompt_tokens], warm)
+        engines.append(peer)
+        if apart:
+            reps([peer])
+            seen.append(_Seen.of(engines.pop()))
+            del peer  # its model freed before the next loads
+    if engines:
+        reps(engines)
+    return runs, seen + [_Seen.of(e) for e in engines], bandwidths
+
+
 def _measure(req: BenchRequest, resolved: Resolved, workload: Workload, threads: int, say, probe):
     """Every engine warmed up, then run rep by rep in turn; their runners are gone on return.
     The peak memory is mlcx's alone: taken before an in-process peer loads its model.
     `probe` (cpu kernels) measures the host's read bandwidth before each rep: on a shared host
-    it moves by 2x within minutes, so the bound is taken where the runs are."""
+    it moves by 2x within minutes, so the bound is taken where the runs are. On the CPU, when
+    mlcx's weights and the peer's file do not fit in memory together (measure/residency), the
+    engines run one after the other, each freed before the next loads."""
+    fit = None
+    if probe is not None and req.against:
+        fit = residency(Artifact(resolved.artifact).params_dir, resolved.gguf)
+    apart = fit is not None and not fit.together
+    if apart:
+        say(fit.note(req.against))
     ours = MlcxEngine(resolved.artifact, workload)
     ids = workload.prompt_ids(ours.vocab)
     ours.warm_up(ids, workload)  # the whole run: its peak memory is then the run's
     peak = peak_memory_bytes()
-    kv_dtype = ours.artifact.config.cache_dtype
+    artifact, kv_dtype = ours.artifact, ours.artifact.config.cache_dtype
     setup = PeerSetup(resolved.gguf, workload, threads, kv_dtype, ours.device, req.build_peer, say)
-    engines = [ours, *(PEERS[name](setup) for name in req.against)]
-    warm = workload.warm_up()
-    for peer in engines[1:]:
-        peer.warm_up(ids[: warm.prompt_tokens], warm)
-    runs: dict[str, list] = {e.name: [] for e in engines}
-    bandwidths = []
-    for rep in range(workload.reps):
-        say(f"rep {rep + 1}/{workload.reps}")
-        if probe is not None:
-            bandwidths.append(probe())
-        for engine in engines:
-            runs[engine.name].append(engine.run(ids, workload))
-    weights = weight_bytes_per_token(ours.artifact)
+    peers = [functools.partial(PEERS[name], setup) for name in req.against]
+    runs, done, bandwidths = _run_engines(ours, peers, ids, workload, say, probe, apart)
+    weights = weight_bytes_per_token(artifact)
     return _Measured(
         speeds={name: Speed.of(r, workload) for name, r in runs.items()},
-        devices={e.name: e.device for e in engines},
-        commands={e.name: e.command for e in engines if e.command},
-        notes=(*expert_notes(ours.artifact, weights), *(note for e in engines for note in e.notes)),
+        devices={e.name: e.device for e in done},
+        commands={e.name: e.command for e in done if e.command},
+        notes=(
+            *expert_notes(artifact, weights),
+            *(note for e in done for note in e.notes),
+            *([fit.note(req.against)] if apart else []),
+        ),
         peak_memory_bytes=peak,
         weight_bytes_per_token=weights,
-        kv_bytes_per_token=kv_budget(ours.artifact.config).bytes_per_token,
-        state_bytes_per_sequence=state_bytes_per_sequence(ours.artifact.config),
+        kv_bytes_per_token=kv_budget(artifact.config).bytes_per_token,
+        state_bytes_per_sequence=state_bytes_per_sequence(artifact.config),
         kv_dtype=kv_dtype,
         read_bandwidth=float(np.median(bandwidths)) if bandwidths else None,
     )

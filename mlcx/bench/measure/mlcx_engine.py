@@ -8,6 +8,7 @@ through its low-level eval too.
 
 from __future__ import annotations
 
+import gc
 import resource
 import time
 from pathlib import Path
@@ -113,6 +114,11 @@ class MlcxEngine:
         self.runner = create_runner(self.artifact, self.blocks, num_state_slots=1)
         self.device = DEVICE_NAMES[self.artifact.config.runtime](self.runner, self.artifact)
         self.vocab = self.artifact.config.model.vocab_size
+
+    def close(self) -> None:
+        """Frees the runner and its weights (the artifact's config stays)."""
+        del self.runner
+        gc.collect()
 
     def warm_up(self, ids: list[int], workload: Workload) -> None:
         """Pages in the weights, spins up thread pools, lets drivers compile pipelines."""
