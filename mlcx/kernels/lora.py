@@ -8,7 +8,9 @@ For a projection y = x @ W.T with fused parts (q/k/v, gate/up):
 which is x @ A_p.T @ B_p.T * scale for the part p that output feature n belongs to (vLLM's
 shrink/expand; S-LoRA's and Punica's batched gather). Slot 0 is zeros: a token without an
 adapter adds nothing. On CPU both kernels are vectorized along their contiguous axis (the
-rows of A, the output features of B); on GPU targets a block's threads share each shrink dot
+rows of A, the output features of B) and shared out among the threads; a shrink whose input is
+an RMSNorm's or a SwiGLU's output is swapped for one computing that op itself
+(mlcx.passes.cpu.fuse_lora_input). On GPU targets a block's threads share each shrink dot
 product (a cross-thread reduction) and expand runs a thread per output feature.
 """
 
@@ -25,6 +27,7 @@ from mlcx.kernels.lora_layout import LoraTarget
 
 ACCUMULATE = "float32"
 OPAQUE = 8  # tvm.relax's OpPatternKind.kOpaque
+ROLE_ATTR = "mlcx.lora"  # "shrink" or "expand": what a pass looks the kernels up by
 LANES = 16  # CPU vector width in float32 lanes (AVX-512; LLVM splits it for narrower ISAs)
 
 
@@ -196,13 +199,14 @@ class LoraOps:
         schedule = SCHEDULES[self.kind]
         shrink = schedule[0](shrink, target.in_features)
         expand = schedule[1](expand, target.out_features)
-        return _opaque(shrink), _opaque(expand)
+        return _opaque(shrink, "shrink"), _opaque(expand, "expand")
 
 
 # kernel kind -> (shrink schedule, expand schedule)
 SCHEDULES = {"cpu": (_shrink_cpu, _expand_cpu), "gpu": (_shrink_gpu, _expand_gpu)}
 
 
-def _opaque(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def _opaque(func: tirx.PrimFunc, role: str) -> tirx.PrimFunc:
     """Kept whole: operator fusion would merge the gathers with their neighbours' loops."""
-    return func.without_attr("global_symbol").with_attr("op_pattern", OPAQUE)
+    func = func.without_attr("global_symbol").with_attr("op_pattern", OPAQUE)
+    return func.with_attr(ROLE_ATTR, role)

@@ -26,14 +26,16 @@ from mlcx.passes.linear_match import (
 )
 
 
-def _rmsnorm(value, features: int):
+def rmsnorm_rows(value, features: int):
+    """(RMSNorm row source, its Relax inputs) for an rms_norm over the last axis, else None."""
     attrs = value.attrs
     if [int(a) for a in attrs.axes] not in ([-1], [1]):
         return None
     return RmsNormRows(features, float(attrs.epsilon)), [value.args[0], value.args[1]]
 
 
-def _swiglu(value, block: Block, features: int):
+def swiglu_rows(value, block: Block, features: int):
+    """(SwiGLU row source, [gate_up]) for silu(gate) * up of a split gate_up, else None."""
     gate_up = swiglu_input(value, block)
     return (SwiGluRows(features), [gate_up]) if gate_up is not None else None
 
@@ -52,9 +54,9 @@ def _source(x, block: Block, features: int):
         value = _shared_norm(x, block)
     found = None
     if is_op(value, "relax.nn.rms_norm"):
-        found = _rmsnorm(value, features)
+        found = rmsnorm_rows(value, features)
     elif is_op(value, "relax.multiply"):
-        found = _swiglu(value, block, features)
+        found = swiglu_rows(value, block, features)
     return found or (PlainRows(features), [x])
 
 
