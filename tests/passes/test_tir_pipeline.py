@@ -7,6 +7,7 @@ pipeline computes what the default pipeline's build does."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,7 +16,13 @@ from tvm import s_tir
 from tvm.tirx.compilation_pipeline import get_tir_pipeline
 
 from mlcx.kernels.cpu.attention import copy_pages
+from mlcx.kernels.cpu.kernel_config import KernelConfig, LinearKernels
+from mlcx.kernels.cpu.linear_kernels import build_linear
+from mlcx.kernels.cpu.linear_spec import LinearSpec
+from mlcx.kernels.cpu.lora_shrink import ShrinkSpec, build_lora_shrink
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
+from mlcx.kernels.cpu.qexperts import ExpertSpec, build_expert_linear
+from mlcx.kernels.cpu.rows import PlainRows, RmsNormRows, SwiGluRows
 from mlcx.kernels.gpu.config import GpuConfig
 from mlcx.kernels.gpu.experts import GpuExpertsSpec, build_gpu_experts
 from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
@@ -31,10 +38,16 @@ BEFORE_COMPACTION = (
 )
 
 
+# what TVMScript prints a compacted extent with (a bound TVM cannot simplify to the extent)
+_PRINTED = SimpleNamespace(
+    min=min, max=max, Select=lambda c, a, b: a if c else b, int64=int, int32=int
+)
+
+
 def _allocations(mod: tvm.IRModule) -> list[int]:
     """Every scratch buffer's element count, in order, at sample sizes of the kernel's
     symbolic extents (TVMScript prints a shape as Python arithmetic)."""
-    sizes = {"tokens": 7, "nnz": 5, "batch": 3}
+    sizes = {"tokens": 7, "nnz": 5, "batch": 3, "T": _PRINTED}
     counts = []
     for text in re.findall(r"T\.alloc_(?:buffer|shared|local)\((.*)\)", mod.script()):
         shape = eval(_first_argument(text), {}, sizes)  # noqa: S307 (TVM's own printout)
@@ -51,10 +64,30 @@ def _first_argument(text: str) -> str:
     return text
 
 
+# the CPU linear kernels of an AVX-512 host with two cores
+CPU_TARGET = tvm.target.Target({"kind": "llvm", "mcpu": "sapphirerapids", "num-cores": 2})
+CPU = KernelConfig.for_target(CPU_TARGET)
+CPU_INT8 = KernelConfig.for_target(CPU_TARGET, LinearKernels.INT8)
+
+
+def _cpu_linear(source, fmt: str, out: int, residual=False, cfg=CPU):
+    return build_linear(LinearSpec(source, format_from_name(fmt), out, residual), cfg)
+
+
 @pytest.mark.parametrize(
     "kernel",
     [
         lambda: paged_attention_cpu(1, 2, 16, "int8", 16, "float16", window=24, sinks=True),
+        lambda: _cpu_linear(RmsNormRows(64, 1e-5), "int4-affine-g32-float16", 96, residual=True),
+        lambda: _cpu_linear(SwiGluRows(256), "q4_k-t16", 64, cfg=CPU_INT8),
+        lambda: _cpu_linear(RmsNormRows(64, 1e-5), "int4-affine-g32-float16-t16", 96),
+        lambda: _cpu_linear(PlainRows(256), "iq4_xs-t16", 64, residual=True),
+        lambda: _cpu_linear(SwiGluRows(64), "float32", 40),
+        lambda: build_expert_linear(
+            ExpertSpec(format_from_name("mxfp4-t16"), 4, 2, 64, 32, per_slot=True, swiglu=True),
+            CPU,
+        ),
+        lambda: build_lora_shrink(ShrinkSpec(RmsNormRows(64, 1e-5), 24, 3, "float16", 2)),
         lambda: build_gpu_linear(
             GpuLinearSpec(format_from_name("int4-sym-g32-float16"), 64, 384, "float16"),
             GpuConfig(),
@@ -64,7 +97,18 @@ def _first_argument(text: str) -> str:
             GpuConfig(),
         ),
     ],
-    ids=["cpu-attention", "gpu-linear", "gpu-experts"],
+    ids=[
+        "cpu-attention",
+        "cpu-linear-int4",
+        "cpu-linear-kquant-int8",
+        "cpu-linear-int4-tiled",
+        "cpu-linear-iq4",
+        "cpu-linear-float",
+        "cpu-experts-mxfp4",
+        "cpu-lora-shrink",
+        "gpu-linear",
+        "gpu-experts",
+    ],
 )
 def test_marked_kernels_are_what_compaction_would_leave(kernel):
     func = kernel()

@@ -23,6 +23,7 @@ from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_spec import LinearSpec, declare_params, divisor, split_range, store_out
 from mlcx.kernels.cpu.rows import PlainRows, float_row
 from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS
 from mlcx.quantization.formats import DenseFormat
 
 LANES = 8
@@ -142,7 +143,7 @@ def build_float_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
         )
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, EXACT_BUFFERS: True})
         tokens, bufs = declare_params(spec)
         with T.If(tokens <= cfg.gemv_max_tokens):
             with T.Then():

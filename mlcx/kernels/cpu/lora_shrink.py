@@ -21,6 +21,7 @@ from mlcx.kernels.cpu import vec
 from mlcx.kernels.cpu.linear_spec import split_range
 from mlcx.kernels.cpu.rows import RowSource, float_row
 from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS
 
 LANES = 16
 
@@ -74,7 +75,7 @@ def build_lora_shrink(spec: ShrinkSpec) -> tirx.PrimFunc:
     features = spec.source.features
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, EXACT_BUFFERS: True})
         bufs = _params(spec)
         tokens = bufs["rows"].shape[0]
         with T.parallel(0, spec.threads) as c:

@@ -27,6 +27,7 @@ from mlcx.kernels.cpu.tiled_block import BandInputs, band_block
 from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
 from mlcx.kernels.cpu.tiled_reader import ROWS
 from mlcx.kernels.cpu.weights import CHUNK
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS
 from mlcx.kernels.moe import check_expert_flags
 from mlcx.kernels.moe_options import SILU, GluActivation
 from mlcx.quantization.formats import WeightFormat
@@ -185,7 +186,7 @@ def build_expert_linear(spec: ExpertSpec, cfg: KernelConfig) -> tirx.PrimFunc:
     reader = tiled_reader.reader_for(spec.fmt, cfg)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, EXACT_BUFFERS: True})
         tokens, bufs = _params(spec)
         views = reader.views(bufs, spec.weight_rows, spec.in_features)
         pairs, n = tokens * spec.slots, spec.out_features

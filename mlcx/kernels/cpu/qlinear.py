@@ -34,6 +34,7 @@ from mlcx.kernels.cpu.linear_spec import (
 from mlcx.kernels.cpu.rows import QuantizedRows, quantize_all, quantize_row
 from mlcx.kernels.cpu.tile_pack import block_rows, pack_codes
 from mlcx.kernels.cpu.weights import CHUNK, QuantReader
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS
 
 
 def _gemv(spec: LinearSpec, cfg: KernelConfig, reader: QuantReader, bufs, view, tokens) -> None:
@@ -147,7 +148,7 @@ def build_quantized_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc
     gemm_ok = spec.out_features % cfg.gemm_rows == 0
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, EXACT_BUFFERS: True})
         tokens, bufs = declare_params(spec)
         view = reader.code_view(bufs, spec.out_features, spec.in_features)
         if not gemm_ok:

@@ -32,6 +32,7 @@ from mlcx.kernels.cpu.tiled_block import BandInputs, band_block
 from mlcx.kernels.cpu.tiled_dots import PairDots, dots_for
 from mlcx.kernels.cpu.tiled_reader import ROWS
 from mlcx.kernels.cpu.weights import NATURAL
+from mlcx.kernels.lowering_marks import EXACT_BUFFERS
 
 PRIVATE_ROWS_MAX = 16  # up to this many tokens each thread quantizes the rows itself (no barrier)
 
@@ -78,7 +79,7 @@ def build_tiled_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
     reader = tiled_reader.reader_for(spec.fmt, cfg)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(spec.name)
-        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
+        T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True, EXACT_BUFFERS: True})
         tokens, bufs = declare_params(spec)
         views = reader.views(bufs, spec.out_features, spec.in_features)
         with T.If(tokens <= PRIVATE_ROWS_MAX):
