@@ -49,9 +49,9 @@ class Residency:
 
     def note(self, peers: tuple[str, ...]) -> str:
         return (
-            f"mlcx and {', '.join(peers)} ran one after the other, not interleaved: their "
-            f"weights ({self.ours / GB:.1f} GB and {self.peer / GB:.1f} GB) do not fit together "
-            f"in the {self.available / GB:.1f} GB this host had available"
+            f"engines one after the other (mlcx, then {', '.join(peers)}), not interleaved: "
+            f"their weights ({self.ours / GB:.1f} GB and {self.peer / GB:.1f} GB) do not fit "
+            f"together in the {self.available / GB:.1f} GB this host had available"
         )
 
 
