@@ -10,7 +10,7 @@ shrink/expand; S-LoRA's and Punica's batched gather). Slot 0 is zeros: a token w
 adapter adds nothing. On CPU both kernels are vectorized along their contiguous axis (the
 rows of A, the output features of B) and shared out among the threads; a shrink whose input is
 an RMSNorm's or a SwiGLU's output is swapped for one computing that op itself
-(mlcx.passes.cpu.fuse_lora_input). On GPU targets a block's threads share each shrink dot
+(mlcx.passes.cpu.fuse_lora). On GPU targets a block's threads share each shrink dot
 product (a cross-thread reduction) and expand runs a thread per output feature.
 """
 

@@ -147,8 +147,9 @@ class LinearRewriter:
         return rewrite_module(self.mod, self.builder, plan)
 
 
-# A planner looks at one binding of a block and returns (var to rebind, new call) or None.
-Planner = Callable[[relax.VarBinding, "Block", dict], "tuple[relax.Var, relax.Call] | None"]
+# A planner looks at one binding of a block and returns (var to rebind, new call), a list of
+# such pairs, or None.
+Planner = Callable[[relax.VarBinding, "Block", dict], "tuple | list[tuple] | None"]
 
 
 def rewrite_block(block: relax.DataflowBlock, planner: Planner) -> relax.DataflowBlock:
@@ -157,9 +158,8 @@ def rewrite_block(block: relax.DataflowBlock, planner: Planner) -> relax.Dataflo
     replace = {}
     for binding in block.bindings:
         found = planner(binding, info, adds)
-        if found is not None:
-            target, call = found
-            replace[target] = call
+        for target, value in [found] if isinstance(found, tuple) else found or []:
+            replace[target] = value
     bindings = [
         relax.VarBinding(b.var, replace[b.var]) if b.var in replace else b for b in block.bindings
     ]

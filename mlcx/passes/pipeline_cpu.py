@@ -2,7 +2,7 @@
 
 1. Linear layers become hand-written kernels with their RMSNorm/SwiGLU input and residual add
    fused in (mlcx.passes.cpu.fuse_linear), unless the linear-kernel choice is `tvm`; LoRA
-   shrinks compute such inputs themselves, leaving them to the linears (fuse_lora_input).
+   kernels first leave those inputs and adds to the linears (mlcx.passes.cpu.fuse_lora).
 2. TVM's CPU legalization and operator fusion for the rest; the mixture-of-experts GEMVs
    split across the cores (mlcx.passes.cpu.experts_schedule).
 3. A tuning database from `mlcx tune`, when given, schedules the kernels it has records for
@@ -22,7 +22,7 @@ from mlcx.passes.cpu.encoder_kernels import encoder_kernels_cpu
 from mlcx.passes.cpu.experts_schedule import schedule_experts_cpu
 from mlcx.passes.cpu.fuse_experts import fuse_experts
 from mlcx.passes.cpu.fuse_linear import fuse_linear
-from mlcx.passes.cpu.fuse_lora_input import fuse_lora_input
+from mlcx.passes.cpu.fuse_lora import fuse_lora
 from mlcx.passes.cpu.parallel_loops import parallel_loops_cpu
 from mlcx.passes.fuse_rope_append import fuse_rope_append
 from mlcx.passes.tuning.apply import apply_database
@@ -34,8 +34,8 @@ def graph_passes(
 ) -> list[tvm.transform.Pass]:
     """Relax-level rewrites before legalization (also used by `mlcx tune` to find tasks)."""
     config = KernelConfig.for_target(target, linear_kernels)
-    # the LoRA shrinks first: their input ops are then left to the linears to fuse
-    linears = [fuse_lora_input(config), fuse_linear(config)] if linear_kernels.hand_written else []
+    # the LoRA kernels first: the norms, SwiGLUs and residual adds are then left to the linears
+    linears = [fuse_lora(config), fuse_linear(config)] if linear_kernels.hand_written else []
     experts = [fuse_experts(config)] if linear_kernels.integer else []
     return [*linears, *experts, fuse_rope_append()]
 

@@ -74,9 +74,7 @@ def test_engines_that_fit_together_run_interleaved(artifact, events, tmp_path):
     assert not any("one after the other" in note for note in report.notes)
 
 
-def test_engines_too_big_together_run_one_after_the_other(
-    artifact, events, tmp_path, monkeypatch
-):
+def test_engines_too_big_together_run_one_after_the_other(artifact, events, tmp_path, monkeypatch):
     gguf = tmp_path / "peer.gguf"
     gguf.write_bytes(b"\0" * 1024)
     params = residency.tree_bytes(artifact / "params")

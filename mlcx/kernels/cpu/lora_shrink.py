@@ -1,7 +1,7 @@
 """The LoRA shrink on the CPU reading its input through a row source (mlcx.kernels.cpu.rows):
 u[t, j] = row(t) . A[slot[t], j], where row(t) is the RMSNorm or SwiGLU of the graph computed
 here from that op's own inputs. The base linear reading the same input then keeps the op as
-its fused prologue (mlcx.passes.cpu.fuse_lora_input), instead of both reading a tensor that a
+its fused prologue (mlcx.passes.cpu.fuse_lora), instead of both reading a tensor that a
 kernel of its own wrote first.
 
 Tokens are shared out among the threads; each builds its token's row once into a scratch row,
