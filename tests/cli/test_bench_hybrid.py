@@ -6,6 +6,7 @@ puts a hybrid's state bytes per sequence beside its KV bytes per token."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from mlcx.bench.peers.llama_server import BUILD
 from mlcx.bench.workloads.random_hybrids import HYBRID_MODELS, HybridShape, write_hybrid_gguf
 from mlcx.frontends.source import load_source
+from tests.support.cli import run_mlcx
 
 TINY = {
     "qwen35": HybridShape(
@@ -102,3 +104,18 @@ def test_the_report_puts_the_state_beside_the_kv_cache():
     assert "2.0 KiB per token of context; state 3.00 MiB per sequence" in report.lines()[1]
     context = 64 + (8 + 1) / 2
     assert report.decode_bytes_per_token == 1000 + context * 2048 + 3 * 2**20
+
+
+def test_the_profile_of_a_hybrid_gives_its_sequence_a_state_slot(tmp_path):
+    """`--profile` times a hybrid model's steps as the bench runs them: its one sequence has a
+    state slot (the runner refuses a hybrid without one)."""
+    gguf = write_hybrid_gguf(TINY["qwen35"], tmp_path / "h.gguf")
+    args = ("--prompt", "8", "--decode", "2", "--reps", "1", "--threads", "1")
+    result = run_mlcx("bench", str(gguf), *args, "--profile", "--json")
+    assert result.returncode == 0, result.stderr
+    prefill, decode = json.loads(result.stdout)["profile"]
+    assert (prefill["tokens"], decode["tokens"]) == (8, 1)
+    for step in (prefill, decode):
+        calls = {k["kernel"]: k["calls"] for k in step["kernels"]}
+        # the one attention layer (3) of four; the other three keep the state
+        assert sum(n for k, n in calls.items() if "attention" in k) == 1, calls

@@ -50,7 +50,7 @@ def _profile_plan(artifact: Artifact, workload: Workload, timestamps: bool):
     from mlcx.runtime.backends.wgpu_runner import WgpuRunner  # needs the optional wgpu package
 
     blocks = kv_blocks(artifact, workload)
-    runner = WgpuRunner(artifact, blocks, optional_features=(TIMESTAMPS,))
+    runner = WgpuRunner(artifact, blocks, optional_features=(TIMESTAMPS,), num_state_slots=1)
     method = choose_timer(runner.gpu.device.features, timestamps)
     ids = workload.prompt_ids(artifact.config.model.vocab_size)
     timed = partial(recording, runner.executor.kernels, TIMERS[method])

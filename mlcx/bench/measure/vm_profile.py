@@ -56,7 +56,7 @@ def profile_vm(artifact: Artifact, workload: Workload, timestamps: bool) -> tupl
     from mlcx.runtime.backends.tvm_vm import TVMRunner
 
     blocks = kv_blocks(artifact, workload)
-    runner = TVMRunner(artifact, blocks)
+    runner = TVMRunner(artifact, blocks, num_state_slots=1)  # the one sequence's, if hybrid
     ids = workload.prompt_ids(artifact.config.model.vocab_size)
     timed = partial(instrumented, runner)
     return profile_two_steps(runner, artifact, blocks, ids, timed, "host clock per VM call")
