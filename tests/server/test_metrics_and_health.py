@@ -105,7 +105,8 @@ def test_kv_usage_of_int8_pages_counts_blocks_sized_by_their_real_bytes(compiled
     f32, int8 = compiled(), compiled(kv_dtype="int8")
     budget = 20 * Artifact(f32).config.kv_block_bytes
     f32_blocks = Engine(f32, EngineConfig(kv_cache_bytes=budget)).num_blocks
-    with serving(int8, EngineConfig(kv_cache_bytes=budget), step_delay_s=0.005) as s:
+    # steps slow enough that the 20 tokens are still decoding when the metrics are read
+    with serving(int8, EngineConfig(kv_cache_bytes=budget), step_delay_s=0.1) as s:
         blocks, page = s.engine.num_blocks, s.engine.artifact.config.page_size
         assert (f32_blocks, blocks) == (20, 64)  # 20 * 64 // 20
         pages = s.engine.runner.kv_pages
