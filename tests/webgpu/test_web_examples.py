@@ -1,7 +1,8 @@
 """WebLLM's own examples on mlcx-web, in headless Chromium (WebGPU on SwiftShader): each one
 written from WebLLM's documented calls (tests/webgpu/js/webllm_examples/, one file an example,
-its header saying what differs: the import line, the model id, a lower max_tokens) runs to its
-final output against a real `mlcx web` serving the tiny test model (with a 2048-token window, as
+its header saying what differs: the import line, the model id, a max_tokens where the example
+has none, as a random model may never stop) runs to its final output against a real `mlcx web`
+serving the tiny test model (with a 2048-token window, as
 "tiny-llm", and again as "tiny-llm-2") and a tiny BERT embedding model ("tiny-bert"). Model ids
 resolve through mlcx web's prebuiltAppConfig or an appConfig the example passes. Every example
 runs in one page, one after another, each within a deadline (harness.js), so nothing waits
@@ -25,8 +26,8 @@ from tests.support.tiny_models import TinySpec
 
 pytestmark = pytest.mark.browser
 EXAMPLES = Path(__file__).parent / "js" / "webllm_examples"
-RUN = [  # in-page engines first (one device, the kernels compiled once), then the workers (two
-    # examples share one dedicated worker: example_worker.js)
+RUN = [  # in-page engines first (one device, the kernels compiled once), then the workers (each
+    # its own, as WebLLM's examples create them)
     "get_started", "multi_round_chat", "json_mode", "json_schema", "seed_to_reproduce",
     "function_calling_openai", "streaming", "text_completion", "abort_reload", "logit_processor",
     "integrity_verification", "cache_usage", "embeddings", "get_started_web_worker",
@@ -102,7 +103,7 @@ def test_get_started_honours_its_request(results):
     assert [c["index"] for c in reply["choices"]] == [0, 1, 2]
     for choice in reply["choices"]:
         assert not {46, 71} & set(choice["token_ids"])  # logit_bias -100
-        assert len(choice["logprobs"]["content"]) == len(choice["token_ids"]) <= 24
+        assert len(choice["logprobs"]["content"]) == len(choice["token_ids"]) <= 256
         assert all(len(e["top_logprobs"]) == 2 for e in choice["logprobs"]["content"])
     counted = sum(len(c["token_ids"]) for c in reply["choices"])
     assert reply["usage"]["completion_tokens"] == counted
@@ -249,7 +250,7 @@ def _js_strings(name: str) -> list[str]:
 
 def test_the_worker_engine_streams_and_has_the_page_engine_s_methods(results):
     out = _ok(results, "get_started_web_worker")
-    assert out["finalMessage"] == out["message"] and out["usage"]["completion_tokens"] <= 24
+    assert out["finalMessage"] == out["message"] and out["usage"]["completion_tokens"] <= 256
     assert out["methods"] == out["pageMethods"] and "getMessage" in out["methods"]
 
 
@@ -262,4 +263,4 @@ def test_two_models_in_one_worker_engine(results):
 
 def test_the_service_worker_engine_streams(results):
     out = _ok(results, "service_worker")
-    assert out["finalMessage"] == out["message"] and out["usage"]["completion_tokens"] <= 24
+    assert out["finalMessage"] == out["message"] and out["usage"]["completion_tokens"] <= 256

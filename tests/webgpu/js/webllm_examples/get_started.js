@@ -1,5 +1,5 @@
 // WebLLM's examples/get-started, from its documented calls. Changed: the import, the model id
-// (the test's tiny model from mlcx web's prebuiltAppConfig), max_tokens (256 -> 24), and the
+// (the test's tiny model from mlcx web's prebuiltAppConfig) and the
 // logit_bias token ids (the example's are Llama-3.1's "California" and "Texas"; these are the
 // tiny vocabulary's: two banned, two favoured). main() returns what the example logs.
 import * as webllm from "/mlcx-web/index.js";
@@ -27,7 +27,7 @@ export async function main() {
     messages: [{ role: "user", content: "List three US states." }],
     n: 3,
     temperature: 1.5,
-    max_tokens: 24,
+    max_tokens: 256,
     logit_bias: { [BANNED[0]]: -100, [BANNED[1]]: -100, [FAVOURED[0]]: 5, [FAVOURED[1]]: 5 },
     logprobs: true,
     top_logprobs: 2,

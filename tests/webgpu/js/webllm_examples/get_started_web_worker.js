@@ -1,10 +1,7 @@
 // WebLLM's examples/get-started-web-worker (mainStreaming, the one it runs), from its
-// documented calls, its worker.ts as worker.js. Changed: the import, the model id, max_tokens
-// (256 -> 24), the worker (example_worker.js's, which multi-models reuses). Also returned: the
-// worker engine's public methods, to hold them to the page engine's.
+// documented calls, its worker.ts as worker.js. Changed: the import, the model id. Also
+// returned: the worker engine's public methods, to hold them to the page engine's.
 import * as webllm from "/mlcx-web/index.js";
-
-import { exampleWorker } from "./example_worker.js";
 
 function setLabel(id, text) {
   const label = document.getElementById(id);
@@ -26,7 +23,7 @@ export async function main() {
   const initProgressCallback = (report) => setLabel("init-label", report.text);
   const selectedModel = "tiny-llm";
   const engine = await webllm.CreateWebWorkerMLCEngine(
-    exampleWorker(),
+    new Worker(new URL("./worker.js", import.meta.url), { type: "module" }),
     selectedModel,
     { initProgressCallback: initProgressCallback },
   );
@@ -40,7 +37,7 @@ export async function main() {
       { role: "user", content: "Two more please!" },
     ],
     temperature: 1.5,
-    max_tokens: 24,
+    max_tokens: 256,
   };
   const asyncChunkGenerator = await engine.chat.completions.create(request);
   let message = "";

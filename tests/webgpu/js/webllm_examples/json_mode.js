@@ -1,5 +1,4 @@
-// WebLLM's examples/json-mode, from its documented calls. Changed: the import, the model id,
-// max_tokens (128 -> 48).
+// WebLLM's examples/json-mode, from its documented calls. Changed: the import, the model id.
 import * as webllm from "/mlcx-web/index.js";
 
 function setLabel(id, text) {
@@ -16,7 +15,7 @@ export async function main() {
     stream: false,
     messages: [{ role: "user", content: "Write a short JSON file introducing yourself." }],
     n: 2,
-    max_tokens: 48,
+    max_tokens: 128,
     response_format: { type: "json_object" },
   };
   const reply0 = await engine.chatCompletion(request);

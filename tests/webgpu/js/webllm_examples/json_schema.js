@@ -1,6 +1,6 @@
 // WebLLM's examples/json-schema (simpleStructuredTextExample, with its schema string, and
 // harryPotterExample, its schema as typebox writes it), from the documented calls. Changed: the
-// import, the model id, max_tokens (128 -> 64).
+// import, the model id.
 import * as webllm from "/mlcx-web/index.js";
 
 function setLabel(id, text) {
@@ -40,7 +40,7 @@ async function ask(engine, content, schema) {
   const reply = await engine.chatCompletion({
     stream: false,
     messages: [{ role: "user", content }],
-    max_tokens: 64,
+    max_tokens: 128,
     response_format: { type: "json_object", schema: schema },
   });
   return { reply, output: await engine.getMessage() };

@@ -1,10 +1,8 @@
 // WebLLM's examples/multi-models (sequentialGeneration, then parallelGeneration), from its
 // documented calls: two models in one worker engine, each request naming its model. Changed:
-// the import, the model ids (the tiny model served twice, under two ids), max_tokens (128 -> 16),
-// the worker: get-started-web-worker's (example_worker.js), whose engine reloads with both models.
+// the import, the model ids (the tiny model served twice, under two ids).
+// Its own worker, as WebLLM writes it: a new realm, so its WebGPU device compiles every kernel.
 import * as webllm from "/mlcx-web/index.js";
-
-import { exampleWorker } from "./example_worker.js";
 
 function setLabel(id, text) {
   const label = document.getElementById(id);
@@ -18,9 +16,9 @@ const selectedModel2 = "tiny-llm-2";
 const prompt1 = "Tell me about California in 3 short sentences.";
 const prompt2 = "Tell me about New York City in 3 short sentences.";
 const request1 = { stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: prompt1 }],
-                   model: selectedModel1, max_tokens: 16 };
+                   model: selectedModel1, max_tokens: 128 };
 const request2 = { stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: prompt2 }],
-                   model: selectedModel2, max_tokens: 16 };
+                   model: selectedModel2, max_tokens: 128 };
 
 async function respond(engine, request, label) {
   let message = "";
@@ -37,7 +35,7 @@ export async function main() {
   setLabel("prompt-label-1", `(with model ${selectedModel1})\n` + prompt1);
   setLabel("prompt-label-2", `(with model ${selectedModel2})\n` + prompt2);
   const engine = await webllm.CreateWebWorkerMLCEngine(
-    exampleWorker(),
+    new Worker(new URL("./worker.js", import.meta.url), { type: "module" }),
     [selectedModel1, selectedModel2],
     { initProgressCallback: initProgressCallback },
   );

@@ -1,5 +1,5 @@
 // WebLLM's examples/seed-to-reproduce, from its documented calls. Changed: the import, the
-// model id, max_tokens (128 -> 24). Its own check stays: with seed 42 each choice of the two
+// model id. Its own check stays: with seed 42 each choice of the two
 // requests is the same.
 import * as webllm from "/mlcx-web/index.js";
 
@@ -17,7 +17,7 @@ export async function main() {
     messages: [{ role: "user", content: "Write a creative Haiku about Pittsburgh" }],
     n: 3,
     temperature: 1.2,
-    max_tokens: 24,
+    max_tokens: 128,
     seed: 42,
   };
   const reply0 = await engine.chat.completions.create(request);

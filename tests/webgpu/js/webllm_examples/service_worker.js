@@ -1,7 +1,7 @@
 // WebLLM's examples/service-worker (mainStreaming, the one it runs), from its documented calls.
 // Its sw.ts (`new ServiceWorkerMLCEngineHandler()`) is the package's ready service worker,
 // /mlcx-web/service_worker.js, which also claims the page at once (so the first visit needs no
-// reload). Changed: the import, the model id, max_tokens (256 -> 24).
+// reload). Changed: the import, the model id.
 import * as webllm from "/mlcx-web/index.js";
 
 function setLabel(id, text) {
@@ -37,7 +37,7 @@ export async function main() {
       { role: "user", content: "Two more please!" },
     ],
     temperature: 1.5,
-    max_tokens: 24,
+    max_tokens: 256,
   };
   const asyncChunkGenerator = await engine.chat.completions.create(request);
   let message = "";

@@ -1,6 +1,6 @@
 // WebLLM's examples/text-completion, from its documented calls: its own appConfig names the
 // model's URL (here the tiny artifact on this origin, written without its trailing slash, as
-// a repository URL is). Changed: the import, the model id and URL, max_tokens (64 -> 16).
+// a repository URL is). Changed: the import, the model id and URL.
 import * as webllm from "/mlcx-web/index.js";
 
 function setLabel(id, text) {
@@ -27,7 +27,7 @@ export async function main() {
     prompt: "List 3 US states: ",
     echo: true,
     n: 2,
-    max_tokens: 16,
+    max_tokens: 64,
     logprobs: true,
     top_logprobs: 2,
   });
