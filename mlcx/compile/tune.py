@@ -21,6 +21,7 @@ from mlcx.compile.model import CompileRequest, export_model
 from mlcx.errors import ArtifactError
 from mlcx.frontends.presets import PRESETS
 from mlcx.kernels.cpu.kernel_config import LinearKernels
+from mlcx.kernels.gpu.tensor_intrinsics import load_tensor_intrinsics
 from mlcx.passes.pipeline_cpu import graph_passes
 from mlcx.passes.tuning import measure
 from mlcx.passes.tuning.records import Record, TuningDb, create_db
@@ -138,6 +139,7 @@ def _tune_task(task, share, target, db: TuningDb, config, deadline, report) -> b
 
 
 def _measure(task: Task, target, trials: int, work_dir: Path) -> list[Record]:
+    load_tensor_intrinsics()  # TuneContext imports them: 40-170 s without this
     context = ms.TuneContext(
         mod=task.workload,
         target=target,

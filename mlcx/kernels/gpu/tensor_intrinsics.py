@@ -1,6 +1,7 @@
 """TVM's tensor intrinsics (wmma, mma, simdgroup matrices), loaded once, in seconds.
 
-dlight's Matmul rule imports `tvm.s_tir.tensor_intrin` the first time it tensorizes. That
+dlight's Matmul rule imports `tvm.s_tir.tensor_intrin` the first time it tensorizes, and
+MetaSchedule's TuneContext whenever it is made (so CPU tuning too, mlcx.compile.tune). That
 package parses ~250 TVMScript functions, and TVM's `prim_func` decorator calls
 `inspect.stack()` for each: every frame's source file is looked up by scanning all of
 `sys.modules`, so the import takes 20 s in a bare process and 60-140 s in one that has loaded
