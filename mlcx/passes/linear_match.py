@@ -146,6 +146,17 @@ class LinearRewriter:
     def run(self, plan) -> tvm.IRModule:
         return rewrite_module(self.mod, self.builder, plan)
 
+    @classmethod
+    def module_pass(cls, name: str, cfg) -> tvm.transform.Pass:
+        """The pass `name`: a `cls(mod, cfg)` (a subclass with a `plan`) rewrites the module."""
+
+        @tvm.transform.module_pass(opt_level=0, name=name)
+        def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
+            rewriter = cls(mod, cfg)
+            return rewriter.run(rewriter.plan)
+
+        return _pass
+
 
 # A planner looks at one binding of a block and returns (var to rebind, new call), a list of
 # such pairs, or None.

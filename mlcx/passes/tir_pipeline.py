@@ -80,9 +80,8 @@ def _pipeline_factory():
             part = tvm.IRModule(funcs, attrs=mod.attrs)
             done = _lower_skipping(default, part, names, ctx) if names else default(part)
             lowered.update(done.functions)
-        if (
-            len(groups) > 1
-        ):  # lowered alone, a part's one function became the entry: the whole has none
+        # Lowered alone, a part's one function became the entry: the whole has none.
+        if len(groups) > 1:
             lowered = {gv: _not_entry(f) for gv, f in lowered.items()}
         return tvm.IRModule(lowered, attrs=mod.attrs)
 

@@ -45,9 +45,4 @@ class _Fuser(LinearRewriter):
 
 
 def fuse_experts(cfg: KernelConfig) -> tvm.transform.Pass:
-    @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseExpertsCPU")
-    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        fuser = _Fuser(mod, cfg)
-        return fuser.run(fuser.plan)
-
-    return _pass
+    return _Fuser.module_pass("mlcx.FuseExpertsCPU", cfg)

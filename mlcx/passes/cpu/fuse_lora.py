@@ -25,7 +25,7 @@ from mlcx.passes.linear_match import Block, LinearRewriter, is_op, linear_format
 
 
 def _role(mod: tvm.IRModule, value) -> str | None:
-    """ "shrink" or "expand" for a call of a LoRA kernel (mlcx.kernels.lora), else None."""
+    """The role of a call of a LoRA kernel (mlcx.kernels.lora: shrink or expand), else None."""
     if not is_op(value, "relax.call_tir"):
         return None
     func = mod[value.args[0]]
@@ -94,9 +94,4 @@ class _Fuser(LinearRewriter):
 
 
 def fuse_lora(cfg: KernelConfig) -> tvm.transform.Pass:
-    @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseLoraCPU")
-    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        fuser = _Fuser(mod, cfg)
-        return fuser.run(fuser.plan)
-
-    return _pass
+    return _Fuser.module_pass("mlcx.FuseLoraCPU", cfg)

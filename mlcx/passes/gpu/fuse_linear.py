@@ -57,9 +57,4 @@ def _as_kernel_reads(weight: relax.Expr, kernel_type) -> relax.Expr:
 
 
 def fuse_linear_gpu(cfg: GpuConfig) -> tvm.transform.Pass:
-    @tvm.transform.module_pass(opt_level=0, name="mlcx.FuseLinearGPU")
-    def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        fuser = _Fuser(mod, cfg)
-        return fuser.run(fuser.plan)
-
-    return _pass
+    return _Fuser.module_pass("mlcx.FuseLinearGPU", cfg)
