@@ -17,10 +17,10 @@ pytest_plugins = ["tests.support.folder_times", "tests.support.file_order"]
 
 def pytest_sessionstart(session) -> None:
     if not hasattr(session.config, "workerinput"):  # once per run, before any worker compiles
-        from tests.support import compile_cache, kernel_cache
+        from tests.support import compile_cache, hf_gguf_greedy, kernel_cache
         from tests.support.disk_cache import prune
 
-        for root in (compile_cache.ROOT, kernel_cache.ROOT):
+        for root in (compile_cache.ROOT, kernel_cache.ROOT, hf_gguf_greedy.ROOT):
             prune(root)
 
 

@@ -13,6 +13,7 @@ from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
 from tests.support.cli import run_mlcx
 from tests.support.default_model import default_gguf
+from tests.support.hf_gguf_greedy import hf_gguf_greedy
 
 pytestmark = pytest.mark.slow
 PROMPT = "The history of the Roman Empire is"
@@ -31,18 +32,7 @@ def test_the_default_artifact_keeps_an_f16_kv_cache(default_artifact):
 @pytest.fixture(scope="module")
 def transformers_greedy():
     """(prompt ids, 32 greedy tokens) of HF transformers on the same GGUF."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = default_gguf()
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        path.parent, gguf_file=path.name, dtype=torch.float32
-    )
-    prompt_ids = tokenizer(PROMPT)["input_ids"]
-    with torch.no_grad():
-        ref = model.generate(torch.tensor([prompt_ids]), max_new_tokens=32, do_sample=False)
-    return prompt_ids, ref[0, len(prompt_ids) :].tolist()
+    return hf_gguf_greedy(default_gguf(), PROMPT, 32)
 
 
 def test_chat_answers_paris(artifact):

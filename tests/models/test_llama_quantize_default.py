@@ -29,6 +29,7 @@ from mlcx.runtime.sample.params import SamplingParams
 from tests.models.test_llama_quantize_kquants import _llama_quantize
 from tests.support.compile_cache import compile_model
 from tests.support.default_model import DEFAULT, default_gguf
+from tests.support.hf_gguf_greedy import hf_gguf_greedy
 
 pytestmark = pytest.mark.slow
 PROMPT = "The history of the Roman Empire is"
@@ -85,24 +86,7 @@ def built(tmp_path_factory):
 @pytest.fixture(scope="module")
 def transformers_greedy():
     """mix -> (prompt ids, TOKENS greedy tokens of transformers on that file)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    found: dict = {}
-
-    def greedy(path: Path):
-        if path not in found:
-            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            model = AutoModelForCausalLM.from_pretrained(
-                path.parent, gguf_file=path.name, dtype=torch.float32
-            )
-            ids = tokenizer(PROMPT)["input_ids"]
-            with torch.no_grad():
-                out = model.generate(torch.tensor([ids]), max_new_tokens=TOKENS, do_sample=False)
-            found[path] = ids, out[0, len(ids) :].tolist()
-        return found[path]
-
-    return greedy
+    return lambda path: hf_gguf_greedy(path, PROMPT, TOKENS)
 
 
 @pytest.mark.parametrize("mix", list(MIXES))
