@@ -27,6 +27,7 @@ from mlcx.package.app_shells import APP_SHELLS, resolve_apps
 from mlcx.package.config import PackageConfig, PackageModel
 from mlcx.package.libraries import LAYOUTS, ModelLibraries
 from mlcx.package.www import build_www, check_downloads
+from mlcx.package.www_vision import encoder_weight_bytes
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.mobile import MobileTarget
 from mlcx.targets.registry import get_target
@@ -163,7 +164,9 @@ def _bundle(
 
 
 def _estimate(artifact: Artifact, weight_bytes: int) -> int:
-    """Weights plus a KV cache holding one full context window (and a hybrid model's state)."""
+    """Weights (the image encoder's too) plus a KV cache holding one full context window (and
+    a hybrid model's state)."""
     pages = -(-artifact.config.context_window // artifact.config.page_size)
     state = artifact.config.state_slot_bytes
-    return weight_bytes + pages * artifact.config.kv_block_bytes + state
+    encoder = encoder_weight_bytes(artifact.path)
+    return weight_bytes + encoder + pages * artifact.config.kv_block_bytes + state

@@ -5,7 +5,8 @@ app shell shows, served by the shells from one origin next to `dist/bundle`:
     www/vendor/<lib>/<dist or lib>/       the tokenizer, Jinja and XGrammar libraries it imports
     www/mlcx-app.json                     models, variants, memory budgets, where weights are
     www/models/<id>/<quantization>/       mlcx-config.json, webgpu-plan.json, shaders/,
-                                          tokenizer files, params/index.json
+                                          tokenizer files, params/index.json, and for a
+                                          vision-language model vision/ (www_vision.py)
 
 Weights are stored once: a WebGPU plan's shards are byte-identical to the phone artifact's of
 the same quantization, so that variant reads `bundle/<id>/params/`; a variant of another
@@ -24,6 +25,7 @@ from mlcx.artifact.config import Artifact
 from mlcx.artifact.weight_shards import INDEX
 from mlcx.package.app_config import AppModel
 from mlcx.package.config import PackageModel
+from mlcx.package.www_vision import copy_encoder
 from mlcx.web.assets import web_runtime
 
 WWW_CONFIG_FILE = "mlcx-app.json"
@@ -40,6 +42,9 @@ class WwwVariant:
     weights: str  # where the shards are: www-relative ("../bundle/...") or a download URL
     weights_bundled: bool
     weights_bytes: int
+    # the image encoder's shards (as `weights`) and their bytes; None: the model takes text only
+    vision_weights: str | None = None
+    vision_weights_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class WwwModel:
     estimated_memory_bytes: int  # the runtime's budget: KV pages are what is left of it
     context_window: int
     variants: tuple[WwwVariant, ...]  # preferred first; the runtime takes the first it can run
+    images: bool = False  # it has an image encoder: the app shells offer an image picker
 
 
 def build_www(
@@ -82,6 +88,7 @@ def _model(
         estimated_memory_bytes=app.estimated_memory_bytes,
         context_window=app.context_window,
         variants=tuple(variants),
+        images=all(v.vision_weights is not None for v in variants),
     )
 
 
@@ -90,13 +97,17 @@ def _variant(package: PackageModel, artifact: Artifact, quantization: str, dist:
     features = _copy_plan(artifact, dist / "www" / rel)
     index = (artifact.params_dir / INDEX).read_text()
     shards = json.loads(index)["shards"]
+    weights = _weights_location(package, artifact, quantization, dist, index)
+    encoder = copy_encoder(package, artifact, quantization, dist, dist / "www" / rel)
     return WwwVariant(
         quantization=quantization,
         features=features,
         artifact=f"{rel}/",
-        weights=_weights_location(package, artifact, quantization, dist, index),
+        weights=weights,
         weights_bundled=package.bundle_weights,
         weights_bytes=sum(int(s["nbytes"]) for s in shards),
+        vision_weights=encoder.location if encoder else None,
+        vision_weights_bytes=encoder.bytes if encoder else 0,
     )
 
 

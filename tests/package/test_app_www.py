@@ -7,20 +7,16 @@ the page must fall back from the q4f16 plan to the packaged q4f32 one by itself.
 from __future__ import annotations
 
 import json
-import mimetypes
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.support.app_page import answering, page_url, phone_page
 from tests.support.tiny_models import TinySpec
 
 ROOT = Path(__file__).resolve().parents[2]
-ORIGIN = "https://mlcx.app"
 PROMPT = "The capital of France is"
 MAX_TOKENS = 12
-IPHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3,
-          "is_mobile": True, "has_touch": True}  # fmt: skip
 
 
 def _www_config(dist: Path) -> dict:
@@ -58,36 +54,15 @@ def test_weights_are_stored_once(app_dist):
     )
 
 
-def _answering(handle):
-    """A route handler that answers 500 when it fails, so that the page fails (never waits)."""
-
-    def guarded(route):
-        try:
-            handle(route)
-        except Exception as err:  # noqa: BLE001 (any failure must reach the page)
-            route.fulfill(status=500, body=f"test server: {err!r}")
-
-    return guarded
-
-
-def _serve_dist(dist: Path, requested: list[str]):
-    """A Playwright route handler: the app shells' scheme handler, files from the dist folder."""
-
-    @_answering
-    def handle(route):
-        path = route.request.url.removeprefix(ORIGIN + "/").split("?")[0]
-        requested.append(path)
-        file = (dist / path).resolve()
-        if not file.is_file() or not file.is_relative_to(dist.resolve()):
-            return route.fulfill(status=404, body="not found")
-        kind = (
-            "text/javascript" if file.suffix in (".js", ".mjs") else mimetypes.guess_type(file)[0]
-        )
-        route.fulfill(
-            status=200, body=file.read_bytes(), content_type=kind or "application/octet-stream"
-        )
-
-    return handle
+def test_a_text_model_has_no_image_encoder(app_dist):
+    """A text-only model packages as before: no vision/ anywhere, and the shells are told."""
+    [model] = _www_config(app_dist)["models"]
+    assert model["images"] is False
+    assert [(v["vision_weights"], v["vision_weights_bytes"]) for v in model["variants"]] == [
+        (None, 0),
+        (None, 0),
+    ]
+    assert not list(app_dist.rglob("vision"))
 
 
 def _cpu_greedy(compiled, prompt: str):
@@ -101,33 +76,12 @@ def _cpu_greedy(compiled, prompt: str):
     return want
 
 
-# The Android bridge object as the page sees it (ChatBridge.kt): events arrive as JSON strings.
-ANDROID_BRIDGE = """window.mlcxEvents = [];
-window.mlcxAndroid = { postMessage: (json) => window.mlcxEvents.push(JSON.parse(json)) };"""
-PAGE = f"{ORIGIN}/www/index.html?app=mlcx-app.json&model=tiny"
+PAGE = page_url("tiny")
 
 
-@contextmanager
 def _phone(dist: Path, requested: list[str], flags: tuple[str, ...], script: str = "", routes=None):
-    """A page on an iPhone-sized touch screen whose origin serves the dist folder."""
-    from playwright.sync_api import sync_playwright
-
-    from mlcx.web.browser import chromium_path
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), headless=True, args=flags)
-        try:
-            context = browser.new_context(**IPHONE)
-            context.route(f"{ORIGIN}/**", _serve_dist(dist, requested))
-            for pattern, handler in (routes or {}).items():
-                context.route(pattern, handler)
-            context.add_init_script(ANDROID_BRIDGE + script)
-            page = context.new_page()
-            page.set_default_timeout(600_000)
-            page.goto(PAGE)
-            yield page
-        finally:
-            browser.close()
+    """The tiny model's app page on an iPhone-sized touch screen serving the dist folder."""
+    return phone_page(dist, PAGE, requested, flags, script, routes)
 
 
 def _tap_send(page, text: str) -> dict:
@@ -206,7 +160,7 @@ def _weights_server(shards: Path, ranges: list[str | None]):
     """A download server whose first answer ends halfway (the network went away) and which
     honours Range afterwards; CORS allows the app's origin."""
 
-    @_answering
+    @answering
     def handle(route):
         cors = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Headers": "Range"}
         if route.request.method == "OPTIONS":

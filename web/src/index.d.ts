@@ -43,6 +43,8 @@ export interface MLCEngineConfig {
   kvBlocks?: number | ((plan: unknown, config: unknown) => number);
   /** Where the weight shards are when not next to the plan. */
   shardsUrl?: string | URL;
+  /** Where the image encoder's weight shards are when not in the artifact's vision/params/. */
+  visionShardsUrl?: string | URL;
   /** The artifact's folder picked from disk (`<input type="file" webkitdirectory>`'s files):
    * loaded from those files, nothing fetched; the artifact URL is then ignored. */
   files?: Iterable<File>;

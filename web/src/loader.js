@@ -38,8 +38,10 @@ const RUNNERS = {
 };
 
 // `files`: the artifact's files picked from disk (local_files.js); `artifactUrl` is then ignored.
-// `integrity`: a WebLLM model record's (integrity.js). -> {runner, codec, vision, task}
-export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl, files, integrity } = {}) {
+// `integrity`: a WebLLM model record's (integrity.js). `shardsUrl`, `visionShardsUrl`: where
+// the text model's and the image encoder's weight shards are when not in the artifact's
+// params/ and vision/params/. -> {runner, codec, vision, task}
+export async function loadModel(artifactUrl, { initProgressCallback, signal, kvBlocks = 128, shardsUrl, visionShardsUrl, files, integrity } = {}) {
   const local = files ? localArtifact(files) : null;
   const base = local?.base ?? new URL(artifactUrl, globalThis.location?.href);
   // an abort stops a download at once, not at its next progress report
@@ -73,7 +75,8 @@ export async function loadModel(artifactUrl, { initProgressCallback, signal, kvB
   try {
     signal?.throwIfAborted();
     // the image encoder (vision/), where the artifact has one, on the text model's device
-    const vision = task === "generate" ? await VisionEncoder.load(runner, base, fetchFn, onStatus) : null;
+    const visionShards = visionShardsUrl && new URL(visionShardsUrl, base);
+    const vision = task === "generate" ? await VisionEncoder.load(runner, base, fetchFn, onStatus, visionShards) : null;
     await kept?.commit();
     initProgressCallback?.({ progress: 1, timeElapsed: (performance.now() - started) / 1000, text: "ready" });
     return { runner, codec, vision, task };

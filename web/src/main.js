@@ -5,7 +5,9 @@
 // (an image_url part with a data: URL). `window.mlcx` is the hook the end-to-end tests,
 // `mlcx bench web` and the native app shells use: {ready, chat(text, options),
 // bench(promptIds, decodeTokens), reset(), info, lastReply}; the shells also get events
-// (bridge.js). ?composer=native hides the page's input row when the app draws its own.
+// (bridge.js). ?composer=native hides the page's input row when the app draws its own; the
+// app's picker then sends its image as chat's `image` option (a data: URL), offered where
+// info.images (the ready event's `images`) says the model takes images.
 
 import { appModel } from "./app.js";
 import { notify } from "./bridge.js";
@@ -68,9 +70,10 @@ function speedNote(usage) {
     `decode ${extra.decode_tokens_per_s.toFixed(2)} tok/s`;
 }
 
-async function chat(text, options) {
+// image: a data: URL the native shells picked, else the page's picker's.
+async function chat(text, options, image = null) {
   setState("generating");
-  const imageUrl = await takeImage();
+  const imageUrl = image ?? (await takeImage());
   const content = imageUrl ? [{ type: "text", text }, { type: "image_url", image_url: { url: imageUrl } }] : text;
   history.push({ role: "user", content });
   bubble("user", text, imageUrl);
@@ -138,7 +141,8 @@ async function start() {
     adapter = report.adapter ?? adapter;
     onProgress(report);
   };
-  engine = await CreateMLCEngine(source.base, { initProgressCallback, kvBlocks: source.blocks, shardsUrl: source.shardsUrl });
+  const { shardsUrl, visionShardsUrl } = source;
+  engine = await CreateMLCEngine(source.base, { initProgressCallback, kvBlocks: source.blocks, shardsUrl, visionShardsUrl });
   engine.addEventListener("error", (event) => showError(event.error));
   const { runner } = engine.core;
   const c = runner.config;
@@ -146,7 +150,8 @@ async function start() {
   const loaded = runner.weightsCached ? "weights loaded from the browser cache" : "ready";
   $("progress").textContent = app?.note ? `${loaded}; ${app.note}` : loaded;
   Object.assign(window.mlcx.info, { model: app?.model.id ?? c.model_name, quantization: c.quantization,
-                                    kvBlocks: runner.numBlocks, adapter, note: app?.note ?? null });
+                                    kvBlocks: runner.numBlocks, adapter, note: app?.note ?? null,
+                                    images: Boolean(engine.core.vision) });
   window.mlcx.engine = engine;
   $("image-pick").hidden = !engine.core.vision;
   setState("ready");
@@ -172,7 +177,7 @@ function memory() {
            jsHeapBytes: performance.memory?.usedJSHeapSize ?? null };
 }
 
-window.mlcx = { chat: (text, options) => chat(text, requestOptions({ ...currentOptions(), ...options })),
+window.mlcx = { chat: (text, options = {}) => chat(text, requestOptions({ ...currentOptions(), ...options }), options.image),
                 bench, reset, memory, info: {} };
 window.mlcx.ready = start().catch((err) => {
   showError(err);

@@ -21,8 +21,8 @@ export class MLCEngine extends EventTarget {
   #loading = null; // the running reload's AbortController
 
   // engineConfig: WebLLM's {appConfig, initProgressCallback, logLevel, logitProcessorRegistry},
-  // and mlcx's load options {kvBlocks, shardsUrl, files, signal} (index.d.ts); `loadModel`
-  // replaces loader.js's (the node tests load a fake model through it).
+  // and mlcx's load options {kvBlocks, shardsUrl, visionShardsUrl, files, signal}
+  // (index.d.ts); `loadModel` replaces loader.js's (the node tests load a fake model through it).
   constructor(engineConfig = {}) {
     super();
     const { appConfig, initProgressCallback, logLevel, logitProcessorRegistry, ...loadOptions } = engineConfig ?? {};

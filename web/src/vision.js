@@ -28,8 +28,9 @@ function concat(arrays) {
 
 export class VisionEncoder {
   // null where the artifact has no image encoder; onStatus gets {stage: "vision", done, total}
-  // (weight bytes) as the loader's other stages do.
-  static async load(runner, baseUrl, fetchFn = fetch, onStatus = undefined) {
+  // (weight bytes) as the loader's other stages do. shardsUrl: where the encoder's weight
+  // shards are when not in vision/params/ (an app's bundle/ folder or a download URL).
+  static async load(runner, baseUrl, fetchFn = fetch, onStatus = undefined, shardsUrl = undefined) {
     const base = new URL("vision/", baseUrl);
     const found = await fetchFn(new URL("encoder.json", base));
     if (!found.ok) return null;
@@ -42,7 +43,7 @@ export class VisionEncoder {
     if (missing.length) throw new Error(`the image encoder needs WebGPU feature(s) ${missing}, which the device lacks`);
     const kernels = await KernelSet.load(runner.device, plan, base, undefined, fetchFn);
     const progress = (done, total) => onStatus?.({ stage: "vision", done, total });
-    const { tensors } = await loadWeights(runner.device, base, progress, undefined, fetchFn);
+    const { tensors } = await loadWeights(runner.device, base, progress, shardsUrl, fetchFn);
     return new VisionEncoder(config, new PlanExecutor(plan, kernels, runner.pool), tensors, runner);
   }
 

@@ -46,10 +46,12 @@ class ChunkQueue {
 }
 
 // Load options a worker can be sent: a kvBlocks function and the signal stay here.
-function portable({ kvBlocks, shardsUrl, files }) {
+function portable({ kvBlocks, shardsUrl, visionShardsUrl, files }) {
   if (typeof kvBlocks === "function") log.warn("a kvBlocks function cannot reach a worker; the worker's engine picks its default");
+  const href = (url) => new URL(url, globalThis.location?.href).href;
   return { ...(Number.isInteger(kvBlocks) ? { kvBlocks } : {}),
-           ...(shardsUrl ? { shardsUrl: new URL(shardsUrl, globalThis.location?.href).href } : {}),
+           ...(shardsUrl ? { shardsUrl: href(shardsUrl) } : {}),
+           ...(visionShardsUrl ? { visionShardsUrl: href(visionShardsUrl) } : {}),
            ...(files ? { files: Array.from(files) } : {}) };
 }
 

@@ -1,13 +1,15 @@
 import Foundation
 import WebKit
 
-/// The native chat API over the page's runtime: load a model, send a message (its tokens
-/// stream back through `onToken`), reset the conversation. Events are the page's
-/// (web/src/bridge.js): status (kernels, weights download progress), ready, token, done, error.
+/// The native chat API over the page's runtime: load a model, send a message, with an image
+/// where the model takes images (its tokens stream back through `onToken`), reset the
+/// conversation. Events are the page's (web/src/bridge.js): status (kernels, weights download
+/// progress), ready (with `images`), token, done, error.
 @MainActor
 final class ChatBridge: NSObject, ObservableObject, WKScriptMessageHandler {
     @Published private(set) var status = "loading…"
     @Published private(set) var isReady = false
+    @Published private(set) var takesImages = false
     @Published private(set) var reply = ""
     var onToken: ((String) -> Void)?
     var onDone: ((String) -> Void)?
@@ -24,18 +26,23 @@ final class ChatBridge: NSObject, ObservableObject, WKScriptMessageHandler {
 
     func loadModel(_ modelID: String) {
         isReady = false
+        takesImages = false
         status = "loading \(modelID)…"
         webView.load(URLRequest(url: DistSchemeHandler.pageURL(modelID: modelID)))
     }
 
-    func send(_ text: String) {
+    /// `jpeg`: an image to send with the text (the page reads it as a data: URL).
+    func send(_ text: String, jpeg: Data? = nil) {
         guard isReady, !text.isEmpty,
             let json = try? JSONSerialization.data(withJSONObject: text, options: .fragmentsAllowed),
             let literal = String(data: json, encoding: .utf8)
         else { return }
+        // base64 needs no escaping inside a JavaScript string
+        let options =
+            jpeg.map { "{image: \"data:image/jpeg;base64,\($0.base64EncodedString())\"}" } ?? "{}"
         reply = ""
         isReady = false
-        webView.evaluateJavaScript("void window.mlcx.chat(\(literal))")
+        webView.evaluateJavaScript("void window.mlcx.chat(\(literal), \(options))")
     }
 
     func reset() {
@@ -62,6 +69,7 @@ final class ChatBridge: NSObject, ObservableObject, WKScriptMessageHandler {
             onDone?(reply)
         case "ready":
             isReady = true
+            takesImages = event["images"] as? Bool ?? false
             status = Self.readyLine(event)
         case "error":
             status = event["message"] as? String ?? "error"

@@ -14,11 +14,13 @@ struct AppModel: Decodable, Identifiable {
     let estimatedMemoryBytes: Int64
     let contextWindow: Int
     let variants: [Variant]
+    let images: Bool?  // it has an image encoder (absent from older app configs)
 
     var label: String {
         let megabytes = estimatedMemoryBytes / 1_048_576
         let weights = variants.first?.weightsBundled == false ? "downloaded" : "bundled"
-        return "\(name) · \(megabytes) MB · weights \(weights)"
+        let input = images == true ? "text and images" : "text only"
+        return "\(name) · \(megabytes) MB · weights \(weights) · \(input)"
     }
 }
 

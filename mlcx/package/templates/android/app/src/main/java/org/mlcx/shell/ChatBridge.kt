@@ -7,9 +7,10 @@ import android.webkit.WebView
 import org.json.JSONObject
 
 /**
- * The native chat API over the page's runtime: load a model, send a message (its tokens
- * stream back as "token" events, then "done"), reset the conversation. Events are the page's
- * (web/src/bridge.js): status (kernels, weights download progress), ready, token, done, error.
+ * The native chat API over the page's runtime: load a model, send a message, with an image
+ * where the model takes images (its tokens stream back as "token" events, then "done"), reset
+ * the conversation. Events are the page's (web/src/bridge.js): status (kernels, weights
+ * download progress), ready (with "images"), token, done, error.
  */
 class ChatBridge(private val webView: WebView, private val listener: Listener) {
     fun interface Listener {
@@ -29,9 +30,11 @@ class ChatBridge(private val webView: WebView, private val listener: Listener) {
         webView.loadUrl(DistOrigin.pageUrl(modelId))
     }
 
-    fun send(text: String) {
+    /** imageUrl: a data: URL (PickedImage) sent with the text, or null. */
+    fun send(text: String, imageUrl: String? = null) {
         if (text.isBlank()) return
-        webView.evaluateJavascript("window.mlcx.chat(${JSONObject.quote(text)})", null)
+        val options = JSONObject().apply { if (imageUrl != null) put("image", imageUrl) }
+        webView.evaluateJavascript("window.mlcx.chat(${JSONObject.quote(text)}, $options)", null)
     }
 
     fun reset() {

@@ -1,6 +1,7 @@
 package org.mlcx.shell
 
 import android.app.Activity
+import android.content.Intent
 import android.os.Bundle
 import android.view.View
 import android.view.ViewGroup.LayoutParams.MATCH_PARENT
@@ -17,12 +18,15 @@ import org.json.JSONObject
 
 /**
  * A minimal chat screen: a model picker, the WebView (the runtime; it shows the conversation)
- * and a native input row that talks to it through ChatBridge.
+ * and a native input row that talks to it through ChatBridge, with an image button when the
+ * model takes images.
  */
 class MainActivity : Activity() {
     private lateinit var webView: WebView
     private lateinit var bridge: ChatBridge
     private lateinit var status: TextView
+    private lateinit var imageButton: Button
+    private var imageUrl: String? = null
 
     override fun onCreate(savedInstanceState: Bundle?) {
         super.onCreate(savedInstanceState)
@@ -57,13 +61,20 @@ class MainActivity : Activity() {
         }
     }
 
+    @Suppress("DEPRECATION") // startActivityForResult: see onActivityResult
     private fun inputRow(): LinearLayout {
         val input = EditText(this).apply { hint = "Ask something…" }
+        imageButton = Button(this).apply {
+            text = "Image"
+            visibility = View.GONE
+            setOnClickListener { startActivityForResult(PickedImage.intent(), PickedImage.REQUEST) }
+        }
         val send = Button(this).apply {
             text = "Send"
             setOnClickListener {
-                bridge.send(input.text.toString())
+                bridge.send(input.text.toString(), imageUrl)
                 input.setText("")
+                showImage(null)
             }
         }
         val reset = Button(this).apply {
@@ -72,13 +83,33 @@ class MainActivity : Activity() {
         }
         return LinearLayout(this).apply {
             orientation = LinearLayout.HORIZONTAL
+            addView(imageButton)
             addView(input, LinearLayout.LayoutParams(0, WRAP_CONTENT, 1f))
             addView(send)
             addView(reset)
         }
     }
 
+    // Activity's own result API (deprecated for AndroidX's, which this shell does not depend on)
+    @Suppress("OVERRIDE_DEPRECATION")
+    override fun onActivityResult(requestCode: Int, resultCode: Int, data: Intent?) {
+        super.onActivityResult(requestCode, resultCode, data)
+        val uri = data?.data
+        if (requestCode == PickedImage.REQUEST && resultCode == RESULT_OK && uri != null) {
+            showImage(PickedImage.dataUrl(this, uri))
+        }
+    }
+
+    private fun showImage(url: String?) {
+        imageUrl = url
+        imageButton.text = if (url == null) "Image" else "Image ✓"
+    }
+
     private fun showEvent(type: String, event: JSONObject) {
+        if (type == "ready") {
+            imageButton.visibility = if (event.optBoolean("images")) View.VISIBLE else View.GONE
+            showImage(null)
+        }
         status.text = when (type) {
             "status" -> statusLine(event)
             "ready" -> "${event.optString("model")} · ${event.optString("quantization")} · " +

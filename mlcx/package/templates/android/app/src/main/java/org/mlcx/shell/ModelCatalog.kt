@@ -9,11 +9,13 @@ data class ModelEntry(
     val name: String,
     val estimatedMemoryBytes: Long,
     val weightsBundled: Boolean,
+    val images: Boolean,
 ) {
     val label: String
         get() {
             val where = if (weightsBundled) "bundled" else "downloaded on first use"
-            return "$name (${estimatedMemoryBytes / (1 shl 20)} MB, weights $where)"
+            val input = if (images) "text and images" else "text only"
+            return "$name (${estimatedMemoryBytes / (1 shl 20)} MB, weights $where, $input)"
         }
 }
 
@@ -29,6 +31,7 @@ object ModelCatalog {
                 name = model.getString("name"),
                 estimatedMemoryBytes = model.getLong("estimated_memory_bytes"),
                 weightsBundled = first.getBoolean("weights_bundled"),
+                images = model.optBoolean("images", false),
             )
         }
     }
