@@ -119,12 +119,11 @@ def from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
     family = for_mmproj(ckpt, source.arch.name, source.config.hidden_size)
     token_id = _tokenizer(source).token_to_id
     cfg = family.config_from_mmproj(ckpt, source.config.hidden_size, token_id)
-    resize = family.mmproj_preprocess(ckpt) if family.mmproj_preprocess else {}
+    resize = family.mmproj_preprocess or (lambda ckpt, cfg: {"size": cfg.image_size})
     preprocess = Preprocess(
-        size=cfg.image_size,
         mean=tuple(ckpt.meta("clip.vision.image_mean") or HALF),
         std=tuple(ckpt.meta("clip.vision.image_std") or HALF),
-        **resize,
+        **resize(ckpt, cfg),
     )
     return EncoderSource(
         family, cfg, lambda params, dtype: family.mmproj_arrays(params, ckpt, dtype), preprocess

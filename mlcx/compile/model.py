@@ -16,7 +16,7 @@ from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
 from mlcx.artifact.sampling import recorded_defaults
 from mlcx.artifact.weight_shards import ShardWriter
 from mlcx.compile.encoder import compile_encoder, encoder_dtype, from_mmproj
-from mlcx.errors import ModelSourceError
+from mlcx.errors import ModelSourceError, UnsupportedModelError
 from mlcx.frontends.convert import iter_params, plan_formats
 from mlcx.frontends.family import Family
 from mlcx.frontends.lora.layout import lora_layout
@@ -153,6 +153,11 @@ def export_model(req: CompileRequest) -> ExportedModel:
     if req.mmproj is not None:  # the text model takes image rows (prefill_image)
         from_mmproj(source, req.mmproj)  # refuses a mismatched pair before any compiling
         family = family.with_images()
+    elif source.kind == "gguf" and family.encoder:  # a VL text GGUF: its encoder is elsewhere
+        raise UnsupportedModelError(
+            f"{source.path} is the text model of {family.name}, whose images need its encoder: "
+            "give llama.cpp's mmproj file of the same model with --mmproj"
+        )
     lora = None
     if (spec := req.lora_slots) is not None:
         dtype = spec.dtype or default_weight_dtype(target.kernel_kind, quant.activation_dtype)

@@ -10,7 +10,7 @@ import numpy as np
 from tvm.relax.frontend import nn
 
 from mlcx.errors import UnsupportedModelError
-from mlcx.frontends import siglip_mmproj
+from mlcx.frontends import mmproj_meta
 from mlcx.frontends.gemma3_vision import config as gemma3_vision_config
 from mlcx.frontends.gemma3_vision import layout as gemma3_layout
 from mlcx.frontends.gemma3_vision import mmproj as gemma3_mmproj
@@ -25,6 +25,7 @@ from mlcx.frontends.idefics3_vision import weights as idefics3_weights
 from mlcx.frontends.qwen_vision import config as qwen_config
 from mlcx.frontends.qwen_vision import inputs as qwen_inputs
 from mlcx.frontends.qwen_vision import layout as qwen_layout
+from mlcx.frontends.qwen_vision import mmproj as qwen_mmproj
 from mlcx.frontends.qwen_vision import model as qwen_model
 from mlcx.frontends.qwen_vision import weights as qwen_weights
 from mlcx.frontends.tensors import TensorSource
@@ -48,12 +49,13 @@ class EncoderFamily:
     ) = None
     # embed_image's inputs before the weights, from the config (None: one `pixels` image)
     inputs: Callable[[Any], tuple[str, ...]] | None = None
-    # how llama.cpp resizes an mmproj's images, as artifact.encoder.Preprocess fields beyond
-    # the size, mean and std every mmproj gives (None: a fixed square, bilinear)
-    mmproj_preprocess: Callable[[GGUFCheckpoint], dict[str, Any]] | None = None
+    # (mmproj, config) -> how llama.cpp resizes the mmproj's images, as artifact.encoder.
+    # Preprocess fields besides the mean and std every mmproj gives (None: a fixed square of
+    # the config's image_size, bilinear)
+    mmproj_preprocess: Callable[[GGUFCheckpoint, Any], dict[str, Any]] | None = None
 
 
-def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any]) -> EncoderFamily:
+def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any], **mmproj) -> EncoderFamily:
     return EncoderFamily(
         name,
         config_from_hf,
@@ -63,6 +65,7 @@ def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any]) -> Encoder
         qwen_layout.image_text,
         False,
         inputs=qwen_inputs.input_names,
+        **mmproj,
     )
 
 
@@ -92,17 +95,24 @@ ENCODERS: dict[str, EncoderFamily] = {
         idefics3_mmproj.mmproj_arrays,
         mmproj_preprocess=idefics3_mmproj.preprocess,
     ),
-    "qwen2_5_vl": _qwen("qwen2_5_vl", qwen_config.from_hf_qwen2_5),
+    "qwen2_5_vl": _qwen(
+        "qwen2_5_vl",
+        qwen_config.from_hf_qwen2_5,
+        text_archs=("qwen2_5_vl",),  # llama.cpp's `qwen2vl` text GGUF
+        config_from_mmproj=qwen_mmproj.config_from_mmproj,
+        mmproj_arrays=qwen_mmproj.mmproj_arrays,
+        mmproj_preprocess=qwen_mmproj.preprocess,
+    ),
     "qwen3_vl": _qwen("qwen3_vl", qwen_config.from_hf_qwen3),
 }
 # llama.cpp's projector type -> family
-PROJECTOR_TYPES = {"gemma3": "gemma3", "idefics3": "idefics3"}
+PROJECTOR_TYPES = {"gemma3": "gemma3", "idefics3": "idefics3", "qwen2.5vl_merger": "qwen2_5_vl"}
 
 
 def for_mmproj(ckpt: GGUFCheckpoint, text_arch: str, text_hidden: int) -> EncoderFamily:
     """The family of an mmproj file, checked against the text model's architecture and width
     (the projector's rows become the text model's embeddings)."""
-    kind = siglip_mmproj.projector_type(ckpt)
+    kind = mmproj_meta.projector_type(ckpt)
     if kind not in PROJECTOR_TYPES:
         raise UnsupportedModelError(
             f"{ckpt.path}: projector type {kind or '(none)'!r} is not supported; mlcx reads "

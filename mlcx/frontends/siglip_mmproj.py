@@ -1,6 +1,6 @@
 """What llama.cpp's mmproj GGUFs of SigLIP-tower families share (Gemma 3, Idefics3 / SmolVLM):
-the projector type, the tower's `clip.vision.*` keys and its tensor names (`v.*`, as
-gguf-py's tensor map names them), read into the fields and params of mlcx's SigLIP tower."""
+the tower's `clip.vision.*` keys and its tensor names (`v.*`, as gguf-py's tensor map names
+them), read into the fields and params of mlcx's SigLIP tower."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from mlcx.errors import ModelSourceError, UnsupportedModelError
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
+from mlcx.frontends.mmproj_meta import need
 
 DEFAULT_EPS = 1e-6  # clip.cpp's, where a file leaves the layer norm epsilon out
 _LAYER = {
@@ -29,33 +29,6 @@ _TOP = {
     "post_layernorm": "v.post_ln",
 }
 _PATCH = "embeddings.patch_embedding.weight"
-
-
-def need(ckpt: GGUFCheckpoint, key: str) -> Any:
-    value = ckpt.meta(f"clip.vision.{key}")
-    if value is None:
-        raise ModelSourceError(
-            f"{ckpt.path}: mmproj metadata clip.vision.{key} is missing; convert the model "
-            "again with llama.cpp's convert_hf_to_gguf.py --mmproj"
-        )
-    return value
-
-
-def projector_type(ckpt: GGUFCheckpoint) -> str:
-    """llama.cpp writes clip.projector_type (newer converters: clip.vision.projector_type)."""
-    return str(ckpt.meta("clip.projector_type") or ckpt.meta("clip.vision.projector_type") or "")
-
-
-def image_tokens(token_id: Callable[[str], int | None], names: tuple[str, ...], family: str):
-    """The ids of the family's image tokens in the text model's tokenizer, all of them."""
-    ids = {name: token_id(name) for name in names}
-    missing = [name for name, i in ids.items() if i is None]
-    if missing:
-        raise UnsupportedModelError(
-            f"the text model's tokenizer lacks {family}'s image tokens {missing}: give the text "
-            "GGUF converted from the same model as the mmproj"
-        )
-    return {name: int(i) for name, i in ids.items()}  # type: ignore[arg-type]
 
 
 def tower_fields(ckpt: GGUFCheckpoint) -> dict[str, Any]:

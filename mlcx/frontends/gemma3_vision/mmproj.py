@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from mlcx.frontends import siglip_mmproj
+from mlcx.frontends import mmproj_meta, siglip_mmproj
 from mlcx.frontends.gemma3_vision.config import VisionConfig
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 
@@ -26,7 +26,7 @@ def config_from_mmproj(
 ) -> VisionConfig:
     tower = siglip_mmproj.tower_fields(ckpt)
     pool = int(ckpt.meta("clip.vision.projector.scale_factor") or DEFAULT_POOL)
-    ids = siglip_mmproj.image_tokens(token_id, (BOI, EOI, IMAGE), "Gemma 3")
+    ids = mmproj_meta.image_tokens(token_id, (BOI, EOI, IMAGE), "Gemma 3")
     return VisionConfig(
         **tower,
         mm_tokens_per_image=(tower["image_size"] // tower["patch_size"] // pool) ** 2,

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from mlcx.frontends import siglip_mmproj
+from mlcx.frontends import mmproj_meta, siglip_mmproj
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.idefics3_vision.config import VisionConfig
 from mlcx.frontends.idefics3_vision.layout import FAKE, GLOBAL
@@ -26,7 +26,7 @@ _PROJECTION = {"connector.modality_projection.proj.weight": "mm.model.fc.weight"
 def config_from_mmproj(
     ckpt: GGUFCheckpoint, text_hidden: int, token_id: Callable[[str], int | None]
 ) -> VisionConfig:
-    ids = siglip_mmproj.image_tokens(token_id, (IMAGE, FAKE, GLOBAL), "Idefics3")
+    ids = mmproj_meta.image_tokens(token_id, (IMAGE, FAKE, GLOBAL), "Idefics3")
     return VisionConfig(
         **siglip_mmproj.tower_fields(ckpt),
         scale_factor=int(ckpt.meta("clip.vision.projector.scale_factor") or DEFAULT_SCALE),
@@ -35,13 +35,18 @@ def config_from_mmproj(
     )
 
 
-def preprocess(ckpt: GGUFCheckpoint) -> dict[str, Any]:
+def preprocess(ckpt: GGUFCheckpoint, cfg: VisionConfig) -> dict[str, Any]:
     """How llama.cpp's mtmd prepares an image for this projector: the longest edge resized to
     clip.vision.preproc_image_size, tiles of image_size plus the global image, Lanczos (the
     Idefics3 processor's do_image_splitting path). Older files without that key get one
     global tile each (llama.cpp slices those by a generic rule of its own, not followed here)."""
     longest = int(ckpt.meta("clip.vision.preproc_image_size") or 0)
-    return {"longest_edge": longest, "split": longest > 0, "resample": LANCZOS}
+    return {
+        "size": cfg.image_size,
+        "longest_edge": longest,
+        "split": longest > 0,
+        "resample": LANCZOS,
+    }
 
 
 def gguf_name(param: str) -> str:
