@@ -91,7 +91,7 @@ def compile_command(
         Path | None,
         typer.Option(
             help="llama.cpp's mmproj GGUF for the model's images (Gemma 3, SmolVLM / Idefics3, "
-            "Qwen2.5-VL), as llama.cpp takes it."
+            "Qwen2.5-VL, Qwen3-VL), as llama.cpp takes it."
         ),
     ] = None,
     lora: Annotated[

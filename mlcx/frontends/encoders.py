@@ -99,14 +99,26 @@ ENCODERS: dict[str, EncoderFamily] = {
         "qwen2_5_vl",
         qwen_config.from_hf_qwen2_5,
         text_archs=("qwen2_5_vl",),  # llama.cpp's `qwen2vl` text GGUF
-        config_from_mmproj=qwen_mmproj.config_from_mmproj,
+        config_from_mmproj=qwen_mmproj.config_qwen2_5,
         mmproj_arrays=qwen_mmproj.mmproj_arrays,
         mmproj_preprocess=qwen_mmproj.preprocess,
     ),
-    "qwen3_vl": _qwen("qwen3_vl", qwen_config.from_hf_qwen3),
+    "qwen3_vl": _qwen(
+        "qwen3_vl",
+        qwen_config.from_hf_qwen3,
+        text_archs=("qwen3_vl",),  # llama.cpp's `qwen3vl` text GGUF
+        config_from_mmproj=qwen_mmproj.config_qwen3,
+        mmproj_arrays=qwen_mmproj.mmproj_arrays,
+        mmproj_preprocess=qwen_mmproj.preprocess,
+    ),
 }
 # llama.cpp's projector type -> family
-PROJECTOR_TYPES = {"gemma3": "gemma3", "idefics3": "idefics3", "qwen2.5vl_merger": "qwen2_5_vl"}
+PROJECTOR_TYPES = {
+    "gemma3": "gemma3",
+    "idefics3": "idefics3",
+    "qwen2.5vl_merger": "qwen2_5_vl",
+    "qwen3vl_merger": "qwen3_vl",
+}
 
 
 def for_mmproj(ckpt: GGUFCheckpoint, text_arch: str, text_hidden: int) -> EncoderFamily:

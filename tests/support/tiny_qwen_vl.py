@@ -163,14 +163,15 @@ def hf_image_inputs(folder: Path, image) -> dict:
     return processor(images=[image], return_tensors="pt")
 
 
-# what llama.cpp's converter and mtmd can express for Qwen2.5-VL: a merger it maps (mlp.2 is
-# read as block 2, so 3 layers or more) and its fixed 112-pixel windows (no key for them)
-LLAMACPP_VISION = {"depth": 3, "window_size": 112}
-LLAMACPP_TOKENS = (8, 4096)  # mtmd's merged-token bounds of a Qwen2.5-VL image
+# kind -> vision_config fields llama.cpp's converter and mtmd can express: for Qwen2.5-VL a
+# merger it maps (mlp.2 is read as block 2, so 3 layers or more) and its fixed 112-pixel
+# windows (the mmproj has no key for them)
+LLAMACPP_VISION = {"qwen2_5_vl": {"depth": 3, "window_size": 112}, "qwen3_vl": {}}
+LLAMACPP_TOKENS = (8, 4096)  # mtmd's merged-token bounds of a Qwen-VL image
 
 
 def gguf_pair(folder: Path, root: Path) -> tuple[Path, Path]:
-    """(text GGUF, mmproj GGUF) of a Qwen2.5-VL folder made with LLAMACPP_VISION, both
+    """(text GGUF, mmproj GGUF) of a Qwen-VL folder made with LLAMACPP_VISION, both
     written by llama.cpp's own convert_hf_to_gguf.py (f32)."""
     from tests.support.llamacpp_convert import convert
 

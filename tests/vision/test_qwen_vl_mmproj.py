@@ -1,10 +1,11 @@
-"""Qwen2.5-VL from a `qwen2vl` text GGUF plus its mmproj GGUF (`--mmproj`), both written by
-llama.cpp's own convert_hf_to_gguf.py from a tiny random Qwen2_5_VLForConditionalGeneration of
-a shape llama.cpp can express (3 layers, 112-pixel windows, layer 1 full): the mmproj reads
-as the folder's encoder (config and weights; q/k/v and the two patch frames joined back), and
-the compiled pair's image rows, M-RoPE positions, image-prompt logits and 32 greedy tokens
-match transformers to 1e-4 on two image sizes (one window, and windows cut by the image's
-edge), with the processor held to mtmd's token bounds."""
+"""Qwen2.5-VL and Qwen3-VL from a `qwen2vl` / `qwen3vl` text GGUF plus its mmproj GGUF
+(`--mmproj`), both written by llama.cpp's own convert_hf_to_gguf.py from tiny random folders
+of a shape llama.cpp can express (Qwen2.5-VL: 3 layers, 112-pixel windows, layer 1 full;
+Qwen3-VL: deepstack after layer 0, a 4x4 position grid): the mmproj reads as the folder's
+encoder (config and weights; split q/k/v and patch frames joined back), and the compiled
+pair's image rows, image-prompt logits (M-RoPE positions) and 32 greedy tokens match
+transformers to 1e-4 on two image sizes (Qwen2.5-VL: one window, and windows cut by the
+image's edge), with the processor held to mtmd's token bounds."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from mlcx.compile.encoder import from_mmproj
 from mlcx.compile.model import CompileRequest, export_model
 from mlcx.errors import UnsupportedModelError
 from mlcx.frontends.encoders import ENCODERS
-from mlcx.frontends.qwen_vision.config import from_hf_qwen2_5
 from mlcx.frontends.source import load_source
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
@@ -36,42 +36,47 @@ from tests.vision.conftest import random_image
 from tests.vision.test_qwen_vl import _hf, _hf_rows, _messages, _prompt_logits
 
 TOL = 1e-4
-KIND = "qwen2_5_vl"
+PROJECTORS = {"qwen2_5_vl": "qwen2.5vl_merger", "qwen3_vl": "qwen3vl_merger"}
 SEED = 53  # a random model whose greedy runs do not repeat one token
 SIZES = {"one window": (100, 90), "cut windows": (250, 180)}
 
 
+@pytest.fixture(scope="module", params=list(PROJECTORS))
+def kind(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    root = tmp_path_factory.mktemp("qwen2_5_vl-gguf")
-    made = make_tiny_qwen_vl(root / "made", KIND, seed=SEED, vision=LLAMACPP_VISION)
+def folder(kind, tmp_path_factory):
+    root = tmp_path_factory.mktemp(f"{kind}-gguf")
+    made = make_tiny_qwen_vl(root / "made", kind, seed=SEED, vision=LLAMACPP_VISION[kind])
     return with_llamacpp_bounds(made, root / "hf")
 
 
 @pytest.fixture(scope="module")
-def pair(folder, tmp_path_factory):
-    return gguf_pair(folder, tmp_path_factory.mktemp("qwen2_5_vl-pair"))
+def pair(folder, kind, tmp_path_factory):
+    return gguf_pair(folder, tmp_path_factory.mktemp(f"{kind}-pair"))
 
 
 @pytest.fixture(scope="module")
-def llm(pair, tmp_path_factory):
+def llm(pair, kind, tmp_path_factory):
     text, mmproj = pair
-    out = tmp_path_factory.mktemp("qwen2_5_vl-mmproj-art") / "art"
+    out = tmp_path_factory.mktemp(f"{kind}-mmproj-art") / "art"
     request = CompileRequest(model=str(text), output=out, kv_dtype="float32", mmproj=mmproj)
     return LLM(str(compile_model(request)), EngineConfig(kv_blocks=64))
 
 
 @pytest.fixture(scope="module")
-def reference(folder):
-    return load_reference(folder, KIND)
+def reference(folder, kind):
+    return load_reference(folder, kind)
 
 
-def test_the_mmproj_reads_as_the_folders_encoder(folder, pair):
+def test_the_mmproj_reads_as_the_folders_encoder(folder, kind, pair):
     text, mmproj = pair
     encoder = from_mmproj(load_source(str(text)), mmproj)
-    want = from_hf_qwen2_5(json.loads((folder / "config.json").read_text()))
-    assert encoder.family.name == KIND and encoder.config == want
-    family = ENCODERS[KIND]
+    family = ENCODERS[kind]
+    want = family.config_from_hf(json.loads((folder / "config.json").read_text()))
+    assert encoder.family.name == kind and encoder.config == want
     params = [name for name, _ in family.build(want, "float32").named_parameters()]
     hf = dict(family.arrays(params, load_source(str(folder)).tensors, "float32"))
     for name, array in encoder.arrays(params, "float32"):
@@ -109,7 +114,7 @@ def test_the_text_gguf_without_its_mmproj_is_refused(pair):
         export_model(CompileRequest(model=str(pair[0])))
 
 
-def test_an_mmproj_for_another_text_model_is_refused(pair, tiny_model):
-    problem = "type 'qwen2.5vl_merger' goes with a qwen2_5_vl text model, not llama"
+def test_an_mmproj_for_another_text_model_is_refused(pair, kind, tiny_model):
+    problem = f"type '{PROJECTORS[kind]}' goes with a {kind} text model, not llama"
     with pytest.raises(UnsupportedModelError, match=problem):
         export_model(CompileRequest(model=str(tiny_model()), mmproj=pair[1]))
