@@ -90,7 +90,8 @@ def compile_command(
     mmproj: Annotated[
         Path | None,
         typer.Option(
-            help="llama.cpp's mmproj GGUF for the model's images (Gemma 3), as llama.cpp takes it."
+            help="llama.cpp's mmproj GGUF for the model's images (Gemma 3, SmolVLM / Idefics3, "
+            "Qwen2.5-VL, Qwen3-VL), as llama.cpp takes it."
         ),
     ] = None,
     lora: Annotated[

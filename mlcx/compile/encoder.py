@@ -112,15 +112,18 @@ def _from_folder(source: ModelSource) -> EncoderSource:
     )
 
 
-def _from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
+def from_mmproj(source: ModelSource, path: Path) -> EncoderSource:
+    """The encoder of llama.cpp's mmproj file for the text model `source`; refuses a file of a
+    projector mlcx does not read, or one made for another text model."""
     ckpt = GGUFCheckpoint(path)
-    family = for_mmproj(ckpt, source.arch.name)
+    family = for_mmproj(ckpt, source.arch.name, source.config.hidden_size)
     token_id = _tokenizer(source).token_to_id
     cfg = family.config_from_mmproj(ckpt, source.config.hidden_size, token_id)
+    resize = family.mmproj_preprocess or (lambda ckpt, cfg: {"size": cfg.image_size})
     preprocess = Preprocess(
-        size=cfg.image_size,
         mean=tuple(ckpt.meta("clip.vision.image_mean") or HALF),
         std=tuple(ckpt.meta("clip.vision.image_std") or HALF),
+        **resize(ckpt, cfg),
     )
     return EncoderSource(
         family, cfg, lambda params, dtype: family.mmproj_arrays(params, ckpt, dtype), preprocess
@@ -142,7 +145,7 @@ def compile_encoder(
         targets = ", ".join(BUILDS)
         log.warning("the image encoder compiles for %s so far: %s: text only", targets, target.name)
         return False
-    encoder = _from_mmproj(source, mmproj) if mmproj else _from_folder(source)
+    encoder = from_mmproj(source, mmproj) if mmproj else _from_folder(source)
     cfg = encoder.config
     module = encoder.family.build(cfg, dtype)
     mod, params = module.export_tvm(spec=module.export_spec())

@@ -15,12 +15,10 @@ from tvm.relax.frontend import nn
 from mlcx.artifact.config import CONFIG_FILE, KV_DTYPES, ArtifactConfig
 from mlcx.artifact.sampling import recorded_defaults
 from mlcx.artifact.weight_shards import ShardWriter
-from mlcx.compile.encoder import compile_encoder, encoder_dtype
-from mlcx.errors import ModelSourceError
+from mlcx.compile.encoder import compile_encoder, encoder_dtype, from_mmproj
+from mlcx.errors import ModelSourceError, UnsupportedModelError
 from mlcx.frontends.convert import iter_params, plan_formats
-from mlcx.frontends.encoders import for_mmproj
 from mlcx.frontends.family import Family
-from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.lora.layout import lora_layout
 from mlcx.frontends.lora.merge import merge_adapter
 from mlcx.frontends.presets import PRESETS
@@ -153,8 +151,13 @@ def export_model(req: CompileRequest) -> ExportedModel:
     # the model is built for the compiled context (LongRoPE picks its factors by it)
     family = source.arch
     if req.mmproj is not None:  # the text model takes image rows (prefill_image)
-        for_mmproj(GGUFCheckpoint(req.mmproj), family.name)  # refuses a mismatched pair
+        from_mmproj(source, req.mmproj)  # refuses a mismatched pair before any compiling
         family = family.with_images()
+    elif source.kind == "gguf" and family.encoder:  # a VL text GGUF: its encoder is elsewhere
+        raise UnsupportedModelError(
+            f"{source.path} is the text model of {family.name}, whose images need its encoder: "
+            "give llama.cpp's mmproj file of the same model with --mmproj"
+        )
     lora = None
     if (spec := req.lora_slots) is not None:
         dtype = spec.dtype or default_weight_dtype(target.kernel_kind, quant.activation_dtype)

@@ -15,12 +15,18 @@ BEGIN = "<!-- families: made by mlcx/compile/model_table.py from the registries;
 END = "<!-- /families -->"
 
 
+def _gguf_arch(family: str) -> str:
+    side = families()[family].gguf
+    return side.arch if side else family
+
+
 def _row(family: Family) -> str:
     hf = ", ".join(f"`{n}`" for n in family.hf_names if n[:1].isupper())
     gguf = f"`{family.gguf.arch}`" if family.gguf else "—"
     text_archs = ENCODERS[family.encoder].text_archs if family.encoder else ()
-    if text_archs:  # a text GGUF of these with llama.cpp's mmproj file (--mmproj)
-        gguf = " / ".join(f"`{a}`" for a in text_archs) + " + `mmproj` (`--mmproj`)"
+    if text_archs:  # a text GGUF of these families with llama.cpp's mmproj file (--mmproj)
+        names = [_gguf_arch(name) for name in text_archs]
+        gguf = " / ".join(f"`{a}`" for a in names) + " + `mmproj` (`--mmproj`)"
     targets = ", ".join(family.targets) or "all"
     return f"| {family.name} | {family.summary} | {hf} | {gguf} | {targets} |"
 

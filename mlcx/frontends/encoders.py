@@ -10,6 +10,7 @@ import numpy as np
 from tvm.relax.frontend import nn
 
 from mlcx.errors import UnsupportedModelError
+from mlcx.frontends import mmproj_meta
 from mlcx.frontends.gemma3_vision import config as gemma3_vision_config
 from mlcx.frontends.gemma3_vision import layout as gemma3_layout
 from mlcx.frontends.gemma3_vision import mmproj as gemma3_mmproj
@@ -18,11 +19,13 @@ from mlcx.frontends.gemma3_vision import weights as gemma3_vision_weights
 from mlcx.frontends.gguf.checkpoint import GGUFCheckpoint
 from mlcx.frontends.idefics3_vision import config as idefics3_config
 from mlcx.frontends.idefics3_vision import layout as idefics3_layout
+from mlcx.frontends.idefics3_vision import mmproj as idefics3_mmproj
 from mlcx.frontends.idefics3_vision import model as idefics3_model
 from mlcx.frontends.idefics3_vision import weights as idefics3_weights
 from mlcx.frontends.qwen_vision import config as qwen_config
 from mlcx.frontends.qwen_vision import inputs as qwen_inputs
 from mlcx.frontends.qwen_vision import layout as qwen_layout
+from mlcx.frontends.qwen_vision import mmproj as qwen_mmproj
 from mlcx.frontends.qwen_vision import model as qwen_model
 from mlcx.frontends.qwen_vision import weights as qwen_weights
 from mlcx.frontends.tensors import TensorSource
@@ -46,9 +49,13 @@ class EncoderFamily:
     ) = None
     # embed_image's inputs before the weights, from the config (None: one `pixels` image)
     inputs: Callable[[Any], tuple[str, ...]] | None = None
+    # (mmproj, config) -> how llama.cpp resizes the mmproj's images, as artifact.encoder.
+    # Preprocess fields besides the mean and std every mmproj gives (None: a fixed square of
+    # the config's image_size, bilinear)
+    mmproj_preprocess: Callable[[GGUFCheckpoint, Any], dict[str, Any]] | None = None
 
 
-def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any]) -> EncoderFamily:
+def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any], **mmproj) -> EncoderFamily:
     return EncoderFamily(
         name,
         config_from_hf,
@@ -58,6 +65,7 @@ def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any]) -> Encoder
         qwen_layout.image_text,
         False,
         inputs=qwen_inputs.input_names,
+        **mmproj,
     )
 
 
@@ -82,25 +90,57 @@ ENCODERS: dict[str, EncoderFamily] = {
         idefics3_weights.encoder_arrays,
         idefics3_layout.image_text,
         False,
+        ("llama",),  # SmolVLM's and Idefics3's text models convert as Llama
+        idefics3_mmproj.config_from_mmproj,
+        idefics3_mmproj.mmproj_arrays,
+        mmproj_preprocess=idefics3_mmproj.preprocess,
     ),
-    "qwen2_5_vl": _qwen("qwen2_5_vl", qwen_config.from_hf_qwen2_5),
-    "qwen3_vl": _qwen("qwen3_vl", qwen_config.from_hf_qwen3),
+    "qwen2_5_vl": _qwen(
+        "qwen2_5_vl",
+        qwen_config.from_hf_qwen2_5,
+        text_archs=("qwen2_5_vl",),  # llama.cpp's `qwen2vl` text GGUF
+        config_from_mmproj=qwen_mmproj.config_qwen2_5,
+        mmproj_arrays=qwen_mmproj.mmproj_arrays,
+        mmproj_preprocess=qwen_mmproj.preprocess,
+    ),
+    "qwen3_vl": _qwen(
+        "qwen3_vl",
+        qwen_config.from_hf_qwen3,
+        text_archs=("qwen3_vl",),  # llama.cpp's `qwen3vl` text GGUF
+        config_from_mmproj=qwen_mmproj.config_qwen3,
+        mmproj_arrays=qwen_mmproj.mmproj_arrays,
+        mmproj_preprocess=qwen_mmproj.preprocess,
+    ),
 }
 # llama.cpp's projector type -> family
-PROJECTOR_TYPES = {"gemma3": "gemma3"}
+PROJECTOR_TYPES = {
+    "gemma3": "gemma3",
+    "idefics3": "idefics3",
+    "qwen2.5vl_merger": "qwen2_5_vl",
+    "qwen3vl_merger": "qwen3_vl",
+}
 
 
-def for_mmproj(ckpt: GGUFCheckpoint, text_arch: str) -> EncoderFamily:
-    """The family of an mmproj file, checked against the text model's architecture."""
-    kind = gemma3_mmproj.projector_type(ckpt)
+def for_mmproj(ckpt: GGUFCheckpoint, text_arch: str, text_hidden: int) -> EncoderFamily:
+    """The family of an mmproj file, checked against the text model's architecture and width
+    (the projector's rows become the text model's embeddings)."""
+    kind = mmproj_meta.projector_type(ckpt)
     if kind not in PROJECTOR_TYPES:
         raise UnsupportedModelError(
             f"{ckpt.path}: projector type {kind or '(none)'!r} is not supported; mlcx reads "
-            f"mmproj files of: {', '.join(PROJECTOR_TYPES)}"
+            f"mmproj files of: {', '.join(PROJECTOR_TYPES)} (give one of those, or the model's "
+            "Hugging Face folder)"
         )
     family = ENCODERS[PROJECTOR_TYPES[kind]]
     if text_arch not in family.text_archs:
         raise UnsupportedModelError(
-            f"a {kind} mmproj goes with a {'/'.join(family.text_archs)} text model, not {text_arch}"
+            f"{ckpt.path}: projector type {kind!r} goes with a {'/'.join(family.text_archs)} "
+            f"text model, not {text_arch}: give the text GGUF converted from the same model"
+        )
+    width = ckpt.meta("clip.vision.projection_dim")
+    if width is not None and int(width) != text_hidden:
+        raise UnsupportedModelError(
+            f"{ckpt.path} projects images to {int(width)} features, the text model's hidden "
+            f"size is {text_hidden}: give the text GGUF converted from the same model"
         )
     return family

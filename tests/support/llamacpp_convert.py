@@ -56,13 +56,16 @@ def llamacpp_tree() -> Path:
     return tree
 
 
-def convert(folder: Path, out: Path, pre: str = "default", outtype: str = "f32") -> Path:
+def convert(
+    folder: Path, out: Path, pre: str = "default", outtype: str = "f32", mmproj: bool = False
+) -> Path:
     """`folder` as llama.cpp writes it (`outtype`: f32, f16, q8_0, ...); `pre`: the GGUF
-    pre-tokenizer name of its tokenizer."""
+    pre-tokenizer name of its tokenizer; `mmproj`: its image encoder and projector instead of
+    its text model (the converter's --mmproj)."""
     if out.exists():
         return out
     tmp = out.with_suffix(".partial")
-    args = [str(folder), "--outfile", str(tmp), "--outtype", outtype]
+    args = [str(folder), "--outfile", str(tmp), "--outtype", outtype, *(["--mmproj"] * mmproj)]
     cmd = [sys.executable, "-c", _RUN, str(llamacpp_tree()), pre, *args]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:

@@ -6,6 +6,7 @@ a BPE tokenizer with Idefics3's image tokens, a chat template whose image parts 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from tests.support.tiny_models import CORPUS
@@ -94,3 +95,24 @@ def make_tiny_idefics3(
     )
     processor.save_pretrained(folder)
     return folder
+
+
+# SmolVLM's released config.json names its text model's class under text_config; llama.cpp's
+# converter takes a VL folder's text side by that name (VLlama3ForCausalLM: as a Llama)
+TEXT_ARCH = "VLlama3ForCausalLM"
+
+
+def gguf_pair(folder: Path, root: Path) -> tuple[Path, Path]:
+    """(text GGUF, mmproj GGUF) of the Idefics3 folder, both written by llama.cpp's own
+    convert_hf_to_gguf.py (f32), from a copy whose config.json reads as SmolVLM's do."""
+    from tests.support.llamacpp_convert import convert
+
+    released = root / "hf"
+    if not released.exists():
+        shutil.copytree(folder, released)
+        config = json.loads((released / "config.json").read_text())
+        config["text_config"]["architectures"] = [TEXT_ARCH]
+        (released / "config.json").write_text(json.dumps(config, indent=2))
+    return convert(released, root / "text.gguf"), convert(
+        released, root / "mmproj.gguf", mmproj=True
+    )

@@ -122,7 +122,10 @@ def processor_config(kind: str) -> dict:
     }
 
 
-def make_tiny_qwen_vl(folder: Path, kind: str = "qwen2_5_vl", seed: int = 51) -> Path:
+def make_tiny_qwen_vl(
+    folder: Path, kind: str = "qwen2_5_vl", seed: int = 51, vision: dict | None = None
+) -> Path:
+    """`vision`: vision_config fields over the defaults above."""
     import torch
 
     config_cls, model_cls = classes(kind)
@@ -130,7 +133,7 @@ def make_tiny_qwen_vl(folder: Path, kind: str = "qwen2_5_vl", seed: int = 51) ->
     ids = _tokenizer(folder)
     cfg = config_cls(
         text_config=_text(kind, ids["vocab"]),
-        vision_config=_vision(kind),
+        vision_config={**_vision(kind), **(vision or {})},
         image_token_id=ids[PAD],
         video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids[START],
@@ -158,3 +161,32 @@ def hf_image_inputs(folder: Path, image) -> dict:
 
     processor = AutoImageProcessor.from_pretrained(folder)
     return processor(images=[image], return_tensors="pt")
+
+
+# kind -> vision_config fields llama.cpp's converter and mtmd can express: for Qwen2.5-VL a
+# merger it maps (mlp.2 is read as block 2, so 3 layers or more) and its fixed 112-pixel
+# windows (the mmproj has no key for them)
+LLAMACPP_VISION = {"qwen2_5_vl": {"depth": 3, "window_size": 112}, "qwen3_vl": {}}
+LLAMACPP_TOKENS = (8, 4096)  # mtmd's merged-token bounds of a Qwen-VL image
+
+
+def gguf_pair(folder: Path, root: Path) -> tuple[Path, Path]:
+    """(text GGUF, mmproj GGUF) of a Qwen-VL folder made with LLAMACPP_VISION, both
+    written by llama.cpp's own convert_hf_to_gguf.py (f32)."""
+    from tests.support.llamacpp_convert import convert
+
+    return convert(folder, root / "text.gguf"), convert(folder, root / "mmproj.gguf", mmproj=True)
+
+
+def with_llamacpp_bounds(folder: Path, out: Path) -> Path:
+    """A copy of the folder whose processor takes images within mtmd's token bounds (the
+    reference for an artifact compiled from its mmproj)."""
+    import shutil
+
+    shutil.copytree(folder, out)
+    config = json.loads((out / "preprocessor_config.json").read_text())
+    area = (config["patch_size"] * config["merge_size"]) ** 2
+    low, high = LLAMACPP_TOKENS
+    config.update(min_pixels=low * area, max_pixels=high * area)
+    (out / "preprocessor_config.json").write_text(json.dumps(config))
+    return out

@@ -64,5 +64,5 @@ def test_logits_and_greedy_tokens_match_transformers(llm, vision_folder, vision_
 
 def test_an_mmproj_for_another_text_model_is_refused(pair, tiny_model):
     request = CompileRequest(model=str(tiny_model()), mmproj=pair[1])  # a tiny Llama
-    with pytest.raises(UnsupportedModelError, match="gemma3 mmproj goes with a gemma3"):
+    with pytest.raises(UnsupportedModelError, match="type 'gemma3' goes with a gemma3 text model"):
         export_model(request)

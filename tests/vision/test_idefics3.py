@@ -87,7 +87,7 @@ def test_image_rows_match_transformers(llm, folder, reference, photo):
     assert np.abs(rows - np.asarray(want[0]).reshape(rows.shape)).max() <= TOL
 
 
-def test_prompt_layout_matches_idefics3_processor(llm, folder, photo):
+def assert_layout_matches_idefics3_processor(llm, folder, photo):
     from transformers import Idefics3ImageProcessor, Idefics3Processor, PreTrainedTokenizerFast
 
     ids, _ = llm.chat_inputs(_messages(photo))
@@ -101,6 +101,10 @@ def test_prompt_layout_matches_idefics3_processor(llm, folder, photo):
     want = processor(text=text, images=[photo])["input_ids"][0]
     assert ids == list(want)
     assert f"{FAKE}{GLOBAL}" in tokenizer.decode(ids)
+
+
+def test_prompt_layout_matches_idefics3_processor(llm, folder, photo):
+    assert_layout_matches_idefics3_processor(llm, folder, photo)
 
 
 def test_logits_and_greedy_tokens_match_transformers(llm, folder, reference, photo):
