@@ -55,7 +55,8 @@ class EncoderFamily:
     mmproj_preprocess: Callable[[GGUFCheckpoint, Any], dict[str, Any]] | None = None
 
 
-def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any], **mmproj) -> EncoderFamily:
+def _qwen(name: str, config_from_hf: Callable, config_from_mmproj: Callable) -> EncoderFamily:
+    """A Qwen-VL tower; its llama.cpp text GGUF (qwen2vl, qwen3vl) reads as family `name`."""
     return EncoderFamily(
         name,
         config_from_hf,
@@ -64,8 +65,11 @@ def _qwen(name: str, config_from_hf: Callable[[dict[str, Any]], Any], **mmproj) 
         qwen_weights.encoder_arrays,
         qwen_layout.image_text,
         False,
+        (name,),
+        config_from_mmproj,
+        qwen_mmproj.mmproj_arrays,
         inputs=qwen_inputs.input_names,
-        **mmproj,
+        mmproj_preprocess=qwen_mmproj.preprocess,
     )
 
 
@@ -95,22 +99,8 @@ ENCODERS: dict[str, EncoderFamily] = {
         idefics3_mmproj.mmproj_arrays,
         mmproj_preprocess=idefics3_mmproj.preprocess,
     ),
-    "qwen2_5_vl": _qwen(
-        "qwen2_5_vl",
-        qwen_config.from_hf_qwen2_5,
-        text_archs=("qwen2_5_vl",),  # llama.cpp's `qwen2vl` text GGUF
-        config_from_mmproj=qwen_mmproj.config_qwen2_5,
-        mmproj_arrays=qwen_mmproj.mmproj_arrays,
-        mmproj_preprocess=qwen_mmproj.preprocess,
-    ),
-    "qwen3_vl": _qwen(
-        "qwen3_vl",
-        qwen_config.from_hf_qwen3,
-        text_archs=("qwen3_vl",),  # llama.cpp's `qwen3vl` text GGUF
-        config_from_mmproj=qwen_mmproj.config_qwen3,
-        mmproj_arrays=qwen_mmproj.mmproj_arrays,
-        mmproj_preprocess=qwen_mmproj.preprocess,
-    ),
+    "qwen2_5_vl": _qwen("qwen2_5_vl", qwen_config.from_hf_qwen2_5, qwen_mmproj.config_qwen2_5),
+    "qwen3_vl": _qwen("qwen3_vl", qwen_config.from_hf_qwen3, qwen_mmproj.config_qwen3),
 }
 # llama.cpp's projector type -> family
 PROJECTOR_TYPES = {

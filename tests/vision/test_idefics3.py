@@ -77,6 +77,12 @@ def test_pixels_match_transformers(llm, folder, tmp_path, name, fmt, size):
 
 
 def test_image_rows_match_transformers(llm, folder, reference, photo):
+    assert_image_rows_match_transformers(llm, folder, reference, photo)
+
+
+def assert_image_rows_match_transformers(llm, folder, reference, photo):
+    """The compiled encoder's rows for `photo` against transformers' image features, to TOL
+    (shared with the mmproj test)."""
     out = _processed(folder, photo)
     with torch.no_grad():
         features = reference.model.get_image_features(
@@ -108,6 +114,12 @@ def test_prompt_layout_matches_idefics3_processor(llm, folder, photo):
 
 
 def test_logits_and_greedy_tokens_match_transformers(llm, folder, reference, photo):
+    assert_logits_and_greedy_tokens_match_transformers(llm, folder, reference, photo)
+
+
+def assert_logits_and_greedy_tokens_match_transformers(llm, folder, reference, photo):
+    """Every logit row of an image prompt to TOL and 32 greedy tokens equal (shared with the
+    mmproj test)."""
     ids, images = llm.chat_inputs(_messages(photo))
     out = _processed(folder, photo)
     inputs = dict(

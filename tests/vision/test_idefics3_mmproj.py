@@ -12,7 +12,6 @@ import json
 import gguf
 import numpy as np
 import pytest
-import torch
 
 from mlcx.compile.encoder import from_mmproj
 from mlcx.compile.encoder_preprocess import preprocess_config
@@ -23,15 +22,13 @@ from mlcx.frontends.idefics3_vision.config import from_hf
 from mlcx.frontends.source import load_source
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.sample.params import SamplingParams
 from tests.support.compile_cache import compile_model
 from tests.support.tiny_idefics3 import gguf_pair, make_tiny_idefics3
 from tests.support.tiny_models import TinySpec
-from tests.vision.test_gemma3_vision import TOL, _prompt_logits
 from tests.vision.test_idefics3 import (
-    _messages,
-    _processed,
+    assert_image_rows_match_transformers,
     assert_layout_matches_idefics3_processor,
+    assert_logits_and_greedy_tokens_match_transformers,
 )
 
 
@@ -77,14 +74,7 @@ def test_the_mmproj_reads_as_the_folders_encoder(folder, pair):
 
 
 def test_image_rows_match_transformers(llm, folder, reference, photo):
-    out = _processed(folder, photo)
-    with torch.no_grad():
-        features = reference.model.get_image_features(
-            out["pixel_values"], out["pixel_attention_mask"]
-        )
-    want = features.pooler_output if hasattr(features, "pooler_output") else features
-    rows = llm.engine.images.encoder.encode(photo).rows
-    assert np.abs(rows - np.asarray(want[0]).reshape(rows.shape)).max() <= TOL
+    assert_image_rows_match_transformers(llm, folder, reference, photo)
 
 
 def test_prompt_layout_matches_idefics3_processor(llm, folder, photo):
@@ -93,26 +83,7 @@ def test_prompt_layout_matches_idefics3_processor(llm, folder, photo):
 
 
 def test_logits_and_greedy_tokens_match_transformers(llm, folder, reference, photo):
-    ids, images = llm.chat_inputs(_messages(photo))
-    out = _processed(folder, photo)
-    inputs = dict(
-        pixel_values=out["pixel_values"], pixel_attention_mask=out["pixel_attention_mask"]
-    )
-    with torch.no_grad():
-        want = reference(torch.tensor([ids]), **inputs).logits[0].numpy()
-        generated = reference.generate(
-            torch.tensor([ids]),
-            **inputs,
-            max_new_tokens=32,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )
-    assert np.abs(_prompt_logits(llm, ids, images) - want).max() <= TOL
-    params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
-    [completion] = llm.generate([ids], params, images=[images])[0].outputs
-    assert completion.token_ids == generated[0, len(ids) :].tolist()
-    assert len(set(completion.token_ids)) > 4
+    assert_logits_and_greedy_tokens_match_transformers(llm, folder, reference, photo)
 
 
 def test_an_mmproj_of_another_projector_is_refused(pair, tmp_path):
