@@ -37,10 +37,15 @@ def folder(kind, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def llm(folder, kind, tmp_path_factory):
+def artifact(folder, kind, tmp_path_factory):
     out = tmp_path_factory.mktemp(f"{kind}-art") / "art"
     request = CompileRequest(str(folder), quantization="q0f32", output=out, kv_dtype="float32")
-    return LLM(str(cached_compile(request)), EngineConfig(kv_blocks=64))
+    return cached_compile(request)
+
+
+@pytest.fixture(scope="module")
+def llm(artifact):
+    return LLM(str(artifact), EngineConfig(kv_blocks=64))
 
 
 @pytest.fixture(scope="module")
