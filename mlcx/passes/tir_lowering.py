@@ -37,26 +37,12 @@ class LoweredTir:
         return tvm.IRModule(device)
 
 
-@tvm.instrument.pass_instrument
-class _AfterSplit:
-    """The functions as SplitHostDevice leaves them (the pipeline may lower its module in
-    parts, mlcx.passes.tir_pipeline: every part's)."""
-
-    def __init__(self):
-        self.functions = {}
-
-    def run_after_pass(self, mod, info):
-        if info.name.endswith("SplitHostDevice"):
-            self.functions.update(mod.functions)
-
-
 def lower_tir(graph: tvm.IRModule, names: set[str], target: tvm.target.Target) -> LoweredTir:
     """Lowers the TIR functions of `graph` named in `names` for `target`."""
     funcs = {gv: f for gv, f in graph.functions.items() if gv.name_hint in names}
     mod = relax.transform.AttachGlobalSymbol()(tvm.IRModule(funcs))
     mod = tirx.transform.BindTarget(target)(mod)
-    pipeline, _, finalize_device = get_tir_pipeline(tir_pipeline.NAME)
-    split = _AfterSplit()
-    with tvm.transform.PassContext(opt_level=3, instruments=[split]):
-        lowered = pipeline(mod)
-    return LoweredTir(tvm.IRModule(split.functions), lowered, finalize_device)
+    finalize_device = get_tir_pipeline("s_tir")[2]
+    with tvm.transform.PassContext(opt_level=3) as ctx:
+        lowered, after_split = tir_pipeline.lower_split(mod, ctx)
+    return LoweredTir(after_split, lowered, finalize_device)

@@ -12,16 +12,20 @@ RemoveNoOp took about 40% of its 3-5 s lowering, and lowering GPU linears was mo
 compile (measured on Sapphire Rapids, TVM 0.27). tests/passes/test_tir_pipeline.py checks that
 each marked kind lowers to exactly what the pipeline without the skips gives.
 
-Functions with the same marks are lowered as a module of their own with their passes skipped
-(the caller's instruments see each module's passes, one after the other); unmarked ones as
-before."""
+Each function is lowered as a module of its own, its marks' passes skipped (the caller's
+instruments see each one's passes, one after the other); without such instruments, one lowered
+before in this process is taken as it was (mlcx.passes.lowered_kernels)."""
 
 from __future__ import annotations
+
+import functools
 
 import tvm
 from tvm.tirx.compilation_pipeline import get_tir_pipeline, register_tir_pipeline
 
 from mlcx.kernels.lowering_marks import EXACT_BUFFERS, TIDY
+from mlcx.passes import lowered_kernels
+from mlcx.passes.lowered_kernels import Lowered
 
 NAME = "mlcx"
 ENTRY = "tirx.is_entry_func"
@@ -56,34 +60,61 @@ def skipped(func) -> frozenset[str]:
     return frozenset().union(*marks)
 
 
-def _lower_skipping(pipeline, mod: tvm.IRModule, names: frozenset[str], ctx) -> tvm.IRModule:
+@tvm.instrument.pass_instrument
+class _AfterSplit:
+    """The functions as SplitHostDevice leaves them."""
+
+    def __init__(self):
+        self.functions = {}
+
+    def run_after_pass(self, mod, info):
+        if info.name.endswith("SplitHostDevice"):
+            self.functions = dict(mod.functions)
+
+
+def _lower_alone(pipeline, gv, func, mod: tvm.IRModule, ctx) -> Lowered:
     # TVM's pass timing crashes when entered a second time: it stays out (by name: the FFI
     # hands back every instrument as that class)
     kept = [i for i in ctx.instruments if i.name != "PassTimingInstrument"]
-    instruments = [*kept, SkipPasses(names)]
-    with tvm.transform.PassContext(ctx.opt_level, config=ctx.config, instruments=instruments):
-        return pipeline(mod)
+    split = _AfterSplit()
+    instruments = [*kept, SkipPasses(skipped(func)), split]
+    passes = {"required_pass": ctx.required_pass, "disabled_pass": ctx.disabled_pass}
+    with tvm.transform.PassContext(
+        ctx.opt_level, config=ctx.config, instruments=instruments, **passes
+    ):
+        done = pipeline(tvm.IRModule({gv: func}, attrs=mod.attrs))
+    return Lowered(dict(done.functions), split.functions)
+
+
+def lower_split(mod: tvm.IRModule, ctx) -> tuple[tvm.IRModule, tvm.IRModule]:
+    """`mod` lowered by TVM's default TIR pipeline one function at a time (each skipping the
+    passes of its marks), and its functions as SplitHostDevice left them. Without instruments
+    of the caller's, a function lowered before in this process is not lowered again
+    (mlcx.passes.lowered_kernels)."""
+    pipeline = get_tir_pipeline("s_tir")[0]
+    context = lowered_kernels.context_key(mod, ctx)
+    remember = not ctx.instruments
+    lowered, after_split = {}, {}
+    for gv, func in mod.functions.items():
+        lower = functools.partial(_lower_alone, pipeline, gv, func, mod, ctx)
+        if remember:
+            done = lowered_kernels.lowered(gv.name_hint, func, mod, context, lower)
+        else:
+            done = lower()
+        lowered.update(done.functions)
+        after_split.update(done.after_split)
+    # Lowered alone, each function became the entry: a module of several has none.
+    if len(mod.functions) > 1:
+        lowered = {gv: _not_entry(f) for gv, f in lowered.items()}
+    return tvm.IRModule(lowered, attrs=mod.attrs), tvm.IRModule(after_split, attrs=mod.attrs)
 
 
 def _pipeline_factory():
-    default, finalize_host, finalize_device = get_tir_pipeline("s_tir")
+    _, finalize_host, finalize_device = get_tir_pipeline("s_tir")
 
     @tvm.transform.module_pass(opt_level=0, name="mlcx.TirPipeline")
     def pipeline(mod: tvm.IRModule, ctx) -> tvm.IRModule:
-        groups: dict[frozenset[str], dict] = {}
-        for gv, func in mod.functions.items():
-            groups.setdefault(skipped(func), {})[gv] = func
-        if set(groups) <= {frozenset()}:
-            return default(mod)
-        lowered = {}
-        for names, funcs in groups.items():
-            part = tvm.IRModule(funcs, attrs=mod.attrs)
-            done = _lower_skipping(default, part, names, ctx) if names else default(part)
-            lowered.update(done.functions)
-        # Lowered alone, a part's one function became the entry: the whole has none.
-        if len(groups) > 1:
-            lowered = {gv: _not_entry(f) for gv, f in lowered.items()}
-        return tvm.IRModule(lowered, attrs=mod.attrs)
+        return lower_split(mod, ctx)[0]
 
     return pipeline, finalize_host, finalize_device
 

@@ -1,6 +1,7 @@
 """TVM's tensor intrinsics loaded through mlcx (a shallow `inspect.stack` for TVMScript's
 parser while they are parsed): the ones dlight's Matmul rule tensorizes with are registered
-and usable, and the parser's `inspect` is the real module again afterwards."""
+and usable, the shallow stack's frames read as `inspect.stack()`'s, and the parser's `inspect`
+is the real module again afterwards."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ import inspect
 
 import tvm.s_tir as s_tir
 
-from mlcx.kernels.gpu.tensor_intrinsics import PARSER_MODULES, load_tensor_intrinsics
+from mlcx.kernels.gpu.tensor_intrinsics import (
+    FRAMES_READ,
+    PARSER_MODULES,
+    _ShallowInspect,
+    load_tensor_intrinsics,
+)
 
 
 def test_the_matmul_rule_s_intrinsics_are_registered():
@@ -29,3 +35,20 @@ def test_the_parser_keeps_its_inspect_module():
     load_tensor_intrinsics()
     for name in PARSER_MODULES:
         assert importlib.import_module(name).inspect is inspect
+
+
+def _both_stacks(context: int):
+    return _ShallowInspect.stack(context), inspect.stack(context)[:FRAMES_READ]
+
+
+def _fields(frame: inspect.FrameInfo) -> tuple:
+    return frame.filename, frame.lineno, frame.function, frame.code_context, frame.index
+
+
+def test_the_shallow_stack_reads_frames_as_inspect_does():
+    for context in (0, 1, 3):
+        shallow, full = _both_stacks(context)
+        assert len(shallow) == FRAMES_READ
+        assert [_fields(f) for f in shallow] == [_fields(f) for f in full]
+        assert [f.frame for f in shallow] == [f.frame for f in full]
+    assert "_both_stacks(context)" in shallow[1].code_context[1]  # the caller, at index 1

@@ -1,0 +1,88 @@
+"""The TIR pipeline "mlcx" lowers a function it lowered before in this process once: a second
+module holding it gets the very functions of the first lowering, which are what lowering it
+afresh gives; another target, other pass options or the caller's instruments lower it again."""
+
+from __future__ import annotations
+
+import pytest
+import tvm
+from tvm.tirx.compilation_pipeline import get_tir_pipeline
+
+from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
+from mlcx.passes import lowered_kernels, tir_pipeline
+from mlcx.quantization.formats import format_from_name
+
+SMALL = GpuConfig(gemm_rows=2, gemm_tokens=2)
+HOSTS = {"macos": "arm64-apple-macos", "ios": "arm64-apple-ios"}
+
+
+def _linear(out: int):
+    spec = GpuLinearSpec(format_from_name("int4-sym-g32-float16"), 64, out, "float16")
+    return build_gpu_linear(spec, SMALL).with_attr("global_symbol", spec.name)
+
+
+def _module(outs, host="macos") -> tvm.IRModule:
+    target = tvm.target.Target({"kind": "metal"}, host={"kind": "llvm", "mtriple": HOSTS[host]})
+    funcs = [_linear(out).with_attr("target", target) for out in outs]
+    return tvm.IRModule({f.attrs["global_symbol"]: f for f in funcs})
+
+
+def _lower(mod: tvm.IRModule, instruments=(), **options) -> tvm.IRModule:
+    pipeline = get_tir_pipeline(tir_pipeline.NAME)[0]
+    with tvm.transform.PassContext(opt_level=3, instruments=list(instruments), **options):
+        return pipeline(mod)
+
+
+def _by_name(mod: tvm.IRModule) -> dict:
+    return {gv.name_hint: f for gv, f in mod.functions.items()}
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    lowered_kernels.forget()
+    yield
+    lowered_kernels.forget()
+
+
+@tvm.instrument.pass_instrument
+class _Count:
+    def __init__(self):
+        self.passes = 0
+
+    def run_after_pass(self, mod, info):
+        self.passes += 1
+
+
+def test_a_function_lowered_before_is_taken_as_it_was():
+    first = _by_name(_lower(_module([32, 48])))
+    second = _lower(_module([32, 16]))
+    lowered_kernels.forget()
+    afresh = _lower(_module([32, 16]))
+    # compared as printed: two lowerings of one function are not structurally equal (each
+    # host function's compute_scope attribute holds an object of its own)
+    assert second.script(show_meta=True) == afresh.script(show_meta=True)
+    # the device kernels of the shared function (its host function loses its entry mark anew)
+    shared = [name for name in _by_name(second) if "64x32_kernel" in name]
+    assert len(shared) == 2  # GEMV and GEMM
+    assert all(_by_name(second)[name].same_as(first[name]) for name in shared)
+    assert not any(_by_name(second)[name].same_as(_by_name(afresh)[name]) for name in shared)
+
+
+@pytest.mark.parametrize(
+    ("host", "options"),
+    [("ios", {}), ("macos", {"config": {"tirx.disable_cse_tir": True}})],
+    ids=["another-host", "other-options"],
+)
+def test_another_target_or_other_options_lower_again(host, options):
+    first = _by_name(_lower(_module([32])))
+    again = _by_name(_lower(_module([32], host), **options))
+    assert first.keys() == again.keys()
+    assert not any(again[name].same_as(first[name]) for name in first if "kernel" in name)
+
+
+def test_the_caller_s_instruments_see_every_pass():
+    _lower(_module([32]))
+    count = _Count()
+    _lower(_module([32]), instruments=[count])
+    assert count.passes > 20
