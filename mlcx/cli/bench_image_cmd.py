@@ -17,7 +17,8 @@ def bench_image_command(
         str,
         typer.Argument(
             help="Artifact directory with an image encoder, or a random vision model "
-            "(gemma3-4b-vision-random), written and compiled for this CPU on first use."
+            "(gemma3-4b-vision-random, qwen2.5vl-7b-vision-random), written and compiled for "
+            "this CPU on first use."
         ),
     ],
     reps: Annotated[int, typer.Option(help="Images encoded; times are medians.")] = 5,

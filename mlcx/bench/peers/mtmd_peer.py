@@ -17,7 +17,7 @@ BINARY = "llama-mtmd-cli"
 # "image slice encoded in N ms" (older llama.cpp), "mtmd batch encoding done in N ms" (newer)
 _ENCODED = re.compile(r"(?:slice encoded|batch encoding done) in (\d+) ms")
 # the text model's chat template: llama.cpp refuses a model without one
-TEMPLATES = {"gemma3": "gemma"}
+TEMPLATES = {"gemma3": "gemma", "qwen2_5_vl": "chatml", "qwen3_vl": "chatml"}
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,11 @@ def write_random_gguf(shape: LlamaShape, out: Path, qtype: GT = GT.Q4_0, seed: i
         else:
             data = rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
             writer.add_tensor(name, quantize(data, qtype), raw_dtype=qtype)
+    return finish_gguf(writer, out)
+
+
+def finish_gguf(writer: gguf.GGUFWriter, out: Path) -> Path:
+    """Writes what `writer` holds to `out`."""
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

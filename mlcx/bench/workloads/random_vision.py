@@ -1,6 +1,7 @@
 """Random-weight vision-language pairs of real encoder shapes, written as llama.cpp lays them
-out: a `gemma3` text GGUF and an `mmproj` GGUF (projector type gemma3). Both mlcx (`--mmproj`)
-and llama.cpp's mtmd load the same two files, so image encoding is timed on equal inputs.
+out: a text GGUF and an `mmproj` GGUF (here Gemma 3's, projector type gemma3; Qwen2.5-VL's in
+random_qwen_vision). Both mlcx (`--mmproj`) and llama.cpp's mtmd load the same two files, so
+image encoding is timed on equal inputs.
 
 Only the encoder's shape matters to `mlcx bench image`: the text model keeps Gemma 3's width
 (the projector's output) but one layer and a small vocabulary, which keeps the files small."""
@@ -16,10 +17,12 @@ from gguf import GGMLQuantizationType as GT
 
 from mlcx.bench.workloads.random_models import (
     LlamaShape,
+    finish_gguf,
     llama_writer,
     random_q4_0,
     write_byte_tokenizer,
 )
+from mlcx.bench.workloads.random_qwen_vision import MropeText, QwenPair, QwenVisionShape
 from mlcx.cache import cache_dir
 from mlcx.frontends.gemma3_vision.mmproj import BOI, EOI, IMAGE
 
@@ -39,13 +42,29 @@ class SiglipShape:
 class VisionPair:
     text: LlamaShape
     vision: SiglipShape
+    family: str = "gemma3"  # the encoder family the artifact reads as
+
+    def write_text(self, out: Path) -> Path:
+        return write_text(self.text, out)
+
+    def write_mmproj(self, out: Path) -> Path:
+        return write_mmproj(self.vision, self.text.hidden, out)
 
 
-RANDOM_VISION: dict[str, VisionPair] = {
+RANDOM_VISION: dict[str, VisionPair | QwenPair] = {
     # Gemma 3 4B's: SigLIP-So400m at 896x896 (4096 patches pooled to 256 tokens), text width 2560
     "gemma3-4b-vision-random": VisionPair(
         LlamaShape(2560, 10240, 1, 8, 4, 1024, 1000000.0, key_length=256, arch="gemma3"),
         SiglipShape(896, 14, 1152, 4304, 27, 16, 4),
+    ),
+    # Qwen2.5-VL 7B's: 32 layers of 1280 (head_dim 80, SwiGLU 3420), full attention every 8th
+    # layer and 112-pixel windows otherwise, merged 2x2 into the text width 3584
+    "qwen2.5vl-7b-vision-random": QwenPair(
+        MropeText(
+            LlamaShape(3584, 18944, 1, 28, 4, 1024, 1000000.0, rms_eps=1e-6, arch="qwen2vl"),
+            (16, 24, 24),
+        ),
+        QwenVisionShape(1280, 3420, 32, 16, full_period=8),
     ),
 }
 
@@ -81,7 +100,7 @@ def write_text(shape: LlamaShape, out: Path, seed: int = 0) -> Path:
         else:
             rows = random_q4_0(rng, dims[0], dims[1])
             writer.add_tensor(name, rows, raw_dtype=GT.Q4_0)
-    return finish(writer, out)
+    return finish_gguf(writer, out)
 
 
 def _vision_tensors(v: SiglipShape, text_hidden: int):
@@ -143,15 +162,7 @@ def write_mmproj(v: SiglipShape, text_hidden: int, out: Path, seed: int = 1) -> 
             data = rng.standard_normal(dims, dtype=np.float32) * np.float32(0.02)
             # llama.cpp adds the position table to f32 rows: it stays f32, as its converter keeps it
             writer.add_tensor(name, data if "position" in name else data.astype(np.float16))
-    return finish(writer, out)
-
-
-def finish(writer: gguf.GGUFWriter, out: Path) -> Path:
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out
+    return finish_gguf(writer, out)
 
 
 def ensure_random_vision(name: str, say=print) -> tuple[Path, Path]:
@@ -159,11 +170,7 @@ def ensure_random_vision(name: str, say=print) -> tuple[Path, Path]:
     pair = RANDOM_VISION[name]
     folder = cache_dir() / "bench"
     paths = (folder / f"{name}.text.Q4_0.gguf", folder / f"{name}.mmproj.f16.gguf")
-    writers = (
-        lambda p: write_text(pair.text, p),
-        lambda p: write_mmproj(pair.vision, pair.text.hidden, p),
-    )
-    for path, write in zip(paths, writers, strict=True):
+    for path, write in zip(paths, (pair.write_text, pair.write_mmproj), strict=True):
         if not path.exists():
             folder.mkdir(parents=True, exist_ok=True)
             say(f"writing random {name} weights to {path}")
