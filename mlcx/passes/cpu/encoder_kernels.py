@@ -30,14 +30,18 @@ from mlcx.quantization.formats import DenseFormat
 F32 = DenseFormat("float32")
 
 
-def _shape(expr: relax.Expr) -> tuple[int, ...] | None:
-    """The static float32 shape of expr; None otherwise."""
+def _shape(expr: relax.Expr, rows_free: bool = False) -> tuple | None:
+    """The static float32 shape of expr; None otherwise. With rows_free the first dimension
+    may be symbolic (an image's patch count, as Qwen-VL's dynamic resolution makes it), and is
+    kept as its PrimExpr."""
     info = expr.ty
-    if not isinstance(info, relax.TensorType) or info.dtype != "float32":
+    if not isinstance(info, relax.TensorType) or info.dtype != "float32" or info.shape is None:
         return None
-    if info.shape is None or not all(isinstance(s, tvm.tirx.IntImm) for s in info.shape.values):
+    dims = list(info.shape.values)
+    static = [isinstance(s, tvm.tirx.IntImm) for s in dims]
+    if not all(static[1:] if rows_free else static):
         return None
-    return tuple(int(s) for s in info.shape.values)
+    return tuple(int(s) if known else s for s, known in zip(dims, static, strict=True))
 
 
 def _axes(call: relax.Call) -> list[int] | None:
@@ -66,7 +70,8 @@ def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
     pattern = is_op("relax.matmul")(x, second)
 
     def rewrite(expr: relax.Expr, matches) -> relax.Expr:
-        xs, ws = _shape(matches[x]), _shape(matches[w])
+        # the kernel takes any number of token rows: only the features must be known
+        xs, ws = _shape(matches[x], rows_free=True), _shape(matches[w])
         if xs is None or ws is None or len(xs) != 2 or len(ws) != 2:
             return expr
         if transposed and _axes(matches[second]) not in (None, [1, 0]):
