@@ -5,7 +5,10 @@ SigLIP-So400m image (4096 patches) for many minutes.
 - `x @ permute_dims(W)` with W a 2-D float32 weight (nn.Linear) -> the float linear kernel
   (mlcx.kernels.cpu.flinear), as the text model's float linears.
 - `softmax(q @ permute_dims(k) * c) @ v` over [heads, n, d] -> the dense attention kernel
-  (mlcx.kernels.cpu.dense_attention), given the transposed keys the graph already makes.
+  (mlcx.kernels.cpu.dense_attention), given the transposed keys the graph already makes; with
+  n known only at run time (Qwen-VL), and `+ window_bias(windows)` before the softmax (its
+  windowed layers), the window attention kernel (mlcx.kernels.cpu.window_attention), which
+  never builds the [n, n] mask.
 
 Only the encoder's build uses them: the text model's linears are mlcx's own TE linears
 (mlcx.passes.cpu.fuse_linear) and its attention is paged.
@@ -18,28 +21,29 @@ from collections.abc import Callable
 import numpy as np
 import tvm
 from tvm import relax
-from tvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
+from tvm.relax.dpl import is_const, is_op, is_tuple, rewrite_call, wildcard
 
 from mlcx.kernels.cpu.dense_attention import DenseShape, dense_attention_cpu
 from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
+from mlcx.kernels.cpu.window_attention import WindowShape, window_attention_cpu
 from mlcx.quantization.formats import DenseFormat
 
 F32 = DenseFormat("float32")
+WINDOW_BIAS = "window_bias"  # the TE op the Qwen-VL tower builds its window mask with
 
 
-def _shape(expr: relax.Expr, rows_free: bool = False) -> tuple | None:
-    """The static float32 shape of expr; None otherwise. With rows_free the first dimension
-    may be symbolic (an image's patch count, as Qwen-VL's dynamic resolution makes it), and is
-    kept as its PrimExpr."""
+def _shape(expr: relax.Expr, free: int | None = None) -> tuple | None:
+    """The static float32 shape of expr; None otherwise. Dimension `free` may be symbolic (an
+    image's patch count, as Qwen-VL's dynamic resolution makes it) and is kept as its PrimExpr."""
     info = expr.ty
     if not isinstance(info, relax.TensorType) or info.dtype != "float32" or info.shape is None:
         return None
     dims = list(info.shape.values)
     static = [isinstance(s, tvm.tirx.IntImm) for s in dims]
-    if not all(static[1:] if rows_free else static):
+    if not all(known or i == free for i, known in enumerate(static)):
         return None
     return tuple(int(s) if known else s for s, known in zip(dims, static, strict=True))
 
@@ -71,7 +75,7 @@ def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
 
     def rewrite(expr: relax.Expr, matches) -> relax.Expr:
         # the kernel takes any number of token rows: only the features must be known
-        xs, ws = _shape(matches[x], rows_free=True), _shape(matches[w])
+        xs, ws = _shape(matches[x], free=0), _shape(matches[w])
         if xs is None or ws is None or len(xs) != 2 or len(ws) != 2:
             return expr
         if transposed and _axes(matches[second]) not in (None, [1, 0]):
@@ -111,12 +115,41 @@ def _attention_rewriter(kernels: _Kernels):
     return pattern, rewrite
 
 
+def _window_rewriter(kernels: _Kernels, windowed: bool):
+    """Attention over [heads, n, d] with n symbolic, masked to windows where `windowed`."""
+    q, k, v, scale, windows = wildcard(), wildcard(), wildcard(), is_const(), wildcard()
+    kt = is_op("relax.permute_dims")(k)
+    scores = is_op("relax.multiply")(is_op("relax.matmul")(q, kt), scale)
+    bias = is_op("relax.call_tir")(wildcard(), is_tuple([windows]))
+    if windowed:
+        scores = is_op("relax.add")(scores, bias)
+    pattern = is_op("relax.matmul")(is_op("relax.nn.softmax")(scores), v)
+
+    def rewrite(expr: relax.Expr, matches) -> relax.Expr:
+        qs, ks, vs = (_shape(matches[p], free=1) for p in (q, k, v))
+        if qs is None or len(qs) != 3 or isinstance(qs[1], int) or _axes(matches[kt]) != [0, 2, 1]:
+            return expr
+        if windowed and matches[bias].args[0].name_hint != WINDOW_BIAS:
+            return expr
+        factor = np.asarray(matches[scale].value.numpy())
+        if factor.size != 1:
+            return expr
+        shape = WindowShape(qs[0], qs[2], float(factor.reshape(())), windowed)
+        gvar = kernels.get(shape.name, lambda: window_attention_cpu(shape))
+        args = [matches[q], matches[kt], matches[v]] + ([matches[windows]] if windowed else [])
+        return relax.call_tir(gvar, relax.Tuple(args), expr.ty)
+
+    return pattern, rewrite
+
+
 def encoder_kernels_cpu(cfg: KernelConfig) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0, name="mlcx.EncoderKernelsCPU")
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         kernels = _Kernels(mod)
         rewriters = [
             _attention_rewriter(kernels),
+            _window_rewriter(kernels, windowed=True),
+            _window_rewriter(kernels, windowed=False),
             _linear_rewriter(kernels, cfg, transposed=True),
             _linear_rewriter(kernels, cfg, transposed=False),
         ]
