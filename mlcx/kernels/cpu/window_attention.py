@@ -40,13 +40,16 @@ class WindowShape:
             raise ValueError(f"attention shape must be positive: {self}")
 
     @property
-    def value_lanes(self) -> int:
-        return next(w for w in (16, 8, 4, 2, 1) if self.head_dim % w == 0)
-
-    @property
-    def value_vectors(self) -> int:
-        count = self.head_dim // self.value_lanes
-        return next(g for g in range(min(count, ACCUMULATORS // ROWS), 0, -1) if count % g == 0)
+    def value_chunks(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """The head's features as (offset, lanes) vectors of 16 lanes and a narrower tail
+        (72 = 4 x 16 + 8), in groups whose ROWS rows of sums fit the registers."""
+        chunks, at = [], 0
+        while at < self.head_dim:
+            lanes = next(w for w in (16, 8, 4, 2, 1) if w <= self.head_dim - at)
+            chunks.append((at, lanes))
+            at += lanes
+        per = ACCUMULATORS // ROWS
+        return tuple(tuple(chunks[i : i + per]) for i in range(0, len(chunks), per))
 
     @property
     def name(self) -> str:
@@ -109,26 +112,24 @@ def _softmax(scores, r, tiles):
 def _values(sh: WindowShape, bufs, ctx, first, last, totals) -> None:
     """out[row] = the weighted sum of value rows first..last-1 over the row's total weight."""
     head, row0, n, base, scores = ctx
-    lanes, g = sh.value_lanes, sh.value_vectors
-    acc = T.alloc_buffer((ROWS * g, lanes), "float32")
-    with T.serial(0, sh.head_dim // (lanes * g)) as part:
-        for a in range(ROWS * g):
-            T.buffer_store(acc, vec.splat(vec.f32(0.0), lanes), [a, vec.ramp(0, lanes)])
-        with T.serial(first, last) as s:
-            feats = [vec.ramp((part * g + v) * lanes, lanes) for v in range(g)]
-            values = [T.bind(bufs["v"][head, s, f]) for f in feats]
+    for chunks in sh.value_chunks:
+        acc = [T.alloc_buffer((ROWS, lanes), "float32") for _, lanes in chunks]
+        for buf, (_, lanes) in zip(acc, chunks, strict=True):
             for r in range(ROWS):
-                weight = T.bind(vec.splat(scores[r, s - base], lanes))
-                for v in range(g):
-                    update = acc[r * g + v, vec.ramp(0, lanes)] + weight * values[v]
-                    T.buffer_store(acc, update, [r * g + v, vec.ramp(0, lanes)])
+                T.buffer_store(buf, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(0, lanes)])
+        with T.serial(first, last) as s:
+            values = [T.bind(bufs["v"][head, s, vec.ramp(at, lanes)]) for at, lanes in chunks]
+            for r in range(ROWS):
+                weight = scores[r, s - base]
+                for buf, value, (_, lanes) in zip(acc, values, chunks, strict=True):
+                    update = buf[r, vec.ramp(0, lanes)] + vec.splat(weight, lanes) * value
+                    T.buffer_store(buf, update, [r, vec.ramp(0, lanes)])
         for r in range(ROWS):
             with T.If(row0 + r < n), T.Then():
-                inv = T.bind(vec.splat(vec.f32(1.0) / totals[r], lanes))
-                for v in range(g):
-                    out = acc[r * g + v, vec.ramp(0, lanes)] * inv
-                    index = [head, row0 + r, vec.ramp((part * g + v) * lanes, lanes)]
-                    T.buffer_store(bufs["out"], out, index)
+                inv = T.bind(vec.f32(1.0) / totals[r])
+                for buf, (at, lanes) in zip(acc, chunks, strict=True):
+                    out = buf[r, vec.ramp(0, lanes)] * vec.splat(inv, lanes)
+                    T.buffer_store(bufs["out"], out, [head, row0 + r, vec.ramp(at, lanes)])
 
 
 def _block(sh: WindowShape, bufs, head, block, n, scores) -> None:
