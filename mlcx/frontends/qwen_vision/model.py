@@ -21,6 +21,7 @@ from mlcx.frontends.qwen_vision.tower import (
     PatchEmbed,
     norm,
     resampled_positions,
+    rope_table,
     window_bias,
 )
 from mlcx.kernels.step_params import EMBED_IMAGE
@@ -92,10 +93,10 @@ class VisionModel(nn.Module):
             table = self.pos_embed.weight
             x = x + resampled_positions(table, args[names.POS_INDEX], args[names.POS_WEIGHT])
         bias = window_bias(args[names.WINDOWS], dtype) if cfg.window_size else None
-        positions = args[names.PATCH_POSITIONS]
+        rope = rope_table(args[names.PATCH_POSITIONS], cfg)
         blocks = []
         for i, block in enumerate(self.blocks):
-            x = block(x, positions, bias if cfg.windowed(i) else None)
+            x = block(x, rope, bias if cfg.windowed(i) else None)
             if i in cfg.deepstack_layers:
                 merger = self.deepstack_merger_list[cfg.deepstack_layers.index(i)]
                 blocks.append(merger(x))

@@ -12,7 +12,7 @@ from tvm.relax.frontend import nn
 from tvm.relax.frontend.nn import op
 
 from mlcx.frontends.qwen_vision.config import VisionConfig
-from mlcx.kernels.vision_rope import vision_rope_te, window_bias_te
+from mlcx.kernels.vision_rope import rope_table_te, vision_rope_te, window_bias_te
 
 ACTIVATIONS = {"silu": op.silu, "gelu_tanh": lambda x: op.gelu(x, approximate="tanh")}
 
@@ -37,22 +37,19 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(cfg.hidden_size, 3 * cfg.hidden_size, bias=True, dtype=dtype)
         self.proj = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=True, dtype=dtype)
 
-    def forward(self, x: nn.Tensor, positions: nn.Tensor, bias: nn.Tensor | None) -> nn.Tensor:
+    def forward(self, x: nn.Tensor, rope: nn.Tensor, bias: nn.Tensor | None) -> nn.Tensor:
         cfg = self.cfg
         n, heads, d = x.shape[0], cfg.num_heads, cfg.head_dim
         qkv = op.reshape(self.qkv(x), (n, 3 * heads, d))
         q, k, v = op.split(qkv, 3, axis=1)
 
-        def rope(t: nn.Tensor) -> nn.Tensor:
-            theta = cfg.rope_theta
-            return op.tensor_expr_op(
-                lambda xt, pt: vision_rope_te(xt, pt, theta), "vision_rope", [t, positions]
-            )
+        def turn(t: nn.Tensor) -> nn.Tensor:
+            return op.tensor_expr_op(vision_rope_te, "vision_rope", [t, rope])
 
         def heads_first(t: nn.Tensor) -> nn.Tensor:  # [n, heads, d] -> [heads, n, d]
             return op.permute_dims(t, [1, 0, 2])
 
-        q, k, v = heads_first(rope(q)), heads_first(rope(k)), heads_first(v)
+        q, k, v = heads_first(turn(q)), heads_first(turn(k)), heads_first(v)
         scores = op.matmul(q, op.permute_dims(k, [0, 2, 1])) * (d**-0.5)
         if bias is not None:
             scores = scores + bias
@@ -88,9 +85,18 @@ class Block(nn.Module):
         self.attn = Attention(cfg, dtype)
         self.mlp = MLP(cfg, dtype)
 
-    def forward(self, x: nn.Tensor, positions: nn.Tensor, bias: nn.Tensor | None) -> nn.Tensor:
-        x = x + self.attn(self.norm1(x), positions, bias)
+    def forward(self, x: nn.Tensor, rope: nn.Tensor, bias: nn.Tensor | None) -> nn.Tensor:
+        x = x + self.attn(self.norm1(x), rope, bias)
         return x + self.mlp(self.norm2(x))
+
+
+def rope_table(positions: nn.Tensor, cfg: VisionConfig) -> nn.Tensor:
+    """The 2-D RoPE's cos and sin per patch and feature pair, shared by every layer."""
+
+    def table(pt):
+        return rope_table_te(pt, cfg.head_dim, cfg.rope_theta)
+
+    return op.tensor_expr_op(table, "rope_table", [positions])
 
 
 def window_bias(windows: nn.Tensor, dtype: str) -> nn.Tensor:
