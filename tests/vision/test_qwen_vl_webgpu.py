@@ -1,0 +1,96 @@
+"""Qwen2.5-VL and Qwen3-VL compiled for webgpu (f32) and run by the Python wgpu backend
+(lavapipe here) against transformers, on test_qwen_vl.py's tiny random folders: the image rows
+from the encoder's WebGPU plan (its patches, patch positions, windows and position-grid tables
+as inputs), every logit row of an image prompt (the steps take the 3-row M-RoPE positions) and
+32 greedy tokens, at two image sizes so that the dynamic resolution shows (6 and 12 or 15 image
+tokens)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from mlcx.artifact.encoder import read_encoder
+from mlcx.compile.model import CompileRequest
+from mlcx.kernels.step_params import PREFILL, ROPE_POSITIONS
+from mlcx.runtime.api.llm import LLM
+from mlcx.runtime.core.config import EngineConfig
+from mlcx.runtime.sample.params import SamplingParams
+from tests.support.compile_cache import compile_model
+from tests.support.tiny_qwen_vl import hf_image_inputs
+from tests.vision.conftest import random_image
+from tests.vision.test_qwen_vl import (  # noqa: F401 (fixtures)
+    SIZES,
+    _hf,
+    _hf_rows,
+    _messages,
+    _prompt_logits,
+    folder,
+    kind,
+    reference,
+)
+
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def webgpu_artifact(folder, kind, tmp_path_factory):  # noqa: F811
+    wgpu = pytest.importorskip("wgpu")
+    if not wgpu.gpu.enumerate_adapters_sync():
+        pytest.skip("no wgpu adapter: run scripts/setup-system.sh (mesa-vulkan-drivers)")
+    out = tmp_path_factory.mktemp(f"{kind}-webgpu") / "art"
+    return compile_model(CompileRequest(str(folder), "webgpu", "q0f32", output=out))
+
+
+@pytest.fixture(scope="module")
+def llm(webgpu_artifact):
+    return LLM(str(webgpu_artifact), EngineConfig(kv_blocks=64))
+
+
+def test_the_artifact_is_a_webgpu_plan_taking_m_rope_positions(llm, webgpu_artifact):
+    encoder = read_encoder(webgpu_artifact)
+    assert encoder.device == "webgpu" and encoder.library == "webgpu-plan.json"
+    inputs = [i.name for i in llm.engine.runner.plan.functions[PREFILL].inputs]
+    assert ROPE_POSITIONS in inputs
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_image_rows_match_transformers(llm, folder, reference, size):  # noqa: F811
+    image = random_image(3, SIZES[size])
+    rows = llm.engine.images.encoder.encode(image).rows
+    want = _hf_rows(reference, hf_image_inputs(folder, image))
+    assert rows.shape == want.shape
+    assert np.abs(rows - want).max() <= TOL
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_image_prompt_logits_match_transformers(llm, folder, reference, size):  # noqa: F811
+    image = random_image(6, SIZES[size])
+    ids, images = llm.chat_inputs(_messages(image))
+    got = _prompt_logits(llm, ids, images)
+    with torch.no_grad():
+        want = reference(**_hf(llm, folder, ids, [image])).logits[0].numpy()
+    error = np.abs(got - want).max()
+    assert error <= TOL
+    # the 3-row positions reach the kernels: 1-D positions are much further off
+    flat = np.abs(_prompt_logits(llm, ids, images, flat=True) - want).max()
+    assert flat > max(20 * error, TOL)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_greedy_tokens_match_transformers(llm, folder, reference, size):  # noqa: F811
+    image = random_image(7, SIZES[size])
+    ids, images = llm.chat_inputs(_messages(image))
+    with torch.no_grad():
+        out = reference.generate(
+            **_hf(llm, folder, ids, [image]),
+            max_new_tokens=32,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
+    [completion] = llm.generate([ids], params, images=[images])[0].outputs
+    assert completion.token_ids == out[0, len(ids) :].tolist()
+    assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
