@@ -3,7 +3,9 @@
 from the encoder's WebGPU plan (its patches, patch positions, windows and position-grid tables
 as inputs), every logit row of an image prompt (the steps take the 3-row M-RoPE positions) and
 32 greedy tokens, at two image sizes so that the dynamic resolution shows (6 and 12 or 15 image
-tokens)."""
+tokens). The same folders as q0f16 (an f16 encoder and text model, what f16 models get on GPU
+targets): every prompt logit within 5e-3 of transformers' (observed ~1e-3, logits of magnitude
+~0.3)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from tests.vision.test_qwen_vl import (  # noqa: F401 (fixtures)
 )
 
 TOL = 1e-4
+TOL_F16 = 5e-3
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +49,13 @@ def webgpu_artifact(folder, kind, tmp_path_factory):  # noqa: F811
 @pytest.fixture(scope="module")
 def llm(webgpu_artifact):
     return LLM(str(webgpu_artifact), EngineConfig(kv_blocks=64))
+
+
+@pytest.fixture(scope="module")
+def f16_llm(webgpu_artifact, folder, kind, tmp_path_factory):  # noqa: F811
+    out = tmp_path_factory.mktemp(f"{kind}-webgpu-f16") / "art"
+    artifact = compile_model(CompileRequest(str(folder), "webgpu", "q0f16", output=out))
+    return LLM(str(artifact), EngineConfig(kv_blocks=64))
 
 
 def test_the_artifact_is_a_webgpu_plan_taking_m_rope_positions(llm, webgpu_artifact):
@@ -94,3 +104,15 @@ def test_greedy_tokens_match_transformers(llm, folder, reference, size):  # noqa
     [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == out[0, len(ids) :].tolist()
     assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_f16_prompt_logits_are_close_to_transformers(f16_llm, folder, reference, size):  # noqa: F811
+    assert read_encoder(f16_llm.engine.artifact.path).dtype == "float16"
+    assert "shader-f16" in f16_llm.engine.runner.plan.features
+    image = random_image(6, SIZES[size])
+    ids, images = f16_llm.chat_inputs(_messages(image))
+    got = _prompt_logits(f16_llm, ids, images)
+    with torch.no_grad():
+        want = reference(**_hf(f16_llm, folder, ids, [image])).logits[0].numpy()
+    assert np.abs(got - want).max() <= TOL_F16
