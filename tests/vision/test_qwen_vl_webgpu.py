@@ -15,10 +15,11 @@ import torch
 
 from mlcx.artifact.encoder import read_encoder
 from mlcx.compile.model import CompileRequest
-from mlcx.kernels.step_params import PREFILL, ROPE_POSITIONS
+from mlcx.kernels.step_params import EMBED_IMAGE, PREFILL, ROPE_POSITIONS
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
 from mlcx.runtime.sample.params import SamplingParams
+from mlcx.targets.webgpu_plan.schema import Plan
 from tests.support.compile_cache import compile_model
 from tests.support.tiny_qwen_vl import hf_image_inputs
 from tests.vision.conftest import random_image
@@ -63,6 +64,21 @@ def test_the_artifact_is_a_webgpu_plan_taking_m_rope_positions(llm, webgpu_artif
     assert encoder.device == "webgpu" and encoder.library == "webgpu-plan.json"
     inputs = [i.name for i in llm.engine.runner.plan.functions[PREFILL].inputs]
     assert ROPE_POSITIONS in inputs
+
+
+def test_a_shape_no_buffer_carries_reaches_its_kernel_as_a_scalar(webgpu_artifact):
+    """The merger's rows (patches // 4) cannot be read off any buffer of its fused kernel, so
+    the encoder's plan passes the patch count as a scalar expression."""
+    plan = Plan.from_json((webgpu_artifact / "vision" / "webgpu-plan.json").read_text())
+    steps = plan.functions[EMBED_IMAGE].steps
+    scalar_calls = [s for s in steps if s.op == "call" and any(isinstance(a, dict) for a in s.args)]
+    assert scalar_calls
+    for step in scalar_calls:
+        tir = plan.tir_functions[step.func]
+        scalars = [i for i, a in enumerate(step.args) if isinstance(a, dict)]
+        assert all(tir.params[i].shape is None for i in scalars)
+        assert {(i, -1) for i in scalars} <= set(tir.shape_vars.values())
+        assert [step.args[i] for i in scalars] == [{"expr": "patches"}] * len(scalars)
 
 
 @pytest.mark.parametrize("size", SIZES)
