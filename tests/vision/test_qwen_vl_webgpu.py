@@ -5,7 +5,7 @@ as inputs), every logit row of an image prompt (the steps take the 3-row M-RoPE 
 32 greedy tokens, at two image sizes so that the dynamic resolution shows (6 and 12 or 15 image
 tokens). The same folders as q0f16 (an f16 encoder and text model, what f16 models get on GPU
 targets): every prompt logit within 5e-3 of transformers' (observed ~1e-3, logits of magnitude
-~0.3)."""
+~0.3). Target vulkan (the same plan on a Vulkan adapter): 32 greedy tokens equal transformers'."""
 
 from __future__ import annotations
 
@@ -104,9 +104,7 @@ def test_image_prompt_logits_match_transformers(llm, folder, reference, size):  
     assert flat > max(20 * error, TOL)
 
 
-@pytest.mark.parametrize("size", SIZES)
-def test_greedy_tokens_match_transformers(llm, folder, reference, size):  # noqa: F811
-    image = random_image(7, SIZES[size])
+def _greedy_matches_transformers(llm, folder, reference, image) -> None:  # noqa: F811
     ids, images = llm.chat_inputs(_messages(image))
     with torch.no_grad():
         out = reference.generate(
@@ -120,6 +118,26 @@ def test_greedy_tokens_match_transformers(llm, folder, reference, size):  # noqa
     [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == out[0, len(ids) :].tolist()
     assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_greedy_tokens_match_transformers(llm, folder, reference, size):  # noqa: F811
+    _greedy_matches_transformers(llm, folder, reference, random_image(7, SIZES[size]))
+
+
+def test_the_vulkan_target_runs_the_same_plan_on_a_vulkan_adapter(
+    webgpu_artifact,
+    folder,  # noqa: F811
+    kind,  # noqa: F811
+    reference,  # noqa: F811
+    tmp_path_factory,
+):
+    out = tmp_path_factory.mktemp(f"{kind}-vulkan") / "art"
+    artifact = compile_model(CompileRequest(str(folder), "vulkan", "q0f32", output=out))
+    vulkan = LLM(str(artifact), EngineConfig(kv_blocks=64))
+    assert vulkan.engine.runner.gpu.backend == "Vulkan"
+    assert read_encoder(artifact).library == "webgpu-plan.json"
+    _greedy_matches_transformers(vulkan, folder, reference, random_image(7, SIZES["large"]))
 
 
 @pytest.mark.parametrize("size", SIZES)

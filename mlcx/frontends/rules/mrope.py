@@ -18,9 +18,10 @@ from mlcx.frontends.rules.gguf import GGUFRule
 from mlcx.frontends.rules.hf import HFRule
 
 # The targets whose runtimes pass rope_positions and run the Qwen vision encoder, tested
-# against transformers (cpu: tests/vision/test_qwen_vl.py; webgpu on lavapipe:
-# test_qwen_vl_webgpu.py). The others (cuda, metal, vulkan, phones) are refused until tested.
-MROPE_TARGETS = ("cpu", "webgpu")
+# against transformers (cpu: tests/vision/test_qwen_vl.py; webgpu and vulkan on lavapipe:
+# test_qwen_vl_webgpu.py; webgpu in Chromium: test_qwen_vl_web.py). The others (cuda, metal,
+# phones) are refused until tested.
+MROPE_TARGETS = ("cpu", "webgpu", "vulkan")
 
 
 def _sections(value: Any, where: str) -> tuple[int, ...]:
