@@ -70,9 +70,10 @@ export class VisionEncoder {
   async encode(image) {
     const p = this.config.preprocess;
     const frames = imageFrames(image, p);
-    // a dynamic-resolution frame's size is part of what it is (equal bytes, other shapes)
     const size = p.max_pixels ? frameSize(image, p) : [p.size, p.size];
-    const digest = await sha256(concat([Int32Array.from(size), ...frames]));
+    // a dynamic-resolution frame's size is part of what it is (equal bytes, other shapes)
+    const sized = p.max_pixels ? [Int32Array.from(size)] : [];
+    const digest = await sha256(concat([...sized, ...frames]));
     const key = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
     let rows = this.cache.get(key);
     if (!rows) {
