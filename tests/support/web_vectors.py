@@ -24,6 +24,7 @@ from mlcx.runtime.text.stop import StopStringMatcher
 from mlcx.runtime.text.tool_prompt import with_generic_tools
 from tests.support.web_embed_vectors import embed_vectors
 from tests.support.web_image_vectors import image_vectors
+from tests.support.web_qwen_vectors import qwen_vectors
 from tests.support.web_reasoning_vectors import reasoning_vectors
 
 VECTORS = Path(__file__).resolve().parents[2] / "web" / "test" / "vectors"
@@ -262,6 +263,7 @@ FILES = {
     "kv.json": kv_vectors,
     "tools.json": tool_vectors,
     "images.json": image_vectors,
+    "qwen_vl.json": qwen_vectors,
     "embed_batch.json": embed_vectors,
     "reasoning.json": reasoning_vectors,
 }

@@ -4,7 +4,8 @@ downloader (web/test/device_fit.test.mjs, download.test.mjs), the engine API on 
 XGrammar's WASM (structured.test.mjs), the worker halves
 (worker.test.mjs), a picked folder as the artifact (local_files.test.mjs), and the sampler,
 stop strings, KV manager, tool-call parser and embedding batches against the Python runtime's
-vectors (vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs), reply formats
+vectors (vectors.test.mjs), image preprocessing against Pillow's (images.test.mjs; Qwen-VL's
+layout, encoder inputs and M-RoPE positions: qwen_vl.test.mjs), reply formats
 (reasoning, harmony calls) against the Python parsers' (reasoning.test.mjs), WebLLM's semantics
 (webllm_api.test.mjs) and one method list on every engine host (engine_methods.test.mjs). Each
 node test is one pytest case, so a failure names it."""
@@ -27,6 +28,7 @@ FILES = (
     "structured.test.mjs",
     "vectors.test.mjs",
     "images.test.mjs",
+    "qwen_vl.test.mjs",
     "worker.test.mjs",
     "local_files.test.mjs",
     "webllm_api.test.mjs",

@@ -6,7 +6,9 @@
 // embeddings replaced by the image's rows, and (Gemma 3) each sees its whole image.
 
 import { KVCacheManager } from "./kv_cache.js";
+import { tokenPositions } from "./rope_positions.js";
 import { SequenceStates } from "./state_cache.js";
+import { takesRopePositions } from "./step.js";
 
 export class ModelCore {
   constructor(runner, codec, vision = null) {
@@ -19,6 +21,9 @@ export class ModelCore {
     this.nextId = 0;
     // a hybrid model's state slots and saved states (state_cache.js)
     this.states = runner.states?.length ? new SequenceStates(runner, this.pageSize) : null;
+    // M-RoPE (Qwen-VL): every step's positions follow its sequence's images
+    this.mrope = Boolean(runner.plan?.functions?.prefill) && takesRopePositions(runner.plan);
+    this.seqImages = new Map(); // sequence id -> its prompt's images
     this.resetCache();
   }
 
@@ -35,6 +40,7 @@ export class ModelCore {
     const started = performance.now();
     const keys = cacheKeys(promptIds, images);
     let cached = this.kv.addSequence(id, keys);
+    this.seqImages.set(id, images);
     try {
       if (this.states) cached = this.states.begin(this.kv, id, keys, cached);
       let logits = null;
@@ -49,6 +55,7 @@ export class ModelCore {
       for (;;) token = yield { logits: await this.step(id, [token]) };
     } finally {
       this.kv.free(id);
+      this.seqImages.delete(id);
     }
   }
 
@@ -86,7 +93,8 @@ export class ModelCore {
       tables = this.kv.buildArrays([[id, tokens.length]]);
     }
     const slots = this.states?.slots ?? null;
-    const out = await this.runner.forward(Int32Array.from(tokens), tables, copies, rows, image, slots);
+    const positions = this.mrope ? tokenPositions(first, tokens.length, this.seqImages.get(id) ?? []) : null;
+    const out = await this.runner.forward(Int32Array.from(tokens), tables, copies, rows, image, slots, positions);
     this.kv.commit(id);
     this.states?.committed(this.kv, id);
     return out.data.subarray(out.data.length - out.vocab);

@@ -1,9 +1,12 @@
 // An image's RGB pixels -> the encoder's frames, as mlcx/runtime/vision/preprocess.py and
 // tiles.py do it from the artifact's vision/encoder.json `preprocess`: resize (Idefics3: the
 // longest edge first, then one tile, or tiles row-major plus the global image), rescale and
-// normalize in float64 over the uint8 values, then float32, channels first. And the prompt
-// text each image becomes (runtime/vision/layout.py). web/test/vectors/images.json holds both.
+// normalize in float64 over the uint8 values, then float32, channels first; Qwen-VL's dynamic
+// resolution: one frame of the image's smart_resize size (image_smart_resize.js). And the
+// prompt text each image becomes (runtime/vision/layout.py). web/test/vectors/images.json and
+// qwen_vl.json hold both.
 
+import { mergedGrid, smartSize } from "./image_smart_resize.js";
 import { resizeRGB } from "./image_resize.js";
 
 const MAX_SIDE = 4096;
@@ -72,8 +75,10 @@ function normalized(image, p) {
   return out;
 }
 
-// Float32Array [3, size, size] of each frame the encoder takes.
+// Float32Array [3, size, size] of each frame the encoder takes; with dynamic resolution
+// (p.max_pixels) one frame [3, height, width] of frameSize(image, p).
 export function imageFrames(image, p) {
+  if (p.max_pixels) return [normalized(resized(image, frameSize(image, p), p), p)];
   const first = p.longest_edge ? resized(image, resizedSize([image.width, image.height], p), p) : image;
   const S = p.size;
   if (!p.split) return [normalized(resized(first, [S, S], p), p)];
@@ -100,6 +105,22 @@ const LAYOUTS = {
     return `${text}\n${FAKE}<global-img>${tokens}${FAKE}`;
   },
 };
+
+// [width, height] of a dynamic-resolution image's one frame.
+export const frameSize = (image, p) => smartSize([image.width, image.height], p);
+
+// How the image sits in the prompt (runtime/vision/layout.py): its text, the tokens of each
+// run of image tokens (a frame each) and, for dynamic resolution, its grid of merged tokens.
+export function imageLayout(config, image) {
+  const p = config.preprocess;
+  if (p.max_pixels) {
+    const grid = mergedGrid([image.width, image.height], p);
+    const n = grid[0] * grid[1];
+    return { text: config.image_text.repeat(n), runs: [n], grid };
+  }
+  const grid = imageGrid(image, p);
+  return { text: imageText(config, grid), runs: Array(framesOf(grid)).fill(config.tokens_per_image), grid: null };
+}
 
 // The prompt text an image of this grid becomes.
 export function imageText(config, grid) {

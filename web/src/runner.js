@@ -5,7 +5,7 @@
 import { BufferPool, KernelSet, createBuffer, openDevice } from "./gpu.js";
 import { PlanExecutor, tensorBytes } from "./plan.js";
 import { COPY_STATES, CHECKPOINTS, STATES, hasStates, stateTensors } from "./state_cache.js";
-import { KV_PAGES, PARAMS, kvPagesTensors, stepCall } from "./step.js";
+import { KV_PAGES, PARAMS, ROPE_POSITIONS, kvPagesTensors, stepCall } from "./step.js";
 import { loadWeights } from "./weights.js";
 
 export class Runner {
@@ -84,11 +84,12 @@ export class Runner {
   // ids: Int32Array of new tokens; tables: KVCacheManager.buildArrays(...); rows: logit rows
   // (null: each sequence's last token, through the decode function when one token each);
   // image: the step's image rows and embeddings (step.js stepCall); stateSlots: each
-  // sequence's state slot (a hybrid model).
-  async forward(ids, tables, copies = [], rows = null, image = null, stateSlots = null) {
+  // sequence's state slot (a hybrid model); ropePositions: an M-RoPE model's [3 x tokens].
+  async forward(ids, tables, copies = [], rows = null, image = null, stateSlots = null, ropePositions = null) {
     this.copyPages(copies);
-    const { name, arrays } = stepCall(this.plan, ids, tables, rows, image, stateSlots);
+    const { name, arrays } = stepCall(this.plan, ids, tables, rows, image, stateSlots, ropePositions);
     const inputs = Object.fromEntries(Object.entries(arrays).map(([k, a]) => [k, this.upload(a)]));
+    if (inputs[ROPE_POSITIONS]) inputs[ROPE_POSITIONS].shape = [3, ids.length];
     const transient = Object.values(inputs);
     inputs[KV_PAGES] = this.kvPages;
     if (this.states.length) inputs[STATES] = this.states;

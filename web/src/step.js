@@ -19,13 +19,20 @@ export const stepFunction = (numTokens, batchSize, explicitRows) =>
 // (null: each sequence's last new token); image: {rows: Int32Array (each token's row of
 // embeds, -1: its own embedding), embeds: Float32Array [image tokens x hidden]}, which makes it
 // prefill_image (image_embeds is the one float32 array); stateSlots: a hybrid model's state
-// slot of each sequence (state_cache.js).
-export function stepCall(plan, ids, tables, rows = null, image = null, stateSlots = null) {
+// slot of each sequence (state_cache.js); ropePositions: an M-RoPE model's Int32Array
+// [3 x tokens] (rope_positions.js).
+export const ROPE_POSITIONS = "rope_positions";
+
+// Whether the plan's steps take M-RoPE positions (Qwen-VL).
+export const takesRopePositions = (plan) => plan.functions.prefill.inputs.some((i) => i.name === ROPE_POSITIONS);
+
+export function stepCall(plan, ids, tables, rows = null, image = null, stateSlots = null, ropePositions = null) {
   const name = image ? "prefill_image" : stepFunction(ids.length, tables.last_page_len.length, rows !== null);
   const lastRows = () => Int32Array.from(tables.q_indptr.slice(1), (x) => x - 1);
   const known = { ...tables, input_ids: ids, logit_positions: rows ?? lastRows() };
   if (image) Object.assign(known, { image_rows: image.rows, image_embeds: image.embeds });
   if (stateSlots) known.state_slots = stateSlots;
+  if (ropePositions) known[ROPE_POSITIONS] = ropePositions;
   if (!plan.functions[name]) throw new Error(`the plan has no ${name}: recompile the model with its image encoder`);
   const arrays = {};
   for (const input of plan.functions[name].inputs) {

@@ -6,12 +6,19 @@
 
 import { KernelSet } from "./gpu.js";
 import { InvalidRequestError } from "./errors.js";
-import { framesOf, imageFrames, imageGrid, imageText } from "./image_preprocess.js";
+import { frameSize, imageFrames, imageLayout } from "./image_preprocess.js";
 import { PlanExecutor } from "./plan.js";
+import { qwenInputs } from "./qwen_inputs.js";
 import { PARAMS } from "./step.js";
 import { loadWeights } from "./weights.js";
 
 const EMBED_IMAGE = "embed_image";
+
+// encoder family -> (frame, [width, height], encoder.json) -> embed_image's named inputs
+// {data, shape, dtype}, as mlcx/runtime/vision/encoder_inputs.py; other families: the pixels
+const pixelInputs = (frame, [width, height]) => ({ pixels: { data: frame, shape: [3, height, width], dtype: "float32" } });
+const qwen = (frame, [width, height], config) => qwenInputs(frame, height, width, config.config, config.inputs);
+const INPUTS = { qwen2_5_vl: qwen, qwen3_vl: qwen };
 const CAPACITY = 16; // images whose rows are kept, as Python's ImageEncoder
 
 const sha256 = async (bytes) => new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
@@ -63,12 +70,15 @@ export class VisionEncoder {
   async encode(image) {
     const p = this.config.preprocess;
     const frames = imageFrames(image, p);
-    const digest = await sha256(concat(frames));
+    const size = p.max_pixels ? frameSize(image, p) : [p.size, p.size];
+    // a dynamic-resolution frame's size is part of what it is (equal bytes, other shapes)
+    const sized = p.max_pixels ? [Int32Array.from(size)] : [];
+    const digest = await sha256(concat([...sized, ...frames]));
     const key = Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
     let rows = this.cache.get(key);
     if (!rows) {
       rows = [];
-      for (const frame of frames) rows.push(await this.embed(frame));
+      for (const frame of frames) rows.push(await this.embed(frame, size));
       this.encoded += 1;
     }
     this.cache.delete(key);
@@ -77,20 +87,24 @@ export class VisionEncoder {
     return { digest, rows };
   }
 
-  async embed(frame) {
+  // size: the frame's [width, height]
+  async embed(frame, size) {
     const { device, pool } = this.runner;
-    const buffer = pool.acquire(frame.byteLength);
-    device.queue.writeBuffer(buffer, 0, frame);
-    const S = this.config.preprocess.size;
-    const pixels = { buffer, shape: [3, S, S], dtype: "float32" };
-    const rows = this.executor.run(EMBED_IMAGE, { pixels, [PARAMS]: this.params });
+    const named = (INPUTS[this.config.family] ?? pixelInputs)(frame, size, this.config);
+    const inputs = {};
+    for (const [name, { data, shape, dtype }] of Object.entries(named)) {
+      const buffer = pool.acquire(data.byteLength);
+      if (data.length) device.queue.writeBuffer(buffer, 0, data);
+      inputs[name] = { buffer, shape, dtype };
+    }
+    const rows = this.executor.run(EMBED_IMAGE, { ...inputs, [PARAMS]: this.params });
     const out = await this.runner.read(rows);
-    for (const t of [pixels, rows]) pool.release(t.buffer);
+    for (const t of [...Object.values(inputs), rows]) pool.release(t.buffer);
     return out;
   }
 
-  grid(image) {
-    return imageGrid(image, this.config.preprocess);
+  layout(image) {
+    return imageLayout(this.config, image);
   }
 
   // The prompt text with each image marker the template wrote replaced by its image's text.
@@ -100,32 +114,33 @@ export class VisionEncoder {
     if (pieces.length - 1 !== images.length) {
       throw new InvalidRequestError(`the chat template wrote ${pieces.length - 1} image marker(s) ${marker} for ${images.length} image(s)`, "messages");
     }
-    return pieces[0] + images.map((im, i) => imageText(this.config, this.grid(im)) + pieces[i + 1]).join("");
+    return pieces[0] + images.map((im, i) => this.layout(im).text + pieces[i + 1]).join("");
   }
 
   // [start, end) of each run of image tokens in the prompt, checked against the images' frames.
   runs(promptIds, images) {
-    const { image_token_id: token, tokens_per_image: n } = this.config;
-    const runs = imageRuns(promptIds, token);
-    const wanted = images.reduce((s, im) => s + framesOf(this.grid(im)), 0);
-    if (runs.length !== wanted || runs.some(([s, e]) => e - s !== n)) {
-      throw new InvalidRequestError(`${images.length} image(s) need ${wanted} run(s) of ${n} image tokens in the prompt, which has ${runs.length}`, "messages");
+    const runs = imageRuns(promptIds, this.config.image_token_id);
+    const wanted = images.flatMap((im) => this.layout(im).runs);
+    if (runs.length !== wanted.length || runs.some(([s, e], i) => e - s !== wanted[i])) {
+      throw new InvalidRequestError(`${images.length} image(s) need runs of [${wanted}] image tokens in the prompt, which has [${runs.map(([s, e]) => e - s)}]`, "messages");
     }
-    if (n > this.runner.config.prefill_chunk) {
-      throw new InvalidRequestError(`an image's ${n} tokens exceed a step's ${this.runner.config.prefill_chunk}; recompile with a larger --prefill-chunk`, "messages");
+    const n = Math.max(...wanted), chunk = this.runner.config.prefill_chunk;
+    if (n > chunk) {
+      throw new InvalidRequestError(`an image's ${n} tokens exceed a step's ${chunk}; recompile with a larger --prefill-chunk`, "messages");
     }
     return runs;
   }
 
-  // Each image encoded (or found by its content), then one {start, end, rows, cacheId} per
-  // run of image tokens (a frame each).
+  // Each image encoded (or found by its content), then one {start, end, rows, cacheId, grid}
+  // per run of image tokens (a frame each; grid: its merged tokens, for M-RoPE, or null).
   async promptImages(runs, images) {
     const out = [];
     for (const image of images) {
       const e = await this.encode(image);
+      const { grid } = this.layout(image);
       for (const [k, rows] of e.rows.entries()) {
         const [start, end] = runs[out.length];
-        out.push({ start, end, rows, cacheId: await cacheId(e.digest, k) });
+        out.push({ start, end, rows, cacheId: await cacheId(e.digest, k), grid });
       }
     }
     return out;

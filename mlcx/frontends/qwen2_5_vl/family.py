@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from mlcx.frontends.family import GGUFSide
 from mlcx.frontends.qwen2.family import FAMILY as QWEN2
-from mlcx.frontends.rules.mrope import gguf_mrope, hf_mrope
+from mlcx.frontends.rules.mrope import MROPE_TARGETS, gguf_mrope, hf_mrope
 
 FAMILY = replace(
     QWEN2,
@@ -18,7 +18,6 @@ FAMILY = replace(
     hf=replace(QWEN2.hf, rules=(hf_mrope(interleaved=False),), text_config="text_config"),
     gguf=GGUFSide("qwen2vl", (gguf_mrope(interleaved=False),), default_rms_eps=1e-6),
     images=True,
-    # the runtimes that pass rope_positions; the WebGPU plan, browser and phone runtimes do not
-    targets=("cpu",),
+    targets=MROPE_TARGETS,
     encoder="qwen2_5_vl",
 )

@@ -7,7 +7,13 @@ from dataclasses import replace
 
 from mlcx.frontends.family import GGUFSide
 from mlcx.frontends.qwen3.family import FAMILY as QWEN3
-from mlcx.frontends.rules.mrope import gguf_deepstack, gguf_mrope, hf_deepstack, hf_mrope
+from mlcx.frontends.rules.mrope import (
+    MROPE_TARGETS,
+    gguf_deepstack,
+    gguf_mrope,
+    hf_deepstack,
+    hf_mrope,
+)
 
 FAMILY = replace(
     QWEN3,
@@ -23,7 +29,6 @@ FAMILY = replace(
     ),
     gguf=GGUFSide("qwen3vl", (gguf_mrope(interleaved=True), gguf_deepstack), default_rms_eps=1e-6),
     images=True,
-    # the runtimes that pass rope_positions; the WebGPU plan, browser and phone runtimes do not
-    targets=("cpu",),
+    targets=MROPE_TARGETS,
     encoder="qwen3_vl",
 )

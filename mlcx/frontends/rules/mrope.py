@@ -17,6 +17,12 @@ from mlcx.frontends.hf_config import HFConfigReader
 from mlcx.frontends.rules.gguf import GGUFRule
 from mlcx.frontends.rules.hf import HFRule
 
+# The targets whose runtimes pass rope_positions and run the Qwen vision encoder, tested
+# against transformers (cpu: tests/vision/test_qwen_vl.py; webgpu and vulkan on lavapipe:
+# test_qwen_vl_webgpu.py; webgpu in Chromium: test_qwen_vl_web.py). The others (cuda, metal,
+# phones) are refused until tested.
+MROPE_TARGETS = ("cpu", "webgpu", "vulkan")
+
 
 def _sections(value: Any, where: str) -> tuple[int, ...]:
     sections = tuple(int(s) for s in value or ())

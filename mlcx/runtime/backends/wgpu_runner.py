@@ -45,8 +45,9 @@ def load_plan(artifact: Artifact) -> Plan:
     except (ValueError, KeyError, TypeError) as err:
         raise ArtifactError(f"{artifact.library_path} is malformed ({err}); recompile") from None
     states, lora = bool(artifact.config.state_tensors), artifact.config.lora is not None
+    mrope = bool(artifact.config.model.mrope_sections)
     for name in (PREFILL, DECODE):
-        _check_inputs(plan, name, artifact, entry_inputs(name, states, lora))
+        _check_inputs(plan, name, artifact, entry_inputs(name, states, lora, mrope=mrope))
     if artifact.config.state_tensors and COPY_STATES not in plan.functions:
         raise ArtifactError(
             f"{artifact.library_path} has state tensors but no {COPY_STATES}; recompile the model"

@@ -6,7 +6,8 @@ index continues at its start plus the longer side of its grid, not its token cou
 
 Positions are a function of the sequence's prompt (its images' places and grids), so a cached
 prefix with the same images at the same places has the same keys; the KV cache manager and
-its page tables stay one-dimensional."""
+its page tables stay one-dimensional. web/src/rope_positions.js computes the same in the
+browser (held equal by web/test/vectors/qwen_vl.json)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ class _HostWalker:
     def _param(self, index: int, param) -> Param:
         if not _is_buffer(param):
             self.scalars[index] = self._name(param)
-            return Param(str(param.dtype))
+            return Param(str(param.ty.dtype))  # a scalar (a shape no buffer carries)
         self.roots[param] = index
         if isinstance(param.elem_offset, tirx.Var):
             self.zero.add(param.elem_offset)

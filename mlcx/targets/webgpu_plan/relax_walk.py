@@ -7,6 +7,7 @@ indexing and var-to-var bindings are resolved here, so executors only see four s
 
 from __future__ import annotations
 
+import tvm
 from tvm import relax
 
 from mlcx.targets.webgpu_plan.expr import by_name, to_tree
@@ -89,6 +90,9 @@ class _Walker:
     def _arg(self, arg):
         if isinstance(arg, relax.ShapeExpr):
             raise PlanError(f"{self.name}: symbolic TIR arguments ({arg}) are not supported")
+        if isinstance(getattr(arg, "ty", None), tvm.ir.PrimType):
+            # a shape the kernel cannot read off its buffers (Qwen's merger: patches // 4)
+            return {"expr": to_tree(arg, by_name)}
         ref = self.ref(arg)
         if not isinstance(ref, int):
             raise PlanError(f"{self.name}: a tuple cannot be passed to a TIR function")
@@ -134,8 +138,9 @@ def _with_releases(steps: list[Step], outputs: Ref) -> tuple[Step, ...]:
         elif step.op == "view":
             root[step.out] = root.get(step.src, -1)
             last[root[step.out]] = index
-        for value in step.args:  # all value ids: scalar arguments are refused above
-            last[root.get(value, -1)] = index
+        for value in step.args:
+            if isinstance(value, int):  # a value id, not a scalar's {"expr": tree}
+                last[root.get(value, -1)] = index
     kept = {root.get(v, -1) for v in _flat(outputs)}
     dead_after: dict[int, list[int]] = {}
     for alloc, index in last.items():
