@@ -7,10 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from mlcx.cache import cache_dir
+from mlcx.passes import lowered_store
 from tests.support.default_model import DEFAULT, default_gguf
 from tests.support.tiny_models import TinySpec, make_tiny_model
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# GPU kernels lowered by any worker, any earlier run or an `mlcx` subprocess are read back
+LOWERED = os.environ.setdefault(lowered_store.ENV, str(cache_dir() / "test-lowered"))
 
 pytest_plugins = ["tests.support.folder_times", "tests.support.file_order"]
 
@@ -20,7 +24,7 @@ def pytest_sessionstart(session) -> None:
         from tests.support import compile_cache, hf_gguf_greedy, kernel_cache
         from tests.support.disk_cache import prune
 
-        for root in (compile_cache.ROOT, kernel_cache.ROOT, hf_gguf_greedy.ROOT):
+        for root in (compile_cache.ROOT, kernel_cache.ROOT, hf_gguf_greedy.ROOT, Path(LOWERED)):
             prune(root)
 
 

@@ -7,7 +7,9 @@ kernel takes 1.5-3.6 s (TVM 0.27, 2 cores), most of a GPU compile. What TVM's de
 pipeline (the one mlcx.passes.tir_pipeline lowers with) makes of a function lowered alone
 depends on the function (its attributes name its target and its lowering marks), its name, the
 module's attributes and the pass context's options, so its result is kept under those and
-handed out for a structurally equal function; lowering runs again for anything else.
+handed out for a structurally equal function; lowering runs again for anything else. GPU
+kernels are also kept on disk between processes where $MLCX_LOWERED_KERNELS names a directory
+(mlcx.passes.lowered_store).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 
 import tvm
 import tvm_ffi
+
+from mlcx.passes import lowered_store
 
 KEPT_MOST = 256  # functions (a GPU linear kernel lowered: 1-2 MB); the least recently used go first
 
@@ -52,10 +56,25 @@ def lowered(name: str, func, mod: tvm.IRModule, context: tuple, lower: Callable[
     for known, known_attrs, done in bucket:
         if tvm_ffi.structural_equal(known, func) and tvm_ffi.structural_equal(known_attrs, attrs):
             return done
-    done = lower()
+    done = _from_disk(key, func, attrs, lower)
     bucket.append((func, attrs, done))
     while len(_KEPT) > KEPT_MOST:
         _KEPT.popitem(last=False)
+    return done
+
+
+def _from_disk(key: tuple, func, attrs, lower: Callable[[], Lowered]) -> Lowered:
+    """`lower()`'s result, read from the disk store where it keeps this function's target
+    (mlcx.passes.lowered_store) and written there when it was not."""
+    folder = lowered_store.root(func.attrs.get("target") if func.attrs is not None else None)
+    if folder is None:
+        return lower()
+    path = lowered_store.entry(folder, key)
+    found = lowered_store.load(path, func, attrs) if path.exists() else None
+    if found is not None:
+        return Lowered(*found)
+    done = lower()
+    lowered_store.save(path, func, attrs, done.functions, done.after_split)
     return done
 
 

@@ -1,6 +1,8 @@
 """The TIR pipeline "mlcx" lowers a function it lowered before in this process once: a second
 module holding it gets the very functions of the first lowering, which are what lowering it
-afresh gives; another target, other pass options or the caller's instruments lower it again."""
+afresh gives; another target, other pass options or the caller's instruments lower it again.
+With $MLCX_LOWERED_KERNELS a GPU kernel lowered by an earlier process is read from disk, as it
+would lower afresh; a CPU kernel or an entry that does not match is lowered again."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from tvm.tirx.compilation_pipeline import get_tir_pipeline
 
 from mlcx.kernels.gpu.config import GpuConfig
 from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear
-from mlcx.passes import lowered_kernels, tir_pipeline
+from mlcx.passes import lowered_kernels, lowered_store, tir_pipeline
 from mlcx.quantization.formats import format_from_name
 
 SMALL = GpuConfig(gemm_rows=2, gemm_tokens=2)
@@ -39,10 +41,25 @@ def _by_name(mod: tvm.IRModule) -> dict:
 
 
 @pytest.fixture(autouse=True)
-def _fresh():
+def _fresh(monkeypatch):
+    monkeypatch.setenv(lowered_store.ENV, "off")
     lowered_kernels.forget()
     yield
     lowered_kernels.forget()
+
+
+@pytest.fixture
+def lowerings(monkeypatch) -> list:
+    """The functions the pipeline lowers (not finds), by name, as it goes."""
+    names: list = []
+    lower_alone = tir_pipeline._lower_alone
+
+    def counted(pipeline, gv, func, mod, ctx):
+        names.append(gv.name_hint)
+        return lower_alone(pipeline, gv, func, mod, ctx)
+
+    monkeypatch.setattr(tir_pipeline, "_lower_alone", counted)
+    return names
 
 
 @tvm.instrument.pass_instrument
@@ -86,3 +103,41 @@ def test_the_caller_s_instruments_see_every_pass():
     count = _Count()
     _lower(_module([32]), instruments=[count])
     assert count.passes > 20
+
+
+def test_a_gpu_kernel_lowered_by_an_earlier_process_is_read_from_disk(
+    monkeypatch, tmp_path, lowerings
+):
+    afresh = _lower(_module([32, 16])).script(show_meta=True)
+    monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
+    lowered_kernels.forget()
+    _lower(_module([32, 16]))
+    assert len(lowerings) == 4 and len(list(tmp_path.glob("*.json"))) == 2
+    lowered_kernels.forget()  # as a new process finds it
+    again = _lower(_module([32, 16]))
+    assert len(lowerings) == 4
+    assert again.script(show_meta=True) == afresh
+
+
+def test_an_entry_that_does_not_match_is_lowered_again(monkeypatch, tmp_path, lowerings):
+    afresh = _lower(_module([32])).script(show_meta=True)
+    monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
+    lowered_kernels.forget()
+    _lower(_module([32]))
+    [entry] = tmp_path.glob("*.json")
+    lowered_kernels.forget()
+    _lower(_module([48]))
+    [other] = set(tmp_path.glob("*.json")) - {entry}
+    # another function's lowering under this one's key, as a hash collision would leave it
+    entry.write_bytes(other.read_bytes())
+    lowered_kernels.forget()
+    assert _lower(_module([32])).script(show_meta=True) == afresh
+    names = [_linear(out).attrs["global_symbol"] for out in (32, 32, 48, 32)]
+    assert lowerings == names
+
+
+def test_cpu_kernels_stay_in_memory(monkeypatch, tmp_path):
+    monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
+    assert lowered_store.root(tvm.target.Target({"kind": "llvm"})) is None
+    gpu = tvm.target.Target({"kind": "webgpu"}, host={"kind": "llvm"})
+    assert lowered_store.root(gpu) == tmp_path

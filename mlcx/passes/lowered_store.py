@@ -1,0 +1,76 @@
+"""GPU kernels lowered by the TIR pipeline, kept on disk between processes: opt-in, by
+$MLCX_LOWERED_KERNELS (a directory; the test suite sets one).
+
+Lowering is most of a GPU compile (a tiny model for webgpu: 8.4 s of 12.3 s, TVM 0.27, one
+SPR core), and a change to one kernel leaves every other kernel's TIR as it was: what was lowered
+before is read back (1.8 s for that model's 14 functions). CPU kernels stay in memory only:
+lowered, they are unrolled loop nests whose JSON takes longer to read than to lower again.
+
+An entry is keyed as the in-memory one (mlcx.passes.lowered_kernels: the function's name,
+target and structure, the pass context and module attributes) and by what lowers it: TVM's
+version and the sources of mlcx's TIR pipeline. A hit is compared structurally with the
+function asked for, so a hash collision lowers again. Entries are written whole (a staging
+file renamed) so that processes may share the directory."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from pathlib import Path
+
+import tvm
+import tvm_ffi
+
+ENV = "MLCX_LOWERED_KERNELS"
+GPU_KINDS = frozenset({"cuda", "webgpu", "vulkan", "metal", "opencl", "rocm"})
+_PIPELINE_SOURCES = (
+    "passes/tir_pipeline.py",
+    "passes/lowered_kernels.py",
+    "passes/lowered_store.py",
+    "kernels/lowering_marks.py",
+)
+_MLCX = Path(__file__).resolve().parents[1]
+
+
+def root(target: tvm.target.Target | None) -> Path | None:
+    """The directory to keep `target`'s kernels in; None: memory only."""
+    where = os.environ.get(ENV)
+    if not where or where == "off" or target is None or target.kind.name not in GPU_KINDS:
+        return None
+    return Path(where)
+
+
+@functools.lru_cache(maxsize=1)
+def _pipeline_identity() -> str:
+    digest = hashlib.sha256(tvm.__version__.encode())
+    for name in _PIPELINE_SOURCES:
+        digest.update((_MLCX / name).read_bytes())
+    return digest.hexdigest()
+
+
+def entry(folder: Path, key: tuple) -> Path:
+    text = repr((key, _pipeline_identity()))
+    return folder / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+
+
+def load(path: Path, func, attrs):
+    """(functions, after_split) saved at `path` for a structurally equal `func` and `attrs`;
+    None when there is none."""
+    try:
+        saved = tvm.ir.load_json(path.read_text())
+    except (OSError, tvm.error.TVMError):
+        return None
+    known, known_attrs, functions, after_split = saved
+    if not (tvm_ffi.structural_equal(known, func) and tvm_ffi.structural_equal(known_attrs, attrs)):
+        return None
+    os.utime(path)  # used: pruning keeps it
+    return dict(functions.functions), dict(after_split.functions)
+
+
+def save(path: Path, func, attrs, functions: dict, after_split: dict) -> None:
+    record = [func, attrs, tvm.IRModule(functions), tvm.IRModule(after_split)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f"{path.stem}.tmp-{os.getpid()}.json")
+    staging.write_text(tvm.ir.save_json(tvm_ffi.convert(record)))
+    os.replace(staging, path)
