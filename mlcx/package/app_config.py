@@ -3,7 +3,8 @@
 Paths are relative to the folder holding the app config (`bundle/`), except `library` and
 `shared_library`, which are relative to the package root (`dist/`): libraries are linked into
 the app at build time, the bundle is copied into it as resources. docs/packaging.md describes
-how an app uses each field.
+how an app uses each field. A model with an image encoder has a `vision` entry too; a
+text-only model's entry has no such key, as before there was one.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from mlcx.artifact.encoder import Preprocess
+
 # The functions each model's VM exposes; an app calls them with TVM's Relax VM.
-from mlcx.kernels.step_params import ENTRY_FUNCTIONS
+from mlcx.kernels.step_params import EMBED_IMAGE, ENTRY_FUNCTIONS, PREFILL_IMAGE
 
 APP_CONFIG_FILE = "mlcx-app-config.json"
 APP_CONFIG_VERSION = 1
@@ -24,6 +27,22 @@ class AppWeights:
     index: str  # params/index.json: shard files with sizes and sha256 (always bundled)
     bytes: int
     url: str | None = None  # where an app downloads params/ from when not bundled
+
+
+@dataclass(frozen=True)
+class AppVision:
+    """The image encoder of a model with images, linked into the model's library."""
+
+    model_lib: str  # its system-lib prefix: the app opens it with SystemLib(model_lib)
+    config: str  # vision/encoder.json (EncoderConfig; `library` = the dist-relative library)
+    weights: AppWeights  # vision/params/: the weights tuple embed_image takes last
+    inputs: tuple[str, ...]  # embed_image's inputs before the weights (float32)
+    preprocess: Preprocess  # how an image becomes `pixels` [3, size, size]
+    image_token_id: int
+    tokens_per_image: int  # rows embed_image returns per image (0: dynamic resolution)
+    dtype: str  # the encoder's math and weights; pixels and rows are float32
+    function: str = EMBED_IMAGE  # the encoder VM's function: inputs..., params -> rows
+    prefill_function: str = PREFILL_IMAGE  # the model VM's prefill that takes those rows
 
 
 @dataclass(frozen=True)
@@ -43,6 +62,7 @@ class AppModel:
     activation_dtype: str
     device: str  # TVM device: "metal" or "opencl"
     entry_functions: tuple[str, ...] = ENTRY_FUNCTIONS
+    vision: AppVision | None = None  # the image encoder; None: text only
 
 
 @dataclass(frozen=True)
@@ -54,7 +74,11 @@ class AppConfig:
     format_version: int = APP_CONFIG_VERSION
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        data = asdict(self)
+        for model in data["models"]:
+            if model["vision"] is None:
+                del model["vision"]  # a text-only entry keeps the format it always had
+        return json.dumps(data, indent=2)
 
     @classmethod
     def from_json(cls, text: str) -> AppConfig:
@@ -67,8 +91,22 @@ class AppConfig:
                     **m,
                     "weights": AppWeights(**m["weights"]),
                     "entry_functions": tuple(m["entry_functions"]),
+                    "vision": _vision(m.get("vision")),
                 }
             )
             for m in data["models"]
         )
         return cls(data["device"], data["library_layout"], tuple(data["libraries"]), models)
+
+
+def _vision(data: dict | None) -> AppVision | None:
+    if data is None:
+        return None
+    return AppVision(
+        **{
+            **data,
+            "weights": AppWeights(**data["weights"]),
+            "inputs": tuple(data["inputs"]),
+            "preprocess": Preprocess(**data["preprocess"]),
+        }
+    )

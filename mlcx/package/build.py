@@ -4,7 +4,8 @@ what an app needs:
     dist/lib/                       libraries the app links (see libraries.py)
     dist/bundle/mlcx-app-config.json
     dist/bundle/<id>/               mlcx-config.json, tokenizer files, params/ (index always,
-                                    shards when bundle_weights)
+                                    shards when bundle_weights), a model with images its
+                                    encoder's vision/ (see bundle_vision.py)
 
 and with apps (`--app`): dist/www (the WebGPU runtime and plans, see www.py) and one app
 project per shell kind (dist/ios, dist/android; see app_shells.py).
@@ -13,7 +14,6 @@ project per shell kind (dist/ios, dist/android; see app_shells.py).
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +24,7 @@ from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.frontends.tokenizer_assets import MLCX_TOKENIZER_JSON, TOKENIZER_JSON
 from mlcx.package.app_config import APP_CONFIG_FILE, AppConfig, AppModel, AppWeights
 from mlcx.package.app_shells import APP_SHELLS, resolve_apps
+from mlcx.package.bundle_vision import bundle_encoder, copy_params, model_archives
 from mlcx.package.config import PackageConfig, PackageModel
 from mlcx.package.libraries import LAYOUTS, ModelLibraries
 from mlcx.package.www import build_www, check_downloads
@@ -61,7 +62,7 @@ def build_package(
             model, config.device, work / model.id, model.quantization, options
         )
     say(f"linking libraries ({config.library})")
-    archives = {mid: art.library_path for mid, art in artifacts.items()}
+    archives = {mid: model_archives(art) for mid, art in artifacts.items()}
     libraries = LAYOUTS[config.library](target, archives, lib_dir)
     models = []
     for model in config.models:
@@ -126,12 +127,7 @@ def _copy_files(model: PackageModel, artifact: Artifact, folder: Path) -> list[d
     (folder / "params").mkdir(parents=True)
     for name in (TOKENIZER_JSON, MLCX_TOKENIZER_JSON):
         shutil.copyfile(artifact.path / name, folder / name)
-    shutil.copyfile(artifact.params_dir / INDEX, folder / "params" / INDEX)
-    shards = json.loads((artifact.params_dir / INDEX).read_text())["shards"]
-    if model.bundle_weights:
-        for shard in shards:
-            shutil.copyfile(artifact.params_dir / shard["file"], folder / "params" / shard["file"])
-    return shards
+    return copy_params(artifact.params_dir, folder / "params", model)
 
 
 def _bundle(
@@ -142,6 +138,7 @@ def _bundle(
     library = _rel(libs.static, root)
     config = dataclasses.replace(artifact.config, library=library)
     (folder / CONFIG_FILE).write_text(config.to_json())
+    vision = bundle_encoder(model, artifact, library, folder)
     weight_bytes = sum(int(s["nbytes"]) for s in shards)
     return AppModel(
         id=model.id,
@@ -160,6 +157,7 @@ def _bundle(
         quantization=artifact.config.quantization,
         activation_dtype=artifact.config.activation_dtype,
         device=str(artifact.config.tvm_target.get("kind", "")),
+        vision=vision,
     )
 
 

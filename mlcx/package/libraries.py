@@ -1,7 +1,9 @@
 """`dist/lib/`: the models' libraries, one archive for all of them or one per model.
 
 Every model was compiled with its own symbol prefix, so their objects can share one archive
-(and one .so on Android) without clashes; the app then links a single library.
+(and one .so on Android) without clashes; the app then links a single library. A model comes
+as one archive, or two with an image encoder (compiled under `<prefix>vision_`): both go into
+the model's library.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ class ModelLibraries:
     shared: Path | None  # the .so, on targets that have one
 
 
-Layout = Callable[[MobileTarget, dict[str, Path], Path], dict[str, ModelLibraries]]
+# model id -> its archives (the model's, then its encoder's)
+Layout = Callable[[MobileTarget, dict[str, list[Path]], Path], dict[str, ModelLibraries]]
 
 
 def _with_shared(target: MobileTarget, static: Path) -> ModelLibraries:
@@ -33,18 +36,21 @@ def _with_shared(target: MobileTarget, static: Path) -> ModelLibraries:
     return ModelLibraries(static, shared)
 
 
-def combined(target: MobileTarget, archives: dict[str, Path], lib_dir: Path):
+def combined(target: MobileTarget, archives: dict[str, list[Path]], lib_dir: Path):
     static = lib_dir / f"{COMBINED_NAME}.a"
-    target.merge(static, list(archives.values()))
+    target.merge(static, [path for paths in archives.values() for path in paths])
     libs = _with_shared(target, static)
     return {model_id: libs for model_id in archives}
 
 
-def per_model(target: MobileTarget, archives: dict[str, Path], lib_dir: Path):
+def per_model(target: MobileTarget, archives: dict[str, list[Path]], lib_dir: Path):
     out = {}
-    for model_id, archive in archives.items():
+    for model_id, paths in archives.items():
         static = lib_dir / f"lib{model_id}.a"
-        shutil.copyfile(archive, static)
+        if len(paths) == 1:  # a text model's archive as compiled
+            shutil.copyfile(paths[0], static)
+        else:
+            target.merge(static, paths)
         out[model_id] = _with_shared(target, static)
     return out
 
