@@ -117,6 +117,16 @@ def test_app_config_points_at_each_models_files(iphone_dist):
         assert (bundle / model.bundle_dir / CONFIG_FILE).is_file()
 
 
+def test_text_models_have_no_vision_entry(iphone_dist, android_dist):
+    """Text-only packages keep the format they had before models with images were packaged
+    (test_package_vision.py): no vision key, no vision/ folder."""
+    for dist in (iphone_dist, android_dist):
+        raw = json.loads((dist / "bundle" / APP_CONFIG_FILE).read_text())
+        assert all("vision" not in model for model in raw["models"])
+        assert all(model.vision is None for model in _app(dist).models)
+        assert not list((dist / "bundle").rglob("vision"))
+
+
 def test_android_per_model_libraries(android_dist):
     app = _app(android_dist)
     assert app.library_layout == "per-model"
