@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mlcx.compile.encoder import VISION_PREFIX
 from mlcx.quantization.schemes import QUANTIZATIONS
 from mlcx.targets.registry import TARGETS
 
@@ -129,6 +130,14 @@ class PackageConfig:
             values = [getattr(m, attr) for m in self.models]
             if len(set(values)) != len(values):
                 raise ValueError(f"model ids must be unique (also as symbol prefixes): {values}")
+        prefixes = {m.system_lib_prefix: m.id for m in self.models}
+        for model in self.models:
+            if (clash := prefixes.get(model.system_lib_prefix + VISION_PREFIX)) is not None:
+                raise ValueError(
+                    f"model ids {model.id!r} and {clash!r}: the symbols of {clash!r} would "
+                    f"clash with the image encoder's of {model.id!r} "
+                    f"({model.system_lib_prefix}{VISION_PREFIX}); rename {clash!r}"
+                )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], base_dir: Path) -> PackageConfig:

@@ -150,6 +150,8 @@ def test_bad_configs_name_the_problem(tmp_path):
                  {"id": "a_b", "source": "y"}]}, "unique"),
         "key": ({"device": "android", "models": [{"id": "a", "source": "x", "bundle": 1}]},
                 "unknown keys"),
+        "encoder": ({"device": "iphone", "models": [{"id": "a", "source": "x"},
+                     {"id": "a-vision", "source": "y"}]}, "image encoder's of 'a'"),
     }  # fmt: skip
     for config, message in cases.values():
         with pytest.raises(ValueError, match=message):
