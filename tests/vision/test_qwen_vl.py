@@ -141,7 +141,12 @@ def test_image_prompt_logits_match_transformers(llm, folder, reference, size):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_greedy_tokens_match_transformers(llm, folder, reference, size):
-    image = random_image(7, SIZES[size])
+    greedy_matches_transformers(llm, folder, reference, random_image(7, SIZES[size]))
+
+
+def greedy_matches_transformers(llm, folder, reference, image, distinct: int = 5) -> None:
+    """32 greedy tokens of `llm` after an image prompt are transformers' (at least `distinct`
+    different ones: not a degenerate repeat)."""
     ids, images = llm.chat_inputs(_messages(image))
     with torch.no_grad():
         out = reference.generate(
@@ -154,7 +159,7 @@ def test_greedy_tokens_match_transformers(llm, folder, reference, size):
     params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
     [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == out[0, len(ids) :].tolist()
-    assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
+    assert len(set(completion.token_ids)) >= distinct
 
 
 def test_untested_targets_are_refused(folder, kind, tmp_path):

@@ -6,20 +6,21 @@ windows cut by the image's edge)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import torch
 
 from mlcx.compile.model import CompileRequest
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.sample.params import SamplingParams
 from tests.support.compile_cache import compile_model
 from tests.vision.conftest import random_image
-from tests.vision.test_qwen_vl import _hf, _messages, _prompt_logits
-from tests.vision.test_qwen_vl_mmproj import SIZES, folder, kind, pair, reference  # noqa: F401
-
-TOL = 1e-4
+from tests.vision.test_qwen_vl_mmproj import (  # noqa: F401 (fixtures)
+    SIZES,
+    folder,
+    kind,
+    logits_and_greedy_match,
+    pair,
+    reference,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +41,5 @@ def test_image_prompt_logits_and_greedy_tokens_match_transformers(
     reference,  # noqa: F811
     size,
 ):
-    image = random_image(7, SIZES[size])  # test_qwen_vl_mmproj.py's
-    ids, images = llm.chat_inputs(_messages(image))
-    inputs = _hf(llm, folder, ids, [image])
-    with torch.no_grad():
-        want = reference(**inputs).logits[0].numpy()
-        out = reference.generate(
-            **inputs, max_new_tokens=32, do_sample=False, eos_token_id=None, pad_token_id=0
-        )
-    assert np.abs(_prompt_logits(llm, ids, images) - want).max() <= TOL
-    params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
-    [completion] = llm.generate([ids], params, images=[images])[0].outputs
-    assert completion.token_ids == out[0, len(ids) :].tolist()
-    assert len(set(completion.token_ids)) > 1  # not one token repeated (as the cpu test)
+    # test_qwen_vl_mmproj.py's image, tolerance and checks
+    logits_and_greedy_match(llm, folder, reference, random_image(7, SIZES[size]))

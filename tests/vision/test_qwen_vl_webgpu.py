@@ -18,7 +18,6 @@ from mlcx.compile.model import CompileRequest
 from mlcx.kernels.step_params import EMBED_IMAGE, PREFILL, ROPE_POSITIONS
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.core.config import EngineConfig
-from mlcx.runtime.sample.params import SamplingParams
 from mlcx.targets.webgpu_plan.schema import Plan
 from tests.support.compile_cache import compile_model
 from tests.support.tiny_qwen_vl import hf_image_inputs
@@ -30,6 +29,7 @@ from tests.vision.test_qwen_vl import (  # noqa: F401 (fixtures)
     _messages,
     _prompt_logits,
     folder,
+    greedy_matches_transformers,
     kind,
     reference,
 )
@@ -104,25 +104,9 @@ def test_image_prompt_logits_match_transformers(llm, folder, reference, size):  
     assert flat > max(20 * error, TOL)
 
 
-def _greedy_matches_transformers(llm, folder, reference, image) -> None:  # noqa: F811
-    ids, images = llm.chat_inputs(_messages(image))
-    with torch.no_grad():
-        out = reference.generate(
-            **_hf(llm, folder, ids, [image]),
-            max_new_tokens=32,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )
-    params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
-    [completion] = llm.generate([ids], params, images=[images])[0].outputs
-    assert completion.token_ids == out[0, len(ids) :].tolist()
-    assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
-
-
 @pytest.mark.parametrize("size", SIZES)
 def test_greedy_tokens_match_transformers(llm, folder, reference, size):  # noqa: F811
-    _greedy_matches_transformers(llm, folder, reference, random_image(7, SIZES[size]))
+    greedy_matches_transformers(llm, folder, reference, random_image(7, SIZES[size]))
 
 
 def test_the_vulkan_target_runs_the_same_plan_on_a_vulkan_adapter(
@@ -137,7 +121,7 @@ def test_the_vulkan_target_runs_the_same_plan_on_a_vulkan_adapter(
     vulkan = LLM(str(artifact), EngineConfig(kv_blocks=64))
     assert vulkan.engine.runner.gpu.backend == "Vulkan"
     assert read_encoder(artifact).library == "webgpu-plan.json"
-    _greedy_matches_transformers(vulkan, folder, reference, random_image(7, SIZES["large"]))
+    greedy_matches_transformers(vulkan, folder, reference, random_image(7, SIZES["large"]))
 
 
 @pytest.mark.parametrize("size", SIZES)
