@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -65,7 +66,26 @@ def load(path: Path, func, attrs):
     if not (tvm_ffi.structural_equal(known, func) and tvm_ffi.structural_equal(known_attrs, attrs)):
         return None
     os.utime(path)  # used: pruning keeps it
-    return dict(functions.functions), dict(after_split.functions)
+    target = func.attrs.get("target")
+    return _with_host(functions, target), _with_host(after_split, target)
+
+
+def _with_host(mod: tvm.IRModule, target) -> dict:
+    """The module's functions, each device kernel's target given back its host: JSON keeps a
+    target without it, and TVM's build groups kernels by their target's text (two groups, two
+    device modules, where lowering afresh gives one)."""
+    functions = {}
+    for gv, func in mod.functions.items():
+        own = func.attrs.get("target") if func.attrs is not None else None
+        if own is not None and own.host is None and _hostless(own) == _hostless(target):
+            func = func.with_attr("target", target)
+        functions[gv] = func
+    return functions
+
+
+def _hostless(target) -> dict:
+    """The target as its JSON text says, less its host."""
+    return {k: v for k, v in json.loads(str(target)).items() if k != "host"}
 
 
 def save(path: Path, func, attrs, functions: dict, after_split: dict) -> None:
