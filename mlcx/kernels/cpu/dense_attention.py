@@ -22,7 +22,7 @@ from mlcx.kernels.cpu import vec
 SLICES = 4  # row-block slices per head
 ROWS = 8  # query rows sharing each key and value load from registers
 GROUPS = 4  # row groups of a block sharing each key tile from L1 and value tile from L2
-VALUE_TILE = 256  # keys whose value rows a block's groups read in turn (73 KB at d = 72)
+VALUE_TILE = 64  # keys whose value rows a block's row groups read in turn (18 KB at d = 72: L1)
 # vector registers of running sums (of 32 with AVX-512; on AVX2 a few spill, cheaper than reloads)
 ACCUMULATORS = 24
 NEG_INF = -3.0e38
@@ -50,14 +50,30 @@ class DenseShape:
         return 2 if self.tokens % (2 * self.lanes) == 0 else 1
 
     @property
-    def value_lanes(self) -> int:
-        return next(w for w in (16, 8, 4, 2, 1) if self.head_dim % w == 0)
+    def value_parts(self) -> list[tuple[int, int]]:
+        """(first feature, lanes) of the vectors that cover a value row: whole 16-lane vectors,
+        then the rest by powers of two (d = 72: four of 16 and one of 8), so no feature is
+        summed at a narrower width than the registers allow but the last few."""
+        parts, start = [], 0
+        for lanes in (16, 8, 4, 2, 1):
+            while self.head_dim - start >= lanes:
+                parts.append((start, lanes))
+                start += lanes
+        return parts
 
     @property
-    def value_vectors(self) -> int:
-        """Value vectors per row in flight: ROWS of each stay in registers (at most 24 of 32)."""
-        count = self.head_dim // self.value_lanes
-        return next(g for g in range(min(count, ACCUMULATORS // ROWS), 0, -1) if count % g == 0)
+    def value_chunks(self) -> list[list[tuple[int, int]]]:
+        """value_parts in runs of at most ACCUMULATORS, each run summed in registers."""
+        parts = self.value_parts
+        return [parts[i : i + ACCUMULATORS] for i in range(0, len(parts), ACCUMULATORS)]
+
+    def value_rows(self, chunk: list[tuple[int, int]]) -> int:
+        """Rows of a block summed together over a chunk: their running sums fill at most
+        ACCUMULATORS registers."""
+        block = ROWS * GROUPS
+        return next(
+            r for r in range(block, 0, -1) if block % r == 0 and r * len(chunk) <= ACCUMULATORS
+        )
 
     @property
     def value_tile(self) -> int:
@@ -115,47 +131,55 @@ def _softmax(sh: DenseShape, scores, r):
 
 def _value_sums(sh: DenseShape, bufs, head, tile, sums, scores) -> None:
     """sums[row, :] += weights of the keys of `tile` times their value rows, for every row of
-    the block: ROWS rows and `value_vectors` vectors of features at a time in registers."""
-    lanes, g, keys = sh.value_lanes, sh.value_vectors, sh.value_tile
-    acc = T.alloc_buffer((ROWS * g, lanes), "float32")
-    with T.serial(0, GROUPS) as group, T.serial(0, sh.head_dim // (lanes * g)) as part:
-        for r in range(ROWS):
-            for v in range(g):
-                running = sums[group * ROWS + r, vec.ramp((part * g + v) * lanes, lanes)]
-                T.buffer_store(acc, running, [r * g + v, vec.ramp(0, lanes)])
+    the block: a few rows and a chunk of feature vectors at a time in registers."""
+    for chunk in sh.value_chunks:
+        _value_chunk(sh, bufs, head, tile, sums, scores, chunk)
+
+
+def _value_chunk(sh: DenseShape, bufs, head, tile, sums, scores, chunk) -> None:
+    keys, rows, width = sh.value_tile, sh.value_rows(chunk), len(chunk)
+    acc = T.alloc_buffer((rows * width, 16), "float32")
+
+    def slot(r: int, i: int):
+        return [r * width + i, vec.ramp(0, chunk[i][1])]
+
+    def feature(r, i: int):
+        return [r, vec.ramp(*chunk[i])]
+
+    with T.serial(0, ROWS * GROUPS // rows) as group:
+        for r in range(rows):
+            for i in range(width):
+                T.buffer_store(acc, sums[feature(group * rows + r, i)], slot(r, i))
         with T.serial(tile * keys, (tile + 1) * keys) as s:
-            values = [
-                T.bind(bufs["v"][head, s, vec.ramp((part * g + v) * lanes, lanes)])
-                for v in range(g)
-            ]
-            for r in range(ROWS):
-                weight = T.bind(vec.splat(scores[group * ROWS + r, s], lanes))
-                for v in range(g):
-                    update = acc[r * g + v, vec.ramp(0, lanes)] + weight * values[v]
-                    T.buffer_store(acc, update, [r * g + v, vec.ramp(0, lanes)])
-        for r in range(ROWS):
-            for v in range(g):
-                index = [group * ROWS + r, vec.ramp((part * g + v) * lanes, lanes)]
-                T.buffer_store(sums, acc[r * g + v, vec.ramp(0, lanes)], index)
+            values = [T.bind(bufs["v"][head, s, vec.ramp(*part)]) for part in chunk]
+            for r in range(rows):
+                weight = T.bind(scores[group * rows + r, s])
+                for i, (_, lanes) in enumerate(chunk):
+                    update = acc[slot(r, i)] + vec.splat(weight, lanes) * values[i]
+                    T.buffer_store(acc, update, slot(r, i))
+        for r in range(rows):
+            for i in range(width):
+                T.buffer_store(sums, acc[slot(r, i)], feature(group * rows + r, i))
 
 
 def _block(sh: DenseShape, bufs, head, block, scores) -> None:
-    rows, lanes = ROWS * GROUPS, sh.value_lanes
+    rows = ROWS * GROUPS
     row0 = block * rows
     _scores(sh, bufs, head, row0, scores)
     totals = T.alloc_buffer((rows,), "float32")
     with T.serial(0, rows) as r:
         T.buffer_store(totals, _softmax(sh, scores, r), [r])
     sums = T.alloc_buffer((rows, sh.head_dim), "float32")
-    with T.serial(0, rows) as r, T.serial(0, sh.head_dim // lanes) as f:
-        T.buffer_store(sums, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(f * lanes, lanes)])
+    with T.serial(0, rows) as r:
+        for start, lanes in sh.value_parts:
+            T.buffer_store(sums, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(start, lanes)])
     with T.serial(0, sh.tokens // sh.value_tile) as tile:
         _value_sums(sh, bufs, head, tile, sums, scores)
     with T.serial(0, rows) as r, T.If(row0 + r < sh.tokens), T.Then():
-        inv = T.bind(vec.splat(vec.f32(1.0) / totals[r], lanes))
-        with T.serial(0, sh.head_dim // lanes) as f:
-            out = sums[r, vec.ramp(f * lanes, lanes)] * inv
-            T.buffer_store(bufs["out"], out, [head, row0 + r, vec.ramp(f * lanes, lanes)])
+        inv = T.bind(vec.f32(1.0) / totals[r])
+        for start, lanes in sh.value_parts:
+            out = sums[r, vec.ramp(start, lanes)] * vec.splat(inv, lanes)
+            T.buffer_store(bufs["out"], out, [head, row0 + r, vec.ramp(start, lanes)])
 
 
 def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
