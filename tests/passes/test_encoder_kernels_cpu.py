@@ -56,15 +56,17 @@ def _calls(mod: tvm.IRModule) -> list[str]:
 
 def test_linears_and_attention_become_kernels(exported):
     mod, _ = exported
+    cfg = KernelConfig.for_target(TARGET)
     with TARGET:
-        rewritten = encoder_kernels_cpu(KernelConfig.for_target(TARGET))(mod)
+        rewritten = encoder_kernels_cpu(cfg)(mod)
     calls = _calls(rewritten)
     assert "relax.matmul" not in calls and "relax.nn.softmax" not in calls
     assert "relax.nn.pad" not in calls and "relax.strided_slice" not in calls
     linears = [c for c in calls if c.startswith("cpu_linear_plain_float32")]
     # per layer q, k, v, o, fc1, fc2; the patch embedding; the projector
     assert len(linears) == 6 * CONFIG.num_layers + 2
-    assert calls.count("dense_attention_cpu_4x16x12") == CONFIG.num_layers
+    attention = "dense_attention_cpu_4x16x12" + ("_i16" if cfg.int16_pairs else "")
+    assert calls.count(attention) == CONFIG.num_layers
 
 
 def test_the_encoder_computes_what_tvms_plain_build_computes(exported):

@@ -17,7 +17,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.cpu import vec
+from mlcx.kernels.cpu import dense_scores, vec
 
 SLICES = 4  # row-block slices per head
 ROWS = 8  # query rows sharing each key and value load from registers
@@ -34,6 +34,7 @@ class DenseShape:
     tokens: int
     head_dim: int
     scale: float
+    int16_scores: bool = False  # dense_scores: q k^T from int16 codes (13+ bits a value)
 
     def __post_init__(self) -> None:
         if min(self.heads, self.tokens, self.head_dim) < 1:
@@ -51,15 +52,15 @@ class DenseShape:
 
     @property
     def value_parts(self) -> list[tuple[int, int]]:
-        """(first feature, lanes) of the vectors that cover a value row: whole 16-lane vectors,
-        then the rest by powers of two (d = 72: four of 16 and one of 8), so no feature is
-        summed at a narrower width than the registers allow but the last few."""
-        parts, start = [], 0
-        for lanes in (16, 8, 4, 2, 1):
-            while self.head_dim - start >= lanes:
-                parts.append((start, lanes))
-                start += lanes
-        return parts
+        """(first feature, lanes) of the vectors that cover a value row (d = 72: four of 16
+        lanes and one of 8), so only the last few features are summed narrower."""
+        return dense_scores.cover(self.head_dim)
+
+    @property
+    def packs_int16(self) -> bool:
+        """Whether the scores come from int16 codes (int16_scores and at least 2 keys a
+        vector: the pairwise int16 dot needs 4 lanes)."""
+        return self.int16_scores and self.lanes >= 2
 
     @property
     def value_chunks(self) -> list[list[tuple[int, int]]]:
@@ -81,7 +82,8 @@ class DenseShape:
 
     @property
     def name(self) -> str:
-        return f"dense_attention_cpu_{self.heads}x{self.tokens}x{self.head_dim}"
+        suffix = "_i16" if self.packs_int16 else ""
+        return f"dense_attention_cpu_{self.heads}x{self.tokens}x{self.head_dim}{suffix}"
 
 
 def _scores(sh: DenseShape, bufs, head, row0, scores) -> None:
@@ -162,10 +164,13 @@ def _value_chunk(sh: DenseShape, bufs, head, tile, sums, scores, chunk) -> None:
                 T.buffer_store(sums, acc[slot(r, i)], feature(group * rows + r, i))
 
 
-def _block(sh: DenseShape, bufs, head, block, scores) -> None:
+def _block(sh: DenseShape, bufs, head, block, scores, packed) -> None:
     rows = ROWS * GROUPS
     row0 = block * rows
-    _scores(sh, bufs, head, row0, scores)
+    if packed:
+        dense_scores.int16_scores(sh, packed, head, row0, scores, ROWS, GROUPS)
+    else:
+        _scores(sh, bufs, head, row0, scores)
     totals = T.alloc_buffer((rows,), "float32")
     with T.serial(0, rows) as r:
         T.buffer_store(totals, _softmax(sh, scores, r), [r])
@@ -192,6 +197,10 @@ def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
         shapes = {"q": (h, n, d), "kt": (h, d, n), "v": (h, n, d), "out": (h, n, d)}
         bufs = {k: T.match_buffer(T.arg(k, T.handle()), s, "float32") for k, s in shapes.items()}
         workspace = T.alloc_buffer((h * SLICES * ROWS * GROUPS * n,), "float32")
+        packed = dense_scores.packed_buffers(sh) if sh.packs_int16 else {}
+        if packed:
+            with T.parallel(0, h) as head:
+                dense_scores.pack(sh, bufs, head, packed)
         with T.parallel(0, h * SLICES) as item:
             head, part = item // SLICES, item % SLICES
             rows = ROWS * GROUPS
@@ -199,5 +208,5 @@ def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
                 (rows, n), "float32", data=workspace.data, elem_offset=item * rows * n
             )
             with T.serial(0, (blocks - part + SLICES - 1) // SLICES) as i:
-                _block(sh, bufs, head, part + i * SLICES, scores)
+                _block(sh, bufs, head, part + i * SLICES, scores, packed)
     return ib.get()

@@ -5,7 +5,9 @@ SigLIP-So400m image (4096 patches) for many minutes.
 - `x @ permute_dims(W)` with W a 2-D float32 weight (nn.Linear) -> the float linear kernel
   (mlcx.kernels.cpu.flinear), as the text model's float linears.
 - `softmax(q @ permute_dims(k) * c) @ v` over [heads, n, d] -> the dense attention kernel
-  (mlcx.kernels.cpu.dense_attention), given the transposed keys the graph already makes.
+  (mlcx.kernels.cpu.dense_attention), given the transposed keys the graph already makes; its
+  scores from int16 codes where the target has int16 pair dot products (x86: 13+ bits a
+  value, finer than the float16 llama.cpp multiplies there).
 
 Only the encoder's build uses them: the text model's linears are mlcx's own TE linears
 (mlcx.passes.cpu.fuse_linear) and its attention is paged.
@@ -85,7 +87,7 @@ def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
     return pattern, rewrite
 
 
-def _attention_rewriter(kernels: _Kernels):
+def _attention_rewriter(kernels: _Kernels, cfg: KernelConfig):
     q, k, v, scale = wildcard(), wildcard(), wildcard(), is_const()
     kt = is_op("relax.permute_dims")(k)
     scores = is_op("relax.multiply")(is_op("relax.matmul")(q, kt), scale)
@@ -98,7 +100,8 @@ def _attention_rewriter(kernels: _Kernels):
         factor = matches[scale].value.numpy()
         if factor.size != 1:
             return expr
-        shape = DenseShape(qs[0], qs[1], qs[2], float(np.asarray(factor).reshape(())))
+        factor = float(np.asarray(factor).reshape(()))
+        shape = DenseShape(qs[0], qs[1], qs[2], factor, int16_scores=cfg.int16_pairs)
         gvar = kernels.get(shape.name, lambda: dense_attention_cpu(shape))
         args = relax.Tuple([matches[q], matches[kt], matches[v]])
         return relax.call_tir(gvar, args, expr.ty)
@@ -111,7 +114,7 @@ def encoder_kernels_cpu(cfg: KernelConfig) -> tvm.transform.Pass:
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         kernels = _Kernels(mod)
         rewriters = [
-            _attention_rewriter(kernels),
+            _attention_rewriter(kernels, cfg),
             _linear_rewriter(kernels, cfg, transposed=True),
             _linear_rewriter(kernels, cfg, transposed=False),
         ]
