@@ -17,7 +17,7 @@ from tvm import tirx
 from tvm.script.ir_builder import IRBuilder
 from tvm.script.ir_builder import tirx as T
 
-from mlcx.kernels.cpu import dense_scores, vec
+from mlcx.kernels.cpu import dense_scores, dense_values, vec
 
 SLICES = 4  # row-block slices per head
 ROWS = 8  # query rows sharing each key and value load from registers
@@ -112,17 +112,22 @@ def _scores(sh: DenseShape, bufs, head, row0, scores) -> None:
                 T.buffer_store(scores, score, index)
 
 
-def _softmax(sh: DenseShape, scores, r):
-    """Row r's scores exponentiated in place; their sum."""
+def _row_max(sh: DenseShape, scores, r):
     n, lanes = sh.tokens, sh.lanes
     best = T.alloc_buffer((lanes,), "float32")
-    total = T.alloc_buffer((lanes,), "float32")
     T.buffer_store(best, vec.splat(vec.f32(NEG_INF), lanes), [vec.ramp(0, lanes)])
-    T.buffer_store(total, vec.splat(vec.f32(0.0), lanes), [vec.ramp(0, lanes)])
     with T.serial(0, n // lanes) as j:
         row = scores[r, vec.ramp(j * lanes, lanes)]
         T.buffer_store(best, T.max(best[vec.ramp(0, lanes)], row), [vec.ramp(0, lanes)])
-    top = T.bind(vec.hmax(best[vec.ramp(0, lanes)], lanes))
+    return T.bind(vec.hmax(best[vec.ramp(0, lanes)], lanes))
+
+
+def _softmax(sh: DenseShape, scores, r):
+    """Row r's scores exponentiated in place; their sum."""
+    n, lanes = sh.tokens, sh.lanes
+    total = T.alloc_buffer((lanes,), "float32")
+    T.buffer_store(total, vec.splat(vec.f32(0.0), lanes), [vec.ramp(0, lanes)])
+    top = _row_max(sh, scores, r)
     with T.serial(0, n // lanes) as j:
         shifted = scores[r, vec.ramp(j * lanes, lanes)] - vec.splat(top, lanes)
         weight = T.bind(vec.exp(shifted, lanes))
@@ -164,26 +169,42 @@ def _value_chunk(sh: DenseShape, bufs, head, tile, sums, scores, chunk) -> None:
                 T.buffer_store(sums, acc[slot(r, i)], feature(group * rows + r, i))
 
 
-def _block(sh: DenseShape, bufs, head, block, scores, packed) -> None:
+def _float_values(sh: DenseShape, bufs, head, block, scores, sums, totals) -> None:
+    with T.serial(0, ROWS * GROUPS) as r:
+        T.buffer_store(totals, _softmax(sh, scores, r), [r])
+    with T.serial(0, sh.tokens // sh.value_tile) as tile:
+        _value_sums(sh, bufs, head, tile, sums, scores)
+
+
+def _int16_values(sh: DenseShape, packed, head, scores, words, sums, totals) -> None:
+    with T.serial(0, ROWS * GROUPS) as r:
+        top = _row_max(sh, scores, r)
+        T.buffer_store(totals, dense_values.weight_codes(sh, scores, words, r, top), [r])
+    with T.serial(0, sh.tokens // dense_values.value_tile(sh.tokens)) as tile:
+        for chunk in sh.value_chunks:
+            dense_values.value_sums(sh, packed, head, tile, sums, words, chunk, ROWS * GROUPS)
+
+
+def _block(sh: DenseShape, bufs, head, block, scores, packed, words) -> None:
     rows = ROWS * GROUPS
     row0 = block * rows
-    if packed:
-        dense_scores.int16_scores(sh, packed, head, row0, scores, ROWS, GROUPS)
-    else:
-        _scores(sh, bufs, head, row0, scores)
     totals = T.alloc_buffer((rows,), "float32")
-    with T.serial(0, rows) as r:
-        T.buffer_store(totals, _softmax(sh, scores, r), [r])
     sums = T.alloc_buffer((rows, sh.head_dim), "float32")
     with T.serial(0, rows) as r:
         for start, lanes in sh.value_parts:
             T.buffer_store(sums, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(start, lanes)])
-    with T.serial(0, sh.tokens // sh.value_tile) as tile:
-        _value_sums(sh, bufs, head, tile, sums, scores)
+    if packed:
+        dense_scores.int16_scores(sh, packed, head, row0, scores, ROWS, GROUPS)
+        _int16_values(sh, packed, head, scores, words, sums, totals)
+    else:
+        _scores(sh, bufs, head, row0, scores)
+        _float_values(sh, bufs, head, block, scores, sums, totals)
     with T.serial(0, rows) as r, T.If(row0 + r < sh.tokens), T.Then():
         inv = T.bind(vec.f32(1.0) / totals[r])
         for start, lanes in sh.value_parts:
             out = sums[r, vec.ramp(start, lanes)] * vec.splat(inv, lanes)
+            if packed:
+                out = out * packed["value_scales"][head, vec.ramp(start, lanes)]
             T.buffer_store(bufs["out"], out, [head, row0 + r, vec.ramp(start, lanes)])
 
 
@@ -198,6 +219,9 @@ def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
         bufs = {k: T.match_buffer(T.arg(k, T.handle()), s, "float32") for k, s in shapes.items()}
         workspace = T.alloc_buffer((h * SLICES * ROWS * GROUPS * n,), "float32")
         packed = dense_scores.packed_buffers(sh) if sh.packs_int16 else {}
+        pairs = (
+            T.alloc_buffer((h * SLICES * ROWS * GROUPS * (n // 2),), "int32") if packed else None
+        )
         if packed:
             with T.parallel(0, h) as head:
                 dense_scores.pack(sh, bufs, head, packed)
@@ -207,6 +231,11 @@ def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
             scores = T.decl_buffer(
                 (rows, n), "float32", data=workspace.data, elem_offset=item * rows * n
             )
+            words = None
+            if packed:
+                words = T.decl_buffer(
+                    (rows, n // 2), "int32", data=pairs.data, elem_offset=item * rows * (n // 2)
+                )
             with T.serial(0, (blocks - part + SLICES - 1) // SLICES) as i:
-                _block(sh, bufs, head, part + i * SLICES, scores, packed)
+                _block(sh, bufs, head, part + i * SLICES, scores, packed, words)
     return ib.get()

@@ -48,7 +48,7 @@ def _codes(x, inv, lanes: int):
     return T.Cast(vec.vtype("int32", lanes), T.round(x * vec.splat(inv, lanes)))
 
 
-def _pair_word(even, odd, lanes: int):
+def pair_word(even, odd, lanes: int):
     """Two int32 code vectors as int16 pairs in int32 words: low half even, high half odd."""
     mask = vec.splat(tirx.const(0xFFFF, "int32"), lanes)
     return (even & mask) | (odd << vec.splat(tirx.const(16, "int32"), lanes))
@@ -77,10 +77,10 @@ def pack_queries(sh, q, head, codes, scales) -> None:
         for start, lanes in cover(d // 2):
             even = _codes(_every_other(q, head, t, 2 * start, lanes), inv, lanes)
             odd = _codes(_every_other(q, head, t, 2 * start + 1, lanes), inv, lanes)
-            T.buffer_store(codes, _pair_word(even, odd, lanes), [head, t, vec.ramp(start, lanes)])
+            T.buffer_store(codes, pair_word(even, odd, lanes), [head, t, vec.ramp(start, lanes)])
         if d % 2:
             last = _codes(q[head, t, d - 1], inv, 1)
-            T.buffer_store(codes, _pair_word(last, tirx.const(0, "int32"), 1), [head, t, d // 2])
+            T.buffer_store(codes, pair_word(last, tirx.const(0, "int32"), 1), [head, t, d // 2])
         T.buffer_store(scales, top * vec.f32(sh.scale / limit), [head, t])
 
 
@@ -100,11 +100,11 @@ def pack_keys(sh, kt, head, codes, scales) -> None:
         with T.serial(0, d // 2) as p:
             even = _codes(kt[head, 2 * p, keys] * inv, vec.f32(1.0), lanes)
             odd = _codes(kt[head, 2 * p + 1, keys] * inv, vec.f32(1.0), lanes)
-            T.buffer_store(codes, _pair_word(even, odd, lanes), [head, j, p, every])
+            T.buffer_store(codes, pair_word(even, odd, lanes), [head, j, p, every])
         if d % 2:
             last = _codes(kt[head, d - 1, keys] * inv, vec.f32(1.0), lanes)
             zero = vec.splat(tirx.const(0, "int32"), lanes)
-            T.buffer_store(codes, _pair_word(last, zero, lanes), [head, j, d // 2, every])
+            T.buffer_store(codes, pair_word(last, zero, lanes), [head, j, d // 2, every])
         T.buffer_store(scales, best[every] * vec.splat(vec.f32(1.0 / limit), lanes), [head, keys])
 
 
@@ -141,16 +141,22 @@ def int16_scores(sh, packed, head, row0, scores, rows: int, groups: int) -> None
 
 
 def packed_buffers(sh) -> dict:
-    """The codes and scales int16_scores reads, allocated in the calling kernel."""
+    """The codes and scales int16_scores and dense_values read, allocated in the calling
+    kernel."""
     h, n, p = sh.heads, sh.tokens, pairs(sh.head_dim)
     return {
         "queries": T.alloc_buffer((h, n, p), "int32"),
         "query_scales": T.alloc_buffer((h, n), "float32"),
         "keys": T.alloc_buffer((h, n // sh.lanes, p, sh.lanes), "int32"),
         "key_scales": T.alloc_buffer((h, n), "float32"),
+        "values": T.alloc_buffer((h, n // 2, sh.head_dim), "int32"),
+        "value_scales": T.alloc_buffer((h, sh.head_dim), "float32"),
     }
 
 
 def pack(sh, bufs, head, packed) -> None:
+    from mlcx.kernels.cpu import dense_values  # it reads this module's pair words
+
     pack_queries(sh, bufs["q"], head, packed["queries"], packed["query_scales"])
     pack_keys(sh, bufs["kt"], head, packed["keys"], packed["key_scales"])
+    dense_values.pack_values(sh, bufs["v"], head, packed["values"], packed["value_scales"])
