@@ -1,7 +1,8 @@
 """The dense attention kernel of image encoders cross-compiled for CPUs this machine may not
 have, read back as assembly: its int16 scores and value sums are `vpdpwssd` (32 multiplies an
 instruction) on AVX512-VNNI parts, on whole 512-bit registers at head_dim 72 (but the last 8
-features), and `vpmaddwd` on AVX2. Targets are built as the cpu target builds them (mlcx.targets.cpu.llvm_target)."""
+features), and `vpmaddwd` on AVX2. Targets are built as the cpu target builds them
+(mlcx.targets.cpu.llvm_target)."""
 
 from __future__ import annotations
 
