@@ -218,13 +218,16 @@ def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
         shapes = {"q": (h, n, d), "kt": (h, d, n), "v": (h, n, d), "out": (h, n, d)}
         bufs = {k: T.match_buffer(T.arg(k, T.handle()), s, "float32") for k, s in shapes.items()}
         workspace = T.alloc_buffer((h * SLICES * ROWS * GROUPS * n,), "float32")
-        packed = dense_scores.packed_buffers(sh) if sh.packs_int16 else {}
+        packed = {}
+        if sh.packs_int16:
+            packed = {**dense_scores.packed_buffers(sh), **dense_values.value_buffers(sh)}
         pairs = (
             T.alloc_buffer((h * SLICES * ROWS * GROUPS * (n // 2),), "int32") if packed else None
         )
         if packed:
             with T.parallel(0, h) as head:
                 dense_scores.pack(sh, bufs, head, packed)
+                dense_values.pack(sh, bufs, head, packed)
         with T.parallel(0, h * SLICES) as item:
             head, part = item // SLICES, item % SLICES
             rows = ROWS * GROUPS

@@ -141,22 +141,16 @@ def int16_scores(sh, packed, head, row0, scores, rows: int, groups: int) -> None
 
 
 def packed_buffers(sh) -> dict:
-    """The codes and scales int16_scores and dense_values read, allocated in the calling
-    kernel."""
+    """The codes and scales int16_scores reads, allocated in the calling kernel."""
     h, n, p = sh.heads, sh.tokens, pairs(sh.head_dim)
     return {
         "queries": T.alloc_buffer((h, n, p), "int32"),
         "query_scales": T.alloc_buffer((h, n), "float32"),
         "keys": T.alloc_buffer((h, n // sh.lanes, p, sh.lanes), "int32"),
         "key_scales": T.alloc_buffer((h, n), "float32"),
-        "values": T.alloc_buffer((h, n // 2, sh.head_dim), "int32"),
-        "value_scales": T.alloc_buffer((h, sh.head_dim), "float32"),
     }
 
 
 def pack(sh, bufs, head, packed) -> None:
-    from mlcx.kernels.cpu import dense_values  # it reads this module's pair words
-
     pack_queries(sh, bufs["q"], head, packed["queries"], packed["query_scales"])
     pack_keys(sh, bufs["kt"], head, packed["keys"], packed["key_scales"])
-    dense_values.pack_values(sh, bufs["v"], head, packed["values"], packed["value_scales"])

@@ -61,6 +61,18 @@ def pack_values(sh, v, head, words, scales) -> None:
         T.buffer_store(scales, scale, [head, vec.ramp(start, lanes)])
 
 
+def value_buffers(sh) -> dict:
+    """The codes and scales value_sums reads, allocated in the calling kernel."""
+    return {
+        "values": T.alloc_buffer((sh.heads, sh.tokens // 2, sh.head_dim), "int32"),
+        "value_scales": T.alloc_buffer((sh.heads, sh.head_dim), "float32"),
+    }
+
+
+def pack(sh, bufs, head, packed) -> None:
+    pack_values(sh, bufs["v"], head, packed["values"], packed["value_scales"])
+
+
 def weight_codes(sh, scores, words, r, top):
     """Row r's weights exp(score - top) as pair words of codes; the sum of its codes."""
     lanes = sh.lanes
