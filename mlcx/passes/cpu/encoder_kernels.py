@@ -3,7 +3,10 @@ hand-written kernels. Left to TVM's CPU legalization they are naive loop nests t
 SigLIP-So400m image (4096 patches) for many minutes.
 
 - `x @ permute_dims(W)` with W a 2-D float32 weight (nn.Linear) -> the float linear kernel
-  (mlcx.kernels.cpu.flinear), as the text model's float linears.
+  (mlcx.kernels.cpu.flinear), as the text model's float linears; opted in (BuildOptions
+  .encoder_linears "int16") and where the target has int16 pair dot products, the int16 GEMM
+  (mlcx.kernels.cpu.i16linear: rows on 12-bit codes, about float16's error, twice a float32
+  FMA's multiplies).
 - `softmax(q @ permute_dims(k) * c) @ v` over [heads, n, d] -> the dense attention kernel
   (mlcx.kernels.cpu.dense_attention), given the transposed keys the graph already makes; its
   scores from int16 codes where the target has int16 pair dot products (x86: 13+ bits a
@@ -23,6 +26,7 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
 
 from mlcx.kernels.cpu.dense_attention import DenseShape, dense_attention_cpu
+from mlcx.kernels.cpu.i16linear import build_int16_linear, int16_name
 from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
 from mlcx.kernels.cpu.linear_spec import LinearSpec
@@ -60,7 +64,7 @@ class _Kernels:
         return self.added[name]
 
 
-def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
+def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool, int16: bool):
     """x @ permute_dims(W) for W [out, in] (nn.Linear), or x @ W for W [in, out] (Gemma 3's
     projector), which is transposed once per call for the kernel."""
     x, w = wildcard(), wildcard()
@@ -80,7 +84,8 @@ def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
         spec = LinearSpec(PlainRows(ws[1]), F32, ws[0])
         if not can_build(spec, cfg):
             return expr
-        gvar = kernels.get(spec.name, lambda: build_linear(spec, cfg))
+        name, build = (int16_name(spec), build_int16_linear) if int16 else (spec.name, build_linear)
+        gvar = kernels.get(name, lambda: build(spec, cfg))
         args = relax.Tuple([matches[x], weight])
         return relax.call_tir(gvar, args, relax.TensorType((xs[0], ws[0]), "float32"))
 
@@ -109,14 +114,17 @@ def _attention_rewriter(kernels: _Kernels, cfg: KernelConfig):
     return pattern, rewrite
 
 
-def encoder_kernels_cpu(cfg: KernelConfig) -> tvm.transform.Pass:
+def encoder_kernels_cpu(cfg: KernelConfig, int16_linears: bool = False) -> tvm.transform.Pass:
+    """`int16_linears`: the float linears on int16 codes (i16linear) where cfg.int16_pairs."""
+    int16 = int16_linears and cfg.int16_pairs
+
     @tvm.transform.module_pass(opt_level=0, name="mlcx.EncoderKernelsCPU")
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         kernels = _Kernels(mod)
         rewriters = [
             _attention_rewriter(kernels, cfg),
-            _linear_rewriter(kernels, cfg, transposed=True),
-            _linear_rewriter(kernels, cfg, transposed=False),
+            _linear_rewriter(kernels, cfg, transposed=True, int16=int16),
+            _linear_rewriter(kernels, cfg, transposed=False, int16=int16),
         ]
         for gvar, func in list(mod.functions_items()):
             if isinstance(func, relax.Function):
