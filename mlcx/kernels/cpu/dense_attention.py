@@ -176,10 +176,9 @@ def _float_values(sh: DenseShape, bufs, head, block, scores, sums, totals) -> No
         _value_sums(sh, bufs, head, tile, sums, scores)
 
 
-def _int16_values(sh: DenseShape, packed, head, scores, words, sums, totals) -> None:
+def _int16_values(sh: DenseShape, packed, head, scores, best, words, sums, totals) -> None:
     with T.serial(0, ROWS * GROUPS) as r:
-        top = _row_max(sh, scores, r)
-        T.buffer_store(totals, dense_values.weight_codes(sh, scores, words, r, top), [r])
+        T.buffer_store(totals, dense_values.weight_codes(sh, scores, words, r, best), [r])
     with T.serial(0, sh.tokens // dense_values.value_tile(sh.tokens)) as tile:
         for chunk in sh.value_chunks:
             dense_values.value_sums(sh, packed, head, tile, sums, words, chunk, ROWS * GROUPS)
@@ -194,8 +193,9 @@ def _block(sh: DenseShape, bufs, head, block, scores, packed, words) -> None:
         for start, lanes in sh.value_parts:
             T.buffer_store(sums, vec.splat(vec.f32(0.0), lanes), [r, vec.ramp(start, lanes)])
     if packed:
-        dense_scores.int16_scores(sh, packed, head, row0, scores, ROWS, GROUPS)
-        _int16_values(sh, packed, head, scores, words, sums, totals)
+        best = T.alloc_buffer((rows, sh.lanes), "float32")
+        dense_scores.int16_scores(sh, packed, head, row0, scores, best, ROWS, GROUPS)
+        _int16_values(sh, packed, head, scores, best, words, sums, totals)
     else:
         _scores(sh, bufs, head, row0, scores)
         _float_values(sh, bufs, head, block, scores, sums, totals)
@@ -220,7 +220,10 @@ def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
         workspace = T.alloc_buffer((h * SLICES * ROWS * GROUPS * n,), "float32")
         packed = {}
         if sh.packs_int16:
-            packed = {**dense_scores.packed_buffers(sh), **dense_values.value_buffers(sh)}
+            packed = {
+                **dense_scores.packed_buffers(sh),
+                **dense_values.value_buffers(sh),
+            }
         pairs = (
             T.alloc_buffer((h * SLICES * ROWS * GROUPS * (n // 2),), "int32") if packed else None
         )
@@ -237,7 +240,10 @@ def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
             words = None
             if packed:
                 words = T.decl_buffer(
-                    (rows, n // 2), "int32", data=pairs.data, elem_offset=item * rows * (n // 2)
+                    (rows, n // 2),
+                    "int32",
+                    data=pairs.data,
+                    elem_offset=item * rows * (n // 2),
                 )
             with T.serial(0, (blocks - part + SLICES - 1) // SLICES) as i:
                 _block(sh, bufs, head, part + i * SLICES, scores, packed, words)

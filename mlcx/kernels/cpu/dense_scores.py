@@ -69,7 +69,8 @@ def _magnitude_max(q, head, t, head_dim: int):
 
 
 def pack_queries(sh, q, head, codes, scales) -> None:
-    """codes[head, t, :] = row t's int16 pairs; scales[head, t] = its step times sh.scale."""
+    """codes[head, t, :] = row t's int16 pairs; scales[head, t] = its step times sh.scale and
+    log2(e), so scores come out in bits (dense_values takes powers of two of them)."""
     d, limit = sh.head_dim, code_limit(sh.head_dim)
     with T.serial(0, sh.tokens) as t:
         top = T.bind(_magnitude_max(q, head, t, d))
@@ -81,7 +82,7 @@ def pack_queries(sh, q, head, codes, scales) -> None:
         if d % 2:
             last = _codes(q[head, t, d - 1], inv, 1)
             T.buffer_store(codes, pair_word(last, tirx.const(0, "int32"), 1), [head, t, d // 2])
-        T.buffer_store(scales, top * vec.f32(sh.scale / limit), [head, t])
+        T.buffer_store(scales, top * vec.f32(sh.scale * vec.LOG2E / limit), [head, t])
 
 
 def pack_keys(sh, kt, head, codes, scales) -> None:
@@ -108,13 +109,16 @@ def pack_keys(sh, kt, head, codes, scales) -> None:
         T.buffer_store(scales, best[every] * vec.splat(vec.f32(1.0 / limit), lanes), [head, keys])
 
 
-def int16_scores(sh, packed, head, row0, scores, rows: int, groups: int) -> None:
-    """scores[g * rows + r, key] for the block's rows from the packed codes (as `_scores` of
-    the float path): rows x key_vectors int32 sums in registers over the feature pairs."""
+def int16_scores(sh, packed, head, row0, scores, best, rows: int, groups: int) -> None:
+    """scores[g * rows + r, key] for the block's rows from the packed codes, in bits (scores
+    of the float path times log2(e)): rows x key_vectors int32 sums in registers over the
+    feature pairs; best[g * rows + r, :] = the largest score of each lane."""
     n, lanes, kv = sh.tokens, sh.lanes, sh.key_vectors
     halves = f"int16x{2 * lanes}"
     acc = T.alloc_buffer((rows * kv, lanes), "int32")
     every = vec.ramp(0, lanes)
+    for a in range(rows * groups):
+        T.buffer_store(best, vec.splat(vec.f32(-3.0e38), lanes), [a, every])
     with T.serial(0, n // (lanes * kv)) as j, T.serial(0, groups) as group:
         for a in range(rows * kv):
             T.buffer_store(acc, vec.splat(tirx.const(0, "int32"), lanes), [a, every])
@@ -136,8 +140,10 @@ def int16_scores(sh, packed, head, row0, scores, rows: int, groups: int) -> None
             for v in range(kv):
                 keys = vec.ramp((j * kv + v) * lanes, lanes)
                 sums = T.Cast(vec.vtype("float32", lanes), acc[r * kv + v, every])
-                score = sums * step * packed["key_scales"][head, keys]
+                score = T.bind(sums * step * packed["key_scales"][head, keys])
                 T.buffer_store(scores, score, [group * rows + r, keys])
+                top = T.max(best[group * rows + r, every], score)
+                T.buffer_store(best, top, [group * rows + r, every])
 
 
 def packed_buffers(sh) -> dict:

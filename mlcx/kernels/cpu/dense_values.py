@@ -1,7 +1,8 @@
 """Int16 weighted value sums for the CPU dense attention kernel (with dense_scores' codes).
 
 The softmax weights exp(s - max) lie in (0, 1]: each becomes a code of WEIGHT_LIMIT steps (14
-bits), and each value feature a code of VALUE_LIMIT steps of its column's largest magnitude
+bits), computed as a power of two of the scores in bits (dense_scores folds log2(e) into them,
+and the row's largest score comes from the scores' pass: no pass over a row for its max), and each value feature a code of VALUE_LIMIT steps of its column's largest magnitude
 over the keys of the head (11 bits and a sign), so a tile of TILE_KEYS keys sums in int32
 without overflow; each tile's sums are added to float32 ones, and the column scales and the
 row's total of weight codes are applied once at the end. Two keys' codes share an int32 word
@@ -14,6 +15,8 @@ weights [rows, n / 2] per row block.
 
 from __future__ import annotations
 
+import math
+
 from tvm import tirx
 from tvm.script.ir_builder import tirx as T
 
@@ -24,6 +27,14 @@ WEIGHT_LIMIT = 16383
 VALUE_LIMIT = 2047
 TILE_KEYS = 64
 assert TILE_KEYS * WEIGHT_LIMIT * VALUE_LIMIT < 2**31  # one tile's int32 sums
+# 2**f on [0, 1), least relative squares (2.7e-6)
+POW2_POLY = (
+    1.352061682e-2,
+    5.203751989e-2,
+    2.414273438e-1,
+    6.930066806e-1,
+    1.000002513,
+)
 
 
 def value_tile(tokens: int) -> int:
@@ -73,22 +84,38 @@ def pack(sh, bufs, head, packed) -> None:
     pack_values(sh, bufs["v"], head, packed["values"], packed["value_scales"])
 
 
-def weight_codes(sh, scores, words, r, top):
-    """Row r's weights exp(score - top) as pair words of codes; the sum of its codes."""
+def _pow2(y, lanes: int):
+    """2**y for y >= -2 (whose codes round to 0 below): 2**floor(y) into the exponent of a
+    degree-4 polynomial for the fraction (2.7e-6 relative, under a thirtieth of a code)."""
+    n = T.bind(T.floor(y))
+    f = y - n
+    p = vec.splat(vec.f32(POW2_POLY[0]), lanes)
+    for c in POW2_POLY[1:]:
+        p = p * f + vec.splat(vec.f32(c), lanes)
+    shift = T.Cast(vec.vtype("int32", lanes), n) << vec.splat(tirx.const(23, "int32"), lanes)
+    bits = T.reinterpret(vec.vtype("int32", lanes), p) + shift
+    return T.reinterpret(vec.vtype("float32", lanes), bits)
+
+
+def weight_codes(sh, scores, words, r, best):
+    """Row r's weights 2**(score - top) (scores in bits, top the largest of best[r]) as pair
+    words of codes; the sum of its codes (below 2**31 up to 131072 keys)."""
     lanes = sh.lanes
     half = lanes // 2
-    total = T.alloc_buffer((lanes,), "float32")
     every = vec.ramp(0, lanes)
-    T.buffer_store(total, vec.splat(vec.f32(0.0), lanes), [every])
+    total = T.alloc_buffer((lanes,), "int32")
+    T.buffer_store(total, vec.splat(tirx.const(0, "int32"), lanes), [every])
+    # the largest weight is WEIGHT_LIMIT: 2**(score - top + log2 WEIGHT_LIMIT)
+    shift = T.bind(vec.hmax(best[r, every], lanes) - vec.f32(math.log2(WEIGHT_LIMIT)))
     with T.serial(0, sh.tokens // lanes) as j:
-        shifted = scores[r, vec.ramp(j * lanes, lanes)] - vec.splat(top, lanes)
-        weight = vec.exp(shifted, lanes) * vec.splat(vec.f32(WEIGHT_LIMIT), lanes)
-        codes = T.bind(_codes(weight, lanes))
-        T.buffer_store(total, total[every] + vec.to_f32(codes), [every])
+        bits = scores[r, vec.ramp(j * lanes, lanes)] - vec.splat(shift, lanes)
+        weight = _pow2(T.max(bits, vec.splat(vec.f32(-2.0), lanes)), lanes)
+        codes = T.bind(T.Cast(vec.vtype("int32", lanes), weight + vec.splat(vec.f32(0.5), lanes)))
+        T.buffer_store(total, total[every] + codes, [every])
         even = T.Shuffle([codes], list(range(0, lanes, 2)))
         odd = T.Shuffle([codes], list(range(1, lanes, 2)))
         T.buffer_store(words, pair_word(even, odd, half), [r, vec.ramp(j * half, half)])
-    return T.bind(vec.hsum(total[every], lanes))
+    return T.bind(vec.to_f32(vec.hsum(total[every], lanes)))
 
 
 def value_sums(sh, packed, head, tile, sums, words, chunk, block_rows: int) -> None:
@@ -109,7 +136,8 @@ def value_sums(sh, packed, head, tile, sums, words, chunk, block_rows: int) -> N
             values = [
                 T.bind(
                     T.reinterpret(
-                        f"int16x{2 * lanes}", packed["values"][head, s, vec.ramp(start, lanes)]
+                        f"int16x{2 * lanes}",
+                        packed["values"][head, s, vec.ramp(start, lanes)],
                     )
                 )
                 for start, lanes in chunk
