@@ -30,6 +30,7 @@ assert TILE_FEATURES * INPUT_LIMIT * WEIGHT_LIMIT < 2**31  # one tile's int32 su
 ROWS = 32  # output rows of a packed tile: two 16-lane registers
 TOKENS = 8  # tokens of one microkernel step: 16 int32 sums in registers
 WIDE = 32  # input features coded per vector step
+CHUNK_BYTES = 512 * 1024  # input codes of a token chunk (L2 holds them and a weight tile)
 
 
 def _codes(x, lanes: int):
@@ -77,9 +78,9 @@ def _code_input(spec: LinearSpec, bufs, t, words, scales) -> None:
     T.buffer_store(scales, top * vec.f32(1.0 / INPUT_LIMIT), [t])
 
 
-def _pack(spec: LinearSpec, bufs, tile, steps, block) -> None:
-    """tile[p, r] = the code pair (2p, 2p + 1) of weight row block * ROWS + r; steps[r] = its
-    step; rows past the weight's are zeros."""
+def _pack(spec: LinearSpec, bufs, tiles, steps, block) -> None:
+    """tiles[block, p, r] = the code pair (2p, 2p + 1) of weight row block * ROWS + r;
+    steps[block, r] = its step; rows past the weight's are zeros."""
     k, n = spec.in_features, spec.out_features
     with T.serial(0, ROWS) as r:
         row = T.min(block * ROWS + r, n - 1)
@@ -93,17 +94,20 @@ def _pack(spec: LinearSpec, bufs, tile, steps, block) -> None:
         with T.serial(0, k // 2) as p:
             even = _codes(load(2 * p, 1) * inv, 1)
             odd = _codes(load(2 * p + 1, 1) * inv, 1)
-            T.buffer_store(tile, _word(even, odd, 1), [p, r])
+            T.buffer_store(tiles, _word(even, odd, 1), [block, p, r])
         if k % 2:
-            T.buffer_store(tile, _word(_codes(load(k - 1, 1) * inv, 1), 0, 1), [k // 2, r])
-        T.buffer_store(steps, top * vec.f32(1.0 / WEIGHT_LIMIT), [r])
+            last = _word(_codes(load(k - 1, 1) * inv, 1), 0, 1)
+            T.buffer_store(tiles, last, [block, k // 2, r])
+        T.buffer_store(steps, top * vec.f32(1.0 / WEIGHT_LIMIT), [block, r])
 
 
-def _tile_sums(words, tile, iacc, t0, tokens: int, first, count: int) -> None:
+def _tile_sums(words, tiles, block, iacc, t0, tokens: int, first, count: int) -> None:
     """iacc[t * 2 + v] += the products of pairs first .. first + count."""
     every = vec.ramp(0, 16)
     with T.serial(first, first + count) as p:
-        weights = [T.bind(T.reinterpret("int16x32", tile[p, vec.ramp(16 * v, 16)])) for v in (0, 1)]
+        weights = [
+            T.bind(T.reinterpret("int16x32", tiles[block, p, vec.ramp(16 * v, 16)])) for v in (0, 1)
+        ]
         for t in range(tokens):
             pair = T.bind(T.reinterpret("int16x32", vec.splat(words[t0 + t, p], 16)))
             for v in (0, 1):
@@ -111,7 +115,7 @@ def _tile_sums(words, tile, iacc, t0, tokens: int, first, count: int) -> None:
                 T.buffer_store(iacc, update, [2 * t + v, every])
 
 
-def _micro(spec: LinearSpec, bufs, words, scales, tile, steps, block, t0, tokens: int) -> None:
+def _micro(spec: LinearSpec, bufs, words, scales, tiles, steps, block, t0, tokens: int) -> None:
     pairs, per = (spec.in_features + 1) // 2, TILE_FEATURES // 2
     every = vec.ramp(0, 16)
     iacc = T.alloc_buffer((2 * tokens, 16), "int32")
@@ -122,7 +126,7 @@ def _micro(spec: LinearSpec, bufs, words, scales, tile, steps, block, t0, tokens
     def tile_run(first, count: int) -> None:
         for a in range(2 * tokens):
             T.buffer_store(iacc, vec.splat(tirx.const(0, "int32"), 16), [a, every])
-        _tile_sums(words, tile, iacc, t0, tokens, first, count)
+        _tile_sums(words, tiles, block, iacc, t0, tokens, first, count)
         for a in range(2 * tokens):
             T.buffer_store(facc, facc[a, every] + vec.to_f32(iacc[a, every]), [a, every])
 
@@ -138,7 +142,7 @@ def _store(spec: LinearSpec, bufs, facc, scales, steps, block, t0, tokens: int) 
     for t in range(tokens):
         step = vec.splat(scales[t0 + t], ROWS)
         sums = vec.concat(facc[2 * t, vec.ramp(0, 16)], facc[2 * t + 1, vec.ramp(0, 16)], 16)
-        value = T.bind(sums * step * steps[vec.ramp(0, ROWS)])
+        value = T.bind(sums * step * steps[block, vec.ramp(0, ROWS)])
         if not tail:
             store_out(spec, bufs, t0 + t, vec.ramp(block * ROWS, ROWS), value)
             continue
@@ -148,6 +152,12 @@ def _store(spec: LinearSpec, bufs, facc, scales, steps, block, t0, tokens: int) 
             with T.Else():
                 last = T.Shuffle([value], list(range(tail)))
                 store_out(spec, bufs, t0 + t, vec.ramp(block * ROWS, tail), last)
+
+
+def _token_chunk(pairs: int) -> int:
+    """Tokens whose code rows every row tile meets in turn: CHUNK_BYTES of them, so they stay
+    in L2 beside a tile instead of streaming from memory once per tile."""
+    return max(TOKENS, CHUNK_BYTES // (4 * pairs) // TOKENS * TOKENS)
 
 
 def int16_name(spec: LinearSpec) -> str:
@@ -168,15 +178,22 @@ def build_int16_linear(spec: LinearSpec, cfg: KernelConfig) -> tirx.PrimFunc:
             begin, end = split_range(tokens, cfg.threads, c)
             with T.serial(begin, end) as t:
                 _code_input(spec, bufs, t, words, scales)
+        blocks = (n + ROWS - 1) // ROWS
+        tiles = T.alloc_buffer((blocks, pairs, ROWS), "int32")
+        steps = T.alloc_buffer((blocks, ROWS), "float32")
         with T.parallel(0, cfg.threads) as c:
-            tile = T.alloc_buffer((pairs, ROWS), "int32")
-            steps = T.alloc_buffer((ROWS,), "float32")
-            begin, end = split_range((n + ROWS - 1) // ROWS, cfg.threads, c)
+            begin, end = split_range(blocks, cfg.threads, c)
             with T.serial(begin, end) as block:
-                _pack(spec, bufs, tile, steps, block)
-                args = (spec, bufs, words, scales, tile, steps, block)
-                with T.serial(0, tokens // TOKENS) as tb:
-                    _micro(*args, tb * TOKENS, TOKENS)
-                with T.serial(tokens // TOKENS * TOKENS, tokens) as t:
+                _pack(spec, bufs, tiles, steps, block)
+        chunk = _token_chunk(pairs)
+        with T.parallel(0, cfg.threads) as c:
+            begin, end = split_range(blocks, cfg.threads, c)
+            with T.serial(0, (tokens + chunk - 1) // chunk) as part, T.serial(begin, end) as block:
+                first = part * chunk
+                size = T.min(tokens - first, chunk)
+                args = (spec, bufs, words, scales, tiles, steps, block)
+                with T.serial(0, size // TOKENS) as tb:
+                    _micro(*args, first + tb * TOKENS, TOKENS)
+                with T.serial(first + size // TOKENS * TOKENS, first + size) as t:
                     _micro(*args, t, 1)
     return ib.get()
