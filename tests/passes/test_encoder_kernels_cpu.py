@@ -69,6 +69,8 @@ def test_linears_and_attention_become_kernels(exported):
     assert len(linears) == 6 * CONFIG.num_layers + 2
     attention = "dense_attention_cpu_4x16x12" + ("_i16" if cfg.int16_pairs else "")
     assert calls.count(attention) == CONFIG.num_layers
+    assert "relax.nn.gelu_tanh" not in calls
+    assert calls.count("gelu_tanh_bias_cpu_16x40") == CONFIG.num_layers
 
 
 def test_the_encoder_computes_what_tvms_plain_build_computes(exported):

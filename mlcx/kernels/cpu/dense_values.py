@@ -2,12 +2,13 @@
 
 The softmax weights exp(s - max) lie in (0, 1]: each becomes a code of WEIGHT_LIMIT steps (14
 bits), computed as a power of two of the scores in bits (dense_scores folds log2(e) into them,
-and the row's largest score comes from the scores' pass: no pass over a row for its max), and each value feature a code of VALUE_LIMIT steps of its column's largest magnitude
-over the keys of the head (11 bits and a sign), so a tile of TILE_KEYS keys sums in int32
-without overflow; each tile's sums are added to float32 ones, and the column scales and the
-row's total of weight codes are applied once at the end. Two keys' codes share an int32 word
-(low half the even key), so a row's weight pair is one broadcast and the dot products are
-`vec.madd_i16` sums (`vpdpwssd` on AVX512-VNNI: twice the multiplies of a float32 FMA).
+and the scores' pass keeps each row's largest: no pass over a row for its max); each value
+feature a code of VALUE_LIMIT steps of its column's largest magnitude over the keys of the head
+(11 bits and a sign), so a tile of TILE_KEYS keys sums in int32 without overflow. Each tile's
+sums are added to float32 ones, and the column scales and the row's total of weight codes are
+applied once at the end. Two keys' codes share an int32 word (low half the even key), so a
+row's weight pair is one broadcast and the dot products are `vec.madd_i16` sums (`vpdpwssd` on
+AVX512-VNNI: twice the multiplies of a float32 FMA).
 
 Layouts (int32 words): values [h, n / 2, d], value scales [h, d];
 weights [rows, n / 2] per row block.
