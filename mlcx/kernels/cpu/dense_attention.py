@@ -209,13 +209,16 @@ def _block(sh: DenseShape, bufs, head, block, scores, packed, words) -> None:
 
 
 def dense_attention_cpu(sh: DenseShape) -> tirx.PrimFunc:
-    """out [h, n, d] = softmax(q kt * scale) v for q, v [h, n, d] and kt [h, d, n], float32."""
+    """out [h, n, d] = softmax(q kt * scale) v for q, v [h, n, d] and kt [h, d, n], float32;
+    the int16 path (packs_int16) takes the keys untransposed, k [h, n, d], as it codes them by
+    rows (the graph's transpose then goes away)."""
     h, n, d = sh.heads, sh.tokens, sh.head_dim
     blocks = (n + ROWS * GROUPS - 1) // (ROWS * GROUPS)
     with IRBuilder() as ib, T.prim_func():
         T.func_name(sh.name)
         T.func_attr({"tirx.noalias": True, "tirx.is_scheduled": True})
-        shapes = {"q": (h, n, d), "kt": (h, d, n), "v": (h, n, d), "out": (h, n, d)}
+        keys = ("k", (h, n, d)) if sh.packs_int16 else ("kt", (h, d, n))
+        shapes = {"q": (h, n, d), keys[0]: keys[1], "v": (h, n, d), "out": (h, n, d)}
         bufs = {k: T.match_buffer(T.arg(k, T.handle()), s, "float32") for k, s in shapes.items()}
         workspace = T.alloc_buffer((h * SLICES * ROWS * GROUPS * n,), "float32")
         packed = {}

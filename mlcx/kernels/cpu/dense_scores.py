@@ -68,45 +68,30 @@ def _magnitude_max(q, head, t, head_dim: int):
     return T.max(top, vec.f32(1e-30))
 
 
-def pack_queries(sh, q, head, codes, scales) -> None:
-    """codes[head, t, :] = row t's int16 pairs; scales[head, t] = its step times sh.scale and
-    log2(e), so scores come out in bits (dense_values takes powers of two of them)."""
+def pack_rows(sh, x, head, codes, scales, factor: float) -> None:
+    """codes[head, t, :] = row t's int16 pairs; scales[head, t] = its step times factor."""
     d, limit = sh.head_dim, code_limit(sh.head_dim)
     with T.serial(0, sh.tokens) as t:
-        top = T.bind(_magnitude_max(q, head, t, d))
+        top = T.bind(_magnitude_max(x, head, t, d))
         inv = T.bind(vec.f32(limit) / top)
         for start, lanes in cover(d // 2):
-            even = _codes(_every_other(q, head, t, 2 * start, lanes), inv, lanes)
-            odd = _codes(_every_other(q, head, t, 2 * start + 1, lanes), inv, lanes)
+            even = _codes(_every_other(x, head, t, 2 * start, lanes), inv, lanes)
+            odd = _codes(_every_other(x, head, t, 2 * start + 1, lanes), inv, lanes)
             T.buffer_store(codes, pair_word(even, odd, lanes), [head, t, vec.ramp(start, lanes)])
         if d % 2:
-            last = _codes(q[head, t, d - 1], inv, 1)
+            last = _codes(x[head, t, d - 1], inv, 1)
             T.buffer_store(codes, pair_word(last, tirx.const(0, "int32"), 1), [head, t, d // 2])
-        T.buffer_store(scales, top * vec.f32(sh.scale * vec.LOG2E / limit), [head, t])
+        T.buffer_store(scales, top * vec.f32(factor / limit), [head, t])
 
 
-def pack_keys(sh, kt, head, codes, scales) -> None:
-    """codes[head, j, p, :] = the int16 pairs (features 2p, 2p + 1) of the keys of tile j;
-    scales[head, key] = each key's step."""
-    d, lanes, limit = sh.head_dim, sh.lanes, code_limit(sh.head_dim)
-    best = T.alloc_buffer((lanes,), "float32")
-    every = vec.ramp(0, lanes)
-    with T.serial(0, sh.tokens // lanes) as j:
-        keys = vec.ramp(j * lanes, lanes)
-        T.buffer_store(best, vec.splat(vec.f32(1e-30), lanes), [every])
-        with T.serial(0, d) as c:
-            value = T.bind(kt[head, c, keys])
-            T.buffer_store(best, T.max(best[every], T.max(value, -value)), [every])
-        inv = T.bind(vec.splat(vec.f32(limit), lanes) / best[every])
-        with T.serial(0, d // 2) as p:
-            even = _codes(kt[head, 2 * p, keys] * inv, vec.f32(1.0), lanes)
-            odd = _codes(kt[head, 2 * p + 1, keys] * inv, vec.f32(1.0), lanes)
-            T.buffer_store(codes, pair_word(even, odd, lanes), [head, j, p, every])
-        if d % 2:
-            last = _codes(kt[head, d - 1, keys] * inv, vec.f32(1.0), lanes)
-            zero = vec.splat(tirx.const(0, "int32"), lanes)
-            T.buffer_store(codes, pair_word(last, zero, lanes), [head, j, d // 2, every])
-        T.buffer_store(scales, best[every] * vec.splat(vec.f32(1.0 / limit), lanes), [head, keys])
+def pack_keys(sh, rows, head, codes) -> None:
+    """codes[head, j, p, :] = the pairs p of the keys of tile j, from their rows' pairs
+    (rows: [h, n, pairs] flat)."""
+    lanes, count = sh.lanes, pairs(sh.head_dim)
+    with T.serial(0, sh.tokens // lanes) as j, T.serial(0, count) as p:
+        first = (head * sh.tokens + j * lanes) * count + p
+        keys = rows[T.Ramp(first, count, lanes)]
+        T.buffer_store(codes, keys, [head, j, p, vec.ramp(0, lanes)])
 
 
 def int16_scores(sh, packed, head, row0, scores, best, rows: int, groups: int) -> None:
@@ -151,6 +136,7 @@ def packed_buffers(sh) -> dict:
     h, n, p = sh.heads, sh.tokens, pairs(sh.head_dim)
     return {
         "queries": T.alloc_buffer((h, n, p), "int32"),
+        "key_rows": T.alloc_buffer((h * n * p,), "int32"),
         "query_scales": T.alloc_buffer((h, n), "float32"),
         "keys": T.alloc_buffer((h, n // sh.lanes, p, sh.lanes), "int32"),
         "key_scales": T.alloc_buffer((h, n), "float32"),
@@ -158,5 +144,11 @@ def packed_buffers(sh) -> dict:
 
 
 def pack(sh, bufs, head, packed) -> None:
-    pack_queries(sh, bufs["q"], head, packed["queries"], packed["query_scales"])
-    pack_keys(sh, bufs["kt"], head, packed["keys"], packed["key_scales"])
+    """Queries in bits (their scales times sh.scale and log2(e): dense_values takes powers of
+    two of the scores); keys [h, n, d] as rows, then as tiles of `lanes` keys."""
+    pack_rows(sh, bufs["q"], head, packed["queries"], packed["query_scales"], sh.scale * vec.LOG2E)
+    rows = T.decl_buffer(
+        (sh.heads, sh.tokens, pairs(sh.head_dim)), "int32", data=packed["key_rows"].data
+    )
+    pack_rows(sh, bufs["k"], head, rows, packed["key_scales"], 1.0)
+    pack_keys(sh, packed["key_rows"], head, packed["keys"])

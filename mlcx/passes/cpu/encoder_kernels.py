@@ -112,7 +112,8 @@ def _attention_rewriter(kernels: _Kernels, cfg: KernelConfig):
         factor = float(np.asarray(factor).reshape(()))
         shape = DenseShape(qs[0], qs[1], qs[2], factor, int16_scores=cfg.int16_pairs)
         gvar = kernels.get(shape.name, lambda: dense_attention_cpu(shape))
-        args = relax.Tuple([matches[q], matches[kt], matches[v]])
+        keys = matches[k] if shape.packs_int16 else matches[kt]  # the int16 path reads rows
+        args = relax.Tuple([matches[q], keys, matches[v]])
         return relax.call_tir(gvar, args, expr.ty)
 
     return pattern, rewrite
