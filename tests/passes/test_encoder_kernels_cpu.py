@@ -71,6 +71,8 @@ def test_linears_and_attention_become_kernels(exported):
     assert calls.count(attention) == CONFIG.num_layers
     assert "relax.nn.gelu_tanh" not in calls
     assert calls.count("gelu_tanh_bias_cpu_16x40") == CONFIG.num_layers
+    assert "relax.nn.layer_norm" not in calls  # two a layer and the last
+    assert calls.count("layer_norm_cpu_16x48") == 2 * CONFIG.num_layers + 1
 
 
 def test_the_encoder_computes_what_tvms_plain_build_computes(exported):

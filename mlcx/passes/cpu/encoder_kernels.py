@@ -13,7 +13,8 @@ SigLIP-So400m image (4096 patches) for many minutes.
   value, finer than the float16 llama.cpp multiplies there).
 
 - `gelu_tanh(x + bias)` over [rows, cols] -> a vectorized kernel (mlcx.kernels.cpu.gelu_rows);
-  TVM's legalized one was a scalar loop, 3.7 of SigLIP-So400m's 32 s an image on one core.
+  TVM's legalized one was a scalar loop, 3.7 of SigLIP-So400m's 32 s an image on one core;
+  likewise `layer_norm` over the last axis (mlcx.kernels.cpu.layer_norm_rows).
 
 Only the encoder's build uses them: the text model's linears are mlcx's own TE linears
 (mlcx.passes.cpu.fuse_linear) and its attention is paged.
@@ -32,6 +33,7 @@ from mlcx.kernels.cpu.dense_attention import DenseShape, dense_attention_cpu
 from mlcx.kernels.cpu.gelu_rows import GeluRows, gelu_rows_cpu
 from mlcx.kernels.cpu.i16linear import build_int16_linear, int16_name
 from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.layer_norm_rows import LayerNormRows, layer_norm_rows_cpu
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
@@ -135,6 +137,27 @@ def _gelu_rewriter(kernels: _Kernels, cfg: KernelConfig):
     return pattern, rewrite
 
 
+def _layer_norm_rewriter(kernels: _Kernels, cfg: KernelConfig):
+    """layer_norm over the last axis of [rows, cols] -> mlcx.kernels.cpu.layer_norm_rows."""
+    x, gamma, beta = wildcard(), wildcard(), wildcard()
+    pattern = is_op("relax.nn.layer_norm")(x, gamma, beta)
+
+    def rewrite(expr: relax.Expr, matches) -> relax.Expr:
+        xs = _shape(matches[x])
+        if xs is None or len(xs) != 2 or _shape(matches[gamma]) != xs[1:]:
+            return expr
+        attrs = expr.attrs
+        last = [int(a) % 2 for a in attrs.axes] == [1]
+        if not (last and attrs.center and attrs.scale) or _shape(matches[beta]) != xs[1:]:
+            return expr
+        shape = LayerNormRows(xs[0], xs[1], float(attrs.epsilon), cfg.threads)
+        gvar = kernels.get(shape.name, lambda: layer_norm_rows_cpu(shape))
+        args = relax.Tuple([matches[x], matches[gamma], matches[beta]])
+        return relax.call_tir(gvar, args, expr.ty)
+
+    return pattern, rewrite
+
+
 def encoder_kernels_cpu(cfg: KernelConfig, int16_linears: bool = False) -> tvm.transform.Pass:
     """`int16_linears`: the float linears on int16 codes (i16linear) where cfg.int16_pairs."""
     int16 = int16_linears and cfg.int16_pairs
@@ -145,6 +168,7 @@ def encoder_kernels_cpu(cfg: KernelConfig, int16_linears: bool = False) -> tvm.t
         rewriters = [
             _attention_rewriter(kernels, cfg),
             _gelu_rewriter(kernels, cfg),
+            _layer_norm_rewriter(kernels, cfg),
             _linear_rewriter(kernels, cfg, transposed=True, int16=int16),
             _linear_rewriter(kernels, cfg, transposed=False, int16=int16),
         ]
