@@ -11,6 +11,7 @@ from mlcx.artifact.encoder import read_encoder
 from mlcx.bench.peers.mtmd_peer import MtmdFiles
 from mlcx.bench.workloads.random_vision import RANDOM_VISION, ensure_random_vision
 from mlcx.errors import ArtifactError
+from mlcx.targets.base import BuildOptions
 
 
 @dataclass(frozen=True)
@@ -20,14 +21,20 @@ class ImageModel:
 
 
 def resolve_image_model(
-    model: str, gguf: Path | None, mmproj: Path | None, need_files: bool
+    model: str,
+    gguf: Path | None,
+    mmproj: Path | None,
+    need_files: bool,
+    options: BuildOptions | None = None,
 ) -> ImageModel:
+    """`options`: how a random vision model is compiled (e.g. its encoder's linears)."""
     if model in RANDOM_VISION:
         from mlcx.compile.jit import compile_cached
         from mlcx.compile.model import CompileRequest
 
         text, proj = ensure_random_vision(model)
-        artifact = compile_cached(CompileRequest(model=str(text), mmproj=proj))
+        request = CompileRequest(model=str(text), mmproj=proj, options=options or BuildOptions())
+        artifact = compile_cached(request)
         gguf, mmproj = gguf or text, mmproj or proj
     else:
         artifact = Path(model)

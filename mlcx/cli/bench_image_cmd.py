@@ -10,6 +10,10 @@ from typing import Annotated
 import typer
 
 PEERS = ("llama.cpp",)
+ENCODER_LINEARS_HELP = (
+    "A random vision model's encoder linears on cpu: float (float32 FMAs) or int16 (12-bit "
+    "codes, about float16's error; faster on AVX512-VNNI)."
+)
 
 
 def bench_image_command(
@@ -34,14 +38,17 @@ def bench_image_command(
     build_peer: Annotated[
         bool, typer.Option(help="Build llama.cpp (15-25 min) when it is missing.")
     ] = False,
+    encoder_linears: Annotated[str, typer.Option(help=ENCODER_LINEARS_HELP)] = "float",
 ) -> None:
     """Preprocessing and encoding time of one image (a fresh image each time)."""
     from mlcx.bench.image_encode import PeerRun, bench_image
     from mlcx.bench.image_models import resolve_image_model
+    from mlcx.targets.base import BuildOptions
 
     if against is not None and against not in PEERS:
         raise typer.BadParameter(f"--against takes {', '.join(PEERS)}, not {against!r}")
-    resolved = resolve_image_model(model, gguf, mmproj, need_files=against is not None)
+    options = BuildOptions(encoder_linears=encoder_linears)
+    resolved = resolve_image_model(model, gguf, mmproj, against is not None, options)
     peer = None
     if against is not None:
         peer = PeerRun(resolved.files, os.cpu_count() or 1, build_peer)  # type: ignore[arg-type]

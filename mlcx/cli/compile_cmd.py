@@ -87,6 +87,13 @@ def compile_command(
         LinearKernels | None,
         typer.Option(help=LINEAR_KERNELS_HELP + " Default: int16, or the tuning database's."),
     ] = None,
+    encoder_linears: Annotated[
+        str,
+        typer.Option(
+            help="An image encoder's linears on cpu: float (float32 FMAs, the default) or "
+            "int16 (12-bit codes, about float16's error; faster on AVX512-VNNI)."
+        ),
+    ] = "float",
     mmproj: Annotated[
         Path | None,
         typer.Option(
@@ -139,6 +146,7 @@ def compile_command(
             tuning_db=tuning_db,
             linear_kernels=linear_kernels,
             subgroups=subgroups,
+            encoder_linears=encoder_linears,
         ),
     )
     columns = (

@@ -34,7 +34,7 @@ VISION_PREFIX = "vision_"  # phones: the encoder's symbols follow the model's pr
 
 def _write_cpu(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
     library = "encoder-cpu.so"
-    pipeline = encoder_cpu_pipeline(tvm_target)
+    pipeline = encoder_cpu_pipeline(tvm_target, options.encoder_linears == "int16")
     executable = tvm.compile(mod, target=tvm_target, relax_pipeline=pipeline)
     executable.export_library(str(folder / library))
     return library

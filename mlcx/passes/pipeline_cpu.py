@@ -69,16 +69,19 @@ def cpu_pipeline(
     return _pipeline
 
 
-def encoder_cpu_pipeline(target: tvm.target.Target) -> tvm.transform.Pass:
-    """An image encoder's: its linears and attention as hand-written kernels, the rest
-    legalized by TVM and split across the cores."""
+def encoder_cpu_pipeline(
+    target: tvm.target.Target, int16_linears: bool = False
+) -> tvm.transform.Pass:
+    """An image encoder's: its linears and attention as hand-written kernels (`int16_linears`:
+    on int16 codes where the CPU has pair dot products), the rest legalized by TVM and split
+    across the cores."""
     config = KernelConfig.for_target(target)
 
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
         with target:
             seq = tvm.transform.Sequential(
-                [encoder_kernels_cpu(config)]
+                [encoder_kernels_cpu(config, int16_linears)]
                 + cpu_generic.legalize_passes(target)
                 # polynomial tanh and exp, which LLVM vectorizes (libm's are scalar calls)
                 + [tvm.relax.transform.FastMathTransform(), parallel_loops_cpu()]

@@ -11,6 +11,8 @@ import tvm
 
 from mlcx.kernels.cpu.kernel_config import LinearKernels
 
+ENCODER_LINEARS = ("float", "int16")  # BuildOptions.encoder_linears
+
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -29,11 +31,18 @@ class BuildOptions:
     cuda_graphs: bool = True
     # cuda: decode's linears as dlight's LowBatchGEMV ("dlight") or mlcx's GEMV kernel ("mlcx")
     decode_gemv: str = "dlight"
+    # CPU: an image encoder's float linears on float32 FMAs ("float", the reference's numbers)
+    # or on 12-bit codes summed as int16 pairs ("int16": about float16's error, as llama.cpp's
+    # f16 mmproj; ~1.6x on AVX512-VNNI; float where the CPU has no int16 pair dot product)
+    encoder_linears: str = "float"
     # Mobile targets: prefix of every symbol in the static library, so several models can be
     # linked into one app; the app finds a model with TVM's SystemLib(prefix).
     system_lib_prefix: str | None = None
 
     def __post_init__(self) -> None:
+        if self.encoder_linears not in ENCODER_LINEARS:
+            choices = ", ".join(ENCODER_LINEARS)
+            raise ValueError(f"encoder linears must be {choices}, not {self.encoder_linears!r}")
         if self.decode_gemv not in ("dlight", "mlcx"):
             raise ValueError(f"decode GEMV must be dlight or mlcx, not {self.decode_gemv!r}")
         prefix = self.system_lib_prefix

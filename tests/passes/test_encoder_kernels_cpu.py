@@ -10,12 +10,14 @@ import numpy as np
 import pytest
 import tvm
 from tvm import relax
+from tvm.target import codegen
 
 from mlcx.frontends.encoders import ENCODERS
 from mlcx.frontends.gemma3_vision.config import VisionConfig
 from mlcx.kernels.cpu.kernel_config import KernelConfig
 from mlcx.passes.cpu.encoder_kernels import encoder_kernels_cpu
 from mlcx.passes.pipeline_cpu import encoder_cpu_pipeline
+from mlcx.targets.cpu import llvm_target
 
 TARGET = tvm.target.Target({"kind": "llvm", "num-cores": 2})
 CONFIG = VisionConfig(
@@ -56,15 +58,21 @@ def _calls(mod: tvm.IRModule) -> list[str]:
 
 def test_linears_and_attention_become_kernels(exported):
     mod, _ = exported
+    cfg = KernelConfig.for_target(TARGET)
     with TARGET:
-        rewritten = encoder_kernels_cpu(KernelConfig.for_target(TARGET))(mod)
+        rewritten = encoder_kernels_cpu(cfg)(mod)
     calls = _calls(rewritten)
     assert "relax.matmul" not in calls and "relax.nn.softmax" not in calls
     assert "relax.nn.pad" not in calls and "relax.strided_slice" not in calls
     linears = [c for c in calls if c.startswith("cpu_linear_plain_float32")]
     # per layer q, k, v, o, fc1, fc2; the patch embedding; the projector
     assert len(linears) == 6 * CONFIG.num_layers + 2
-    assert calls.count("dense_attention_cpu_4x16x12") == CONFIG.num_layers
+    attention = "dense_attention_cpu_4x16x12" + ("_i16" if cfg.int16_pairs else "")
+    assert calls.count(attention) == CONFIG.num_layers
+    assert "relax.nn.gelu_tanh" not in calls
+    assert calls.count("gelu_tanh_bias_cpu_16x40") == CONFIG.num_layers
+    assert "relax.nn.layer_norm" not in calls  # two a layer and the last
+    assert calls.count("layer_norm_cpu_16x48") == 2 * CONFIG.num_layers + 1
 
 
 def test_the_encoder_computes_what_tvms_plain_build_computes(exported):
@@ -83,3 +91,36 @@ def test_the_encoder_computes_what_tvms_plain_build_computes(exported):
         outputs.append(vm["embed_image"](pixels, weights).numpy())
     scale = np.abs(outputs[1]).max()
     assert np.abs(outputs[0] - outputs[1]).max() <= 1e-5 * scale
+
+
+HOST = llvm_target(codegen.llvm_get_system_cpu(), 2)
+
+
+def test_int16_linears_are_opt_in(exported):
+    mod, _ = exported
+    target = llvm_target("sapphirerapids", 2, "x86_64-linux-gnu")
+    cfg = KernelConfig.for_target(target)
+    for opted, count in ((False, 0), (True, 6 * CONFIG.num_layers + 2)):
+        with target:
+            calls = _calls(encoder_kernels_cpu(cfg, int16_linears=opted)(mod))
+        assert len([c for c in calls if c.startswith("cpu_linear") and c.endswith("_i16")]) == count
+
+
+def test_int16_math_stays_near_tvms_plain_build(exported):
+    """This CPU's int16 attention (and, opted in, linears) against TVM's float32 build: rows on
+    12-bit codes move each output by a few 1e-4 of the largest."""
+    mod, params = exported
+    rng = np.random.default_rng(0)
+    dev = tvm.cpu()
+    weights = [
+        tvm.runtime.tensor(rng.standard_normal([int(d) for d in p.shape]).astype("float32"), dev)
+        for _, p in params
+    ]
+    pixels = tvm.runtime.tensor(rng.standard_normal((3, 56, 56)).astype("float32"), dev)
+    outputs = []
+    for pipeline in (encoder_cpu_pipeline(HOST, int16_linears=True), None):
+        built = tvm.compile(mod, target=HOST, relax_pipeline=pipeline or "default")
+        vm = relax.VirtualMachine(built, dev)
+        outputs.append(vm["embed_image"](pixels, weights).numpy())
+    scale = np.abs(outputs[1]).max()
+    assert np.abs(outputs[0] - outputs[1]).max() <= 3e-3 * scale

@@ -1,7 +1,8 @@
 """Gemma 3 with images against transformers on a tiny random Gemma3ForConditionalGeneration
 (32x32 SigLIP, 8x8 patches, 2 layers; 4 image tokens; a local and a global text layer):
 the image rows of `embed_image`, every logit row of an image+text prompt (image tokens see
-their whole image, as transformers' token_type_ids mask says) and 32 greedy tokens, to 1e-4.
+their whole image, as transformers' token_type_ids mask says) and 32 greedy tokens, to 1e-4;
+with the encoder's linears opted into int16 codes, the logits to 2e-3 and the same tokens.
 """
 
 from __future__ import annotations
@@ -98,3 +99,44 @@ def test_greedy_tokens_match_transformers(llm, vision_folder, vision_reference, 
     [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == out[0, len(ids) :].tolist()
     assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
+
+
+INT16_TOL = 2e-3  # 12-bit codes per row: measured 4.3e-4 (rows), 7.0e-4 (logits)
+
+
+@pytest.fixture(scope="module")
+def int16_llm(vision_folder, tmp_path_factory):
+    """The same model, its encoder's linears opted into int16 codes (BuildOptions)."""
+    from mlcx.compile.model import CompileRequest
+    from mlcx.targets.base import BuildOptions
+    from tests.support.compile_cache import compile_model
+
+    out = tmp_path_factory.mktemp("gemma3_vision_int16") / "art"
+    options = BuildOptions(encoder_linears="int16")
+    request = CompileRequest(
+        str(vision_folder), "cpu", "q0f32", out, options=options, kv_dtype="float32"
+    )
+    return LLM(str(compile_model(request)), EngineConfig(kv_blocks=64))
+
+
+def test_int16_encoder_linears_stay_near_transformers(
+    int16_llm, vision_folder, vision_reference, photo
+):
+    ids, images = int16_llm.chat_inputs(_messages(photo))
+    got = _prompt_logits(int16_llm, ids, images)
+    tokens, pixels, types = _hf_inputs(int16_llm, vision_folder, ids, photo)
+    with torch.no_grad():
+        want = vision_reference(tokens, pixel_values=pixels, token_type_ids=types).logits[0]
+        out = vision_reference.generate(
+            tokens,
+            pixel_values=pixels,
+            token_type_ids=types,
+            max_new_tokens=32,
+            do_sample=False,
+            eos_token_id=None,
+            pad_token_id=0,
+        )
+    assert np.abs(got - want.numpy()).max() <= INT16_TOL
+    params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
+    [completion] = int16_llm.generate([ids], params, images=[images])[0].outputs
+    assert completion.token_ids == out[0, len(ids) :].tolist()

@@ -22,6 +22,8 @@ VECTOR_BITS: tuple[tuple[str, int], ...] = (
 
 
 INT8_DOT_FEATURES = {"avx512bw", "avx512vnni"}  # vec.dot_u8s8's vpdpbusd on 512-bit vectors
+# vec.madd_i16 in one instruction on vectors at least as wide as float32's (vpmaddwd, vpdpwssd)
+INT16_PAIR_FEATURES = ("avx2", "avx512bw")
 
 
 def cpu_features(target: tvm.target.Target) -> set[str]:
@@ -90,6 +92,9 @@ class KernelConfig:
     prefetch_bytes: how far ahead the decode kernels prefetch weights (0: never)
     linear_kernels: which linears get hand-written kernels (see LinearKernels)
     int8_dot:       the target has the u8 x s8 dot product the int8 kernels need (vpdpbusd)
+    int16_pairs:    the target sums int16 products in pairs in one instruction as wide as its
+                    float vectors (x86 AVX2 and up: vpmaddwd; vpdpwssd with AVX512-VNNI), so
+                    int16 dot products beat float32 FMAs (the dense attention's scores)
     byte_table:     the target's byte shuffle for 16-entry code tables (byte_table.shuffle_for;
                     "": none, a select tree)
     """
@@ -105,6 +110,7 @@ class KernelConfig:
     prefetch_bytes: int = 2048
     linear_kernels: LinearKernels = LinearKernels.INT16
     int8_dot: bool = False
+    int16_pairs: bool = False
     byte_table: str = ""
 
     def __post_init__(self) -> None:
@@ -141,5 +147,6 @@ class KernelConfig:
             batch_tokens=max(2, registers * lanes // (4 * 16)),
             linear_kernels=linear_kernels,
             int8_dot=has_int8_dot(target),
+            int16_pairs=any(f in cpu_features(target) for f in INT16_PAIR_FEATURES),
             byte_table=shuffle_for(cpu_features(target)),
         )

@@ -3,12 +3,15 @@ hand-written kernels. Left to TVM's CPU legalization they are naive loop nests t
 SigLIP-So400m image (4096 patches) for many minutes.
 
 - `x @ permute_dims(W)` with W a 2-D float32 weight (nn.Linear) -> the float linear kernel
-  (mlcx.kernels.cpu.flinear), as the text model's float linears.
-- `softmax(q @ permute_dims(k) * c) @ v` over [heads, n, d] -> the dense attention kernel
-  (mlcx.kernels.cpu.dense_attention), given the transposed keys the graph already makes; with
-  n known only at run time (Qwen-VL), and `+ window_bias(windows)` before the softmax (its
-  windowed layers), the window attention kernel (mlcx.kernels.cpu.window_attention), which
-  never builds the [n, n] mask.
+  (mlcx.kernels.cpu.flinear), as the text model's float linears; opted in (BuildOptions
+  .encoder_linears "int16") and where the target has int16 pair dot products, the int16 GEMM
+  (mlcx.kernels.cpu.i16linear: rows on 12-bit codes, about float16's error, twice a float32
+  FMA's multiplies).
+- attention -> mlcx's dense and window attention kernels (mlcx.passes.cpu.encoder_attention).
+
+- `gelu_tanh(x + bias)` over [rows, cols] -> a vectorized kernel (mlcx.kernels.cpu.gelu_rows);
+  TVM's legalized one was a scalar loop, 3.7 of SigLIP-So400m's 32 s an image on one core;
+  likewise `layer_norm` over the last axis (mlcx.kernels.cpu.layer_norm_rows).
 
 Only the encoder's build uses them: the text model's linears are mlcx's own TE linears
 (mlcx.passes.cpu.fuse_linear) and its attention is paged.
@@ -16,57 +19,25 @@ Only the encoder's build uses them: the text model's linears are mlcx's own TE l
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
 import tvm
 from tvm import relax
-from tvm.relax.dpl import is_const, is_op, is_tuple, rewrite_call, wildcard
+from tvm.relax.dpl import is_op, rewrite_call, wildcard
 
-from mlcx.kernels.cpu.dense_attention import DenseShape, dense_attention_cpu
+from mlcx.kernels.cpu.gelu_rows import GeluRows, gelu_rows_cpu
+from mlcx.kernels.cpu.i16linear import build_int16_linear, int16_name
 from mlcx.kernels.cpu.kernel_config import KernelConfig
+from mlcx.kernels.cpu.layer_norm_rows import LayerNormRows, layer_norm_rows_cpu
 from mlcx.kernels.cpu.linear_kernels import build_linear, can_build
 from mlcx.kernels.cpu.linear_spec import LinearSpec
 from mlcx.kernels.cpu.rows import PlainRows
-from mlcx.kernels.cpu.window_attention import WindowShape, window_attention_cpu
+from mlcx.passes.cpu.encoder_attention import attention_rewriter, window_rewriter
+from mlcx.passes.cpu.encoder_patterns import Kernels, axes, static_shape
 from mlcx.quantization.formats import DenseFormat
 
 F32 = DenseFormat("float32")
-WINDOW_BIAS = "window_bias"  # the TE op the Qwen-VL tower builds its window mask with
 
 
-def _shape(expr: relax.Expr, free: int | None = None) -> tuple | None:
-    """The static float32 shape of expr; None otherwise. Dimension `free` may be symbolic (an
-    image's patch count, as Qwen-VL's dynamic resolution makes it) and is kept as its PrimExpr."""
-    info = expr.ty
-    if not isinstance(info, relax.TensorType) or info.dtype != "float32" or info.shape is None:
-        return None
-    dims = list(info.shape.values)
-    static = [isinstance(s, tvm.tirx.IntImm) for s in dims]
-    if not all(known or i == free for i, known in enumerate(static)):
-        return None
-    return tuple(int(s) if known else s for s, known in zip(dims, static, strict=True))
-
-
-def _axes(call: relax.Call) -> list[int] | None:
-    axes = call.attrs.axes
-    return None if axes is None else [int(a) for a in axes]
-
-
-class _Kernels:
-    """PrimFuncs added to the module once per shape, by name."""
-
-    def __init__(self, mod: tvm.IRModule):
-        self.builder = relax.BlockBuilder(mod)
-        self.added: dict[str, relax.GlobalVar] = {}
-
-    def get(self, name: str, make: Callable[[], tvm.tirx.PrimFunc]) -> relax.GlobalVar:
-        if name not in self.added:
-            self.added[name] = self.builder.add_func(make(), name)
-        return self.added[name]
-
-
-def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
+def _linear_rewriter(kernels: Kernels, cfg: KernelConfig, transposed: bool, int16: bool):
     """x @ permute_dims(W) for W [out, in] (nn.Linear), or x @ W for W [in, out] (Gemma 3's
     projector), which is transposed once per call for the kernel."""
     x, w = wildcard(), wildcard()
@@ -75,10 +46,10 @@ def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
 
     def rewrite(expr: relax.Expr, matches) -> relax.Expr:
         # the kernel takes any number of token rows: only the features must be known
-        xs, ws = _shape(matches[x], free=0), _shape(matches[w])
+        xs, ws = static_shape(matches[x], free=0), static_shape(matches[w])
         if xs is None or ws is None or len(xs) != 2 or len(ws) != 2:
             return expr
-        if transposed and _axes(matches[second]) not in (None, [1, 0]):
+        if transposed and axes(matches[second]) not in (None, [1, 0]):
             return expr
         weight = matches[w] if transposed else relax.op.permute_dims(matches[w])
         ws = ws if transposed else ws[::-1]
@@ -87,71 +58,66 @@ def _linear_rewriter(kernels: _Kernels, cfg: KernelConfig, transposed: bool):
         spec = LinearSpec(PlainRows(ws[1]), F32, ws[0])
         if not can_build(spec, cfg):
             return expr
-        gvar = kernels.get(spec.name, lambda: build_linear(spec, cfg))
+        name, build = (int16_name(spec), build_int16_linear) if int16 else (spec.name, build_linear)
+        gvar = kernels.get(name, lambda: build(spec, cfg))
         args = relax.Tuple([matches[x], weight])
         return relax.call_tir(gvar, args, relax.TensorType((xs[0], ws[0]), "float32"))
 
     return pattern, rewrite
 
 
-def _attention_rewriter(kernels: _Kernels):
-    q, k, v, scale = wildcard(), wildcard(), wildcard(), is_const()
-    kt = is_op("relax.permute_dims")(k)
-    scores = is_op("relax.multiply")(is_op("relax.matmul")(q, kt), scale)
-    pattern = is_op("relax.matmul")(is_op("relax.nn.softmax")(scores), v)
+def _gelu_rewriter(kernels: Kernels, cfg: KernelConfig):
+    """gelu_tanh(x + bias) over [rows, cols] (SigLIP's MLP) -> mlcx.kernels.cpu.gelu_rows."""
+    x, bias = wildcard(), wildcard()
+    pattern = is_op("relax.nn.gelu_tanh")(is_op("relax.add")(x, bias))
 
     def rewrite(expr: relax.Expr, matches) -> relax.Expr:
-        qs, ks, vs = (_shape(matches[p]) for p in (q, k, v))
-        if qs is None or len(qs) != 3 or qs != ks or qs != vs or _axes(matches[kt]) != [0, 2, 1]:
+        xs, bs = static_shape(matches[x]), static_shape(matches[bias])
+        if xs is None or bs is None or len(xs) != 2 or bs != xs[1:]:
             return expr
-        factor = matches[scale].value.numpy()
-        if factor.size != 1:
+        shape = GeluRows(xs[0], xs[1], cfg.threads)
+        gvar = kernels.get(shape.name, lambda: gelu_rows_cpu(shape))
+        return relax.call_tir(gvar, relax.Tuple([matches[x], matches[bias]]), expr.ty)
+
+    return pattern, rewrite
+
+
+def _layer_norm_rewriter(kernels: Kernels, cfg: KernelConfig):
+    """layer_norm over the last axis of [rows, cols] -> mlcx.kernels.cpu.layer_norm_rows."""
+    x, gamma, beta = wildcard(), wildcard(), wildcard()
+    pattern = is_op("relax.nn.layer_norm")(x, gamma, beta)
+
+    def rewrite(expr: relax.Expr, matches) -> relax.Expr:
+        xs = static_shape(matches[x])
+        if xs is None or len(xs) != 2 or static_shape(matches[gamma]) != xs[1:]:
             return expr
-        shape = DenseShape(qs[0], qs[1], qs[2], float(np.asarray(factor).reshape(())))
-        gvar = kernels.get(shape.name, lambda: dense_attention_cpu(shape))
-        args = relax.Tuple([matches[q], matches[kt], matches[v]])
+        attrs = expr.attrs
+        last = [int(a) % 2 for a in attrs.axes] == [1]
+        if not (last and attrs.center and attrs.scale) or static_shape(matches[beta]) != xs[1:]:
+            return expr
+        shape = LayerNormRows(xs[0], xs[1], float(attrs.epsilon), cfg.threads)
+        gvar = kernels.get(shape.name, lambda: layer_norm_rows_cpu(shape))
+        args = relax.Tuple([matches[x], matches[gamma], matches[beta]])
         return relax.call_tir(gvar, args, expr.ty)
 
     return pattern, rewrite
 
 
-def _window_rewriter(kernels: _Kernels, windowed: bool):
-    """Attention over [heads, n, d] with n symbolic, masked to windows where `windowed`."""
-    q, k, v, scale, windows = wildcard(), wildcard(), wildcard(), is_const(), wildcard()
-    kt = is_op("relax.permute_dims")(k)
-    scores = is_op("relax.multiply")(is_op("relax.matmul")(q, kt), scale)
-    bias = is_op("relax.call_tir")(wildcard(), is_tuple([windows]))
-    if windowed:
-        scores = is_op("relax.add")(scores, bias)
-    pattern = is_op("relax.matmul")(is_op("relax.nn.softmax")(scores), v)
+def encoder_kernels_cpu(cfg: KernelConfig, int16_linears: bool = False) -> tvm.transform.Pass:
+    """`int16_linears`: the float linears on int16 codes (i16linear) where cfg.int16_pairs."""
+    int16 = int16_linears and cfg.int16_pairs
 
-    def rewrite(expr: relax.Expr, matches) -> relax.Expr:
-        qs, ks, vs = (_shape(matches[p], free=1) for p in (q, k, v))
-        if qs is None or len(qs) != 3 or isinstance(qs[1], int) or _axes(matches[kt]) != [0, 2, 1]:
-            return expr
-        if windowed and matches[bias].args[0].name_hint != WINDOW_BIAS:
-            return expr
-        factor = np.asarray(matches[scale].value.numpy())
-        if factor.size != 1:
-            return expr
-        shape = WindowShape(qs[0], qs[2], float(factor.reshape(())), windowed)
-        gvar = kernels.get(shape.name, lambda: window_attention_cpu(shape))
-        args = [matches[q], matches[kt], matches[v]] + ([matches[windows]] if windowed else [])
-        return relax.call_tir(gvar, relax.Tuple(args), expr.ty)
-
-    return pattern, rewrite
-
-
-def encoder_kernels_cpu(cfg: KernelConfig) -> tvm.transform.Pass:
     @tvm.transform.module_pass(opt_level=0, name="mlcx.EncoderKernelsCPU")
     def _pass(mod: tvm.IRModule, _ctx) -> tvm.IRModule:
-        kernels = _Kernels(mod)
+        kernels = Kernels(mod)
         rewriters = [
-            _attention_rewriter(kernels),
-            _window_rewriter(kernels, windowed=True),
-            _window_rewriter(kernels, windowed=False),
-            _linear_rewriter(kernels, cfg, transposed=True),
-            _linear_rewriter(kernels, cfg, transposed=False),
+            attention_rewriter(kernels, cfg),
+            window_rewriter(kernels, windowed=True),
+            window_rewriter(kernels, windowed=False),
+            _gelu_rewriter(kernels, cfg),
+            _layer_norm_rewriter(kernels, cfg),
+            _linear_rewriter(kernels, cfg, transposed=True, int16=int16),
+            _linear_rewriter(kernels, cfg, transposed=False, int16=int16),
         ]
         for gvar, func in list(mod.functions_items()):
             if isinstance(func, relax.Function):
