@@ -4,6 +4,7 @@ app, not here."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -11,10 +12,12 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
+from mlcx.artifact.config import ArtifactConfig, read_config
 from mlcx.artifact.encoder import EncoderConfig, encoder_dir
 from mlcx.artifact.weight_shards import load_arrays
 from mlcx.errors import ArtifactError
 from mlcx.kernels.step_params import EMBED_IMAGE
+from mlcx.runtime.backends.tvm_vm import use_compiled_threads
 
 DEVICES = {"cpu": tvm.cpu, "cuda": tvm.cuda, "metal": tvm.metal}
 
@@ -30,6 +33,9 @@ class EncoderRunner(Protocol):
 class TVMEncoderRunner:
     def __init__(self, artifact_dir, config: EncoderConfig):
         folder = encoder_dir(artifact_dir)
+        # alone (mlcx bench image) the encoder must size TVM's thread pool as the text model
+        # does: TVM's default is half the logical CPUs, one thread on a 2-core machine
+        use_compiled_threads(read_config(Path(artifact_dir), ArtifactConfig).tvm_target)
         self.device = DEVICES[config.device](0)
         try:
             module = tvm.runtime.load_module(str(folder / config.library))
