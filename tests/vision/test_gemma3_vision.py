@@ -83,10 +83,16 @@ def test_image_prompt_logits_match_transformers(llm, vision_folder, vision_refer
 
 
 def test_greedy_tokens_match_transformers(llm, vision_folder, vision_reference, photo):
+    completion = _greedy_matches(llm, vision_folder, vision_reference, photo)
+    assert len(set(completion)) > 4  # not a degenerate repeat
+
+
+def _greedy_matches(llm, folder, reference, photo) -> list[int]:
+    """32 greedy tokens after the photo's prompt, asserted equal to transformers'."""
     ids, images = llm.chat_inputs(_messages(photo))
-    tokens, pixels, types = _hf_inputs(llm, vision_folder, ids, photo)
+    tokens, pixels, types = _hf_inputs(llm, folder, ids, photo)
     with torch.no_grad():
-        out = vision_reference.generate(
+        out = reference.generate(
             tokens,
             pixel_values=pixels,
             token_type_ids=types,
@@ -98,7 +104,7 @@ def test_greedy_tokens_match_transformers(llm, vision_folder, vision_reference, 
     params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
     [completion] = llm.generate([ids], params, images=[images])[0].outputs
     assert completion.token_ids == out[0, len(ids) :].tolist()
-    assert len(set(completion.token_ids)) > 4  # not a degenerate repeat
+    return completion.token_ids
 
 
 INT16_TOL = 2e-3  # 12-bit codes per row: measured 4.3e-4 (rows), 7.0e-4 (logits)
@@ -127,16 +133,5 @@ def test_int16_encoder_linears_stay_near_transformers(
     tokens, pixels, types = _hf_inputs(int16_llm, vision_folder, ids, photo)
     with torch.no_grad():
         want = vision_reference(tokens, pixel_values=pixels, token_type_ids=types).logits[0]
-        out = vision_reference.generate(
-            tokens,
-            pixel_values=pixels,
-            token_type_ids=types,
-            max_new_tokens=32,
-            do_sample=False,
-            eos_token_id=None,
-            pad_token_id=0,
-        )
     assert np.abs(got - want.numpy()).max() <= INT16_TOL
-    params = SamplingParams.greedy(max_tokens=32, ignore_eos=True)
-    [completion] = int16_llm.generate([ids], params, images=[images])[0].outputs
-    assert completion.token_ids == out[0, len(ids) :].tolist()
+    _greedy_matches(int16_llm, vision_folder, vision_reference, photo)
