@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from mlcx.bench.workloads.random_vision import SiglipShape, finish, mmproj_writer
+from mlcx.bench.workloads.random_models import finish_gguf
+from mlcx.bench.workloads.random_vision import SiglipShape, mmproj_writer
 from tests.support.tiny_gguf import write_tiny_gguf
 
 F32 = {}  # every tensor f32: the comparisons are at 1e-4
@@ -72,7 +73,7 @@ def write_mmproj(model, out: Path, pool: int) -> Path:
     writer.add_tensor("mm.soft_emb_norm.weight", (norm + 1).astype(np.float32))
     weight = projector.mm_input_projection_weight.detach().numpy()
     writer.add_tensor("mm.input_projection.weight", weight.astype(np.float32))
-    return finish(writer, out)
+    return finish_gguf(writer, out)
 
 
 def write_gguf_pair(model, folder: Path, root: Path, pool: int) -> tuple[Path, Path]:
