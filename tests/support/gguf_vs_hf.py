@@ -3,6 +3,7 @@ HF transformers: the checks every GGUF architecture's test makes (qwen2, qwen3, 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from pathlib import Path
 
@@ -66,13 +67,27 @@ def assert_same_config_and_weights(
     return theirs_cfg, ours
 
 
-def _greedy_hf(reference, prompt: list[int]) -> tuple[list[int], list[np.ndarray]]:
+def _greedy_hf(reference, prompt: list[int]) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
+    """transformers' prompt logits, then GREEDY greedy tokens and each step's logits row."""
     seq, rows = list(prompt), []
     for _ in range(GREEDY):
         row = hf_logits(reference, seq)[-1]
         rows.append(row)
         seq.append(int(np.argmax(row)))
-    return seq[len(prompt) :], rows
+    return hf_logits(reference, prompt), seq[len(prompt) :], rows
+
+
+@functools.cache
+def _greedy_hf_of(folder: str, prompt_tokens: int) -> tuple[list[int], tuple]:
+    """The seeded prompt and _greedy_hf of the folder's own transformers model, once per
+    process: a family's HF and GGUF artifacts are held to the same reference."""
+    reference = load_reference(Path(folder))
+    prompt = _prompt(reference.config.vocab_size, prompt_tokens)
+    return prompt, _greedy_hf(reference, prompt)
+
+
+def _prompt(vocab: int, prompt_tokens: int) -> list[int]:
+    return np.random.default_rng(7).integers(0, vocab, prompt_tokens).tolist()
 
 
 def assert_matches_transformers(
@@ -81,13 +96,14 @@ def assert_matches_transformers(
     """fp32 logits within `tol` over a `prompt_tokens` prompt and at each of GREEDY greedy
     steps, with the same tokens; `reference`: transformers' model where not
     load_reference(folder)."""
-    reference = reference if reference is not None else load_reference(folder)
+    if reference is None:
+        prompt, (want_logits, want_tokens, want_rows) = _greedy_hf_of(str(folder), prompt_tokens)
+    else:
+        prompt = _prompt(reference.config.vocab_size, prompt_tokens)
+        want_logits, want_tokens, want_rows = _greedy_hf(reference, prompt)
     harness = Harness(artifact, num_blocks=32)
-    vocab = reference.config.vocab_size
-    prompt = np.random.default_rng(7).integers(0, vocab, prompt_tokens).tolist()
     got = harness.step({0: prompt}, all_rows=True)[0]
-    assert np.abs(got - hf_logits(reference, prompt)).max() <= tol
-    want_tokens, want_rows = _greedy_hf(reference, prompt)
+    assert np.abs(got - want_logits).max() <= tol
     tokens, row = [], got[-1]
     for want_row in want_rows:
         assert np.abs(row - want_row).max() <= tol
