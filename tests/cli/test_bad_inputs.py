@@ -1,4 +1,8 @@
-"""Bad inputs reach the user as one-line errors that name the problem, never a traceback."""
+"""Bad inputs reach the user as one-line errors that name the problem, never a traceback.
+
+Compiles refused before any build run through the console entry point in this process
+(tests/support/cli.py: the same parsing, errors and exit codes, without a new interpreter's
+imports); commands that load an artifact run as real subprocesses."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ import shutil
 import pytest
 
 from mlcx.artifact.weight_shards import read_index
-from tests.support.cli import one_line_error, run_mlcx
+from tests.support.cli import one_line_error, run_mlcx, run_mlcx_here
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import TinySpec
 
@@ -20,14 +24,14 @@ def folder(tiny_model):
 
 def test_missing_file(tmp_path):
     line = one_line_error(
-        run_mlcx("compile", str(tmp_path / "nope.gguf"), "-o", str(tmp_path / "out"))
+        run_mlcx_here("compile", str(tmp_path / "nope.gguf"), "-o", str(tmp_path / "out"))
     )
     assert "nope.gguf" in line and "neither an existing path nor a preset" in line
 
 
 def test_hub_id_offline(tmp_path):
     line = one_line_error(
-        run_mlcx("compile", "HuggingFaceTB/SmolLM2-135M", "-o", str(tmp_path / "o"))
+        run_mlcx_here("compile", "HuggingFaceTB/SmolLM2-135M", "-o", str(tmp_path / "o"))
     )
     assert "model hub id" in line and "offline" in line
 
@@ -37,14 +41,14 @@ def test_truncated_safetensors(folder, tmp_path):
     shutil.copytree(folder, broken)
     weights = broken / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
-    line = one_line_error(run_mlcx("compile", str(broken), "-o", str(tmp_path / "o")))
+    line = one_line_error(run_mlcx_here("compile", str(broken), "-o", str(tmp_path / "o")))
     assert "model.safetensors" in line and "truncated" in line
 
 
 def test_truncated_gguf(folder, tmp_path):
     path = write_tiny_gguf(folder, tmp_path / "t.gguf")
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    line = one_line_error(run_mlcx("compile", str(path), "-o", str(tmp_path / "o")))
+    line = one_line_error(run_mlcx_here("compile", str(path), "-o", str(tmp_path / "o")))
     assert "t.gguf" in line and "GGUF" in line
 
 
@@ -54,7 +58,7 @@ def test_unsupported_architecture(folder, tmp_path):
     config = json.loads((other / "config.json").read_text())
     config["architectures"] = ["GPT2LMHeadModel"]
     (other / "config.json").write_text(json.dumps(config))
-    line = one_line_error(run_mlcx("compile", str(other), "-o", str(tmp_path / "o")))
+    line = one_line_error(run_mlcx_here("compile", str(other), "-o", str(tmp_path / "o")))
     assert "GPT2LMHeadModel" in line and "LlamaForCausalLM" in line
 
 
@@ -62,13 +66,13 @@ def test_malformed_config(folder, tmp_path):
     other = tmp_path / "badjson"
     shutil.copytree(folder, other)
     (other / "config.json").write_text("{not json")
-    line = one_line_error(run_mlcx("compile", str(other), "-o", str(tmp_path / "o")))
+    line = one_line_error(run_mlcx_here("compile", str(other), "-o", str(tmp_path / "o")))
     assert "config.json" in line and "not valid JSON" in line
 
 
 def test_context_window_over_the_models_fails_before_building(folder, tmp_path):
     out = tmp_path / "o"
-    result = run_mlcx("compile", str(folder), "--context-window", "1000000", "-o", str(out))
+    result = run_mlcx_here("compile", str(folder), "--context-window", "1000000", "-o", str(out))
     line = one_line_error(result)
     assert "context window 1000000 exceeds the model's" in line
     assert not out.exists()  # nothing built, converted or written

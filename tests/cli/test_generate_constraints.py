@@ -11,7 +11,7 @@ import pytest
 from mlcx.runtime.api.llm import LLM
 from mlcx.runtime.sample.params import SamplingParams
 from mlcx.runtime.structured.constraint import Constraint
-from tests.support.cli import one_line_error, run_mlcx
+from tests.support.cli import one_line_error, run_mlcx, run_mlcx_here
 from tests.support.tiny_models import TinySpec
 
 SCHEMA = {
@@ -69,7 +69,7 @@ def test_lark_and_gbnf_grammar_files_constrain_alike(artifact, tmp_path):
 
 
 def test_the_constraint_options_exclude_each_other(artifact, tmp_path):
-    result = run_mlcx("generate", str(artifact), "-p", "hi", "--regex", "a", "--grammar", "g")
+    result = run_mlcx_here("generate", str(artifact), "-p", "hi", "--regex", "a", "--grammar", "g")
     line = one_line_error(result)
     assert "--regex and --grammar exclude each other" in line
 
@@ -96,7 +96,7 @@ def test_a_bad_constraint_is_one_line_naming_the_option(
         if content is not None:
             (tmp_path / f"c{suffix}").write_text(content)
     args = ["-p", "hi", "--max-tokens", "8", option, value]
-    line = one_line_error(run_mlcx("generate", str(artifact), *args))
+    line = one_line_error(run_mlcx_here("generate", str(artifact), *args))
     assert line.startswith(f"error: {option}: ") and expected in line
 
 
