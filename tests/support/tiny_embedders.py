@@ -6,10 +6,11 @@ sentence-transformers `modules.json` (+ pooling config, + Normalize) is written 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import tokenizers
-from tokenizers import models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import models, normalizers, pre_tokenizers, processors
 
 from tests.support.tiny_models import CORPUS
 
@@ -17,19 +18,46 @@ BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CONTEXT = 64
 
 
-def _wordpiece() -> tokenizers.Tokenizer:
-    backend = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
-    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=300, special_tokens=BERT_SPECIALS, show_progress=False
+def _wordpiece(size: int = 300) -> tokenizers.Tokenizer:
+    """A WordPiece over CORPUS: every character alone and as a "##" piece, the commonest
+    words, the commonest two- and three-letter pieces inside words ("##") and at their starts,
+    as a trained one has. Built, not
+    trained: tokenizers' WordPieceTrainer breaks ties in hash-map order, so its vocabulary
+    differs from process to process, and the tests' artifact cache keys a model by its files."""
+    normalizer, splitter = (
+        normalizers.BertNormalizer(lowercase=True),
+        pre_tokenizers.BertPreTokenizer(),
     )
-    backend.train_from_iterator(CORPUS, trainer)
+    words = Counter(
+        word
+        for text in CORPUS
+        for word, _ in splitter.pre_tokenize_str(normalizer.normalize_str(text))
+    )
+    chars = sorted({c for word in words for c in word})
+    starts = Counter(w[:n] for w in words.elements() for n in (2, 3) if len(w) > n)
+    inner = Counter(
+        w[i : i + n] for w in words.elements() for n in (2, 3) for i in range(1, len(w) - n + 1)
+    )
+    vocab = [*BERT_SPECIALS, *chars, *(f"##{c}" for c in chars)]
+    vocab += _commonest(words, 60, 2)
+    vocab += [piece for piece in _commonest(starts, 60, 2) if piece not in vocab]
+    vocab += [f"##{piece}" for piece in _commonest(inner, size - len(vocab), 2)]
+    backend = tokenizers.Tokenizer(
+        models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]")
+    )
+    backend.normalizer, backend.pre_tokenizer = normalizer, splitter
+    backend.add_special_tokens(BERT_SPECIALS)  # "[CLS]" in a text is the token, as trained
     cls, sep = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
     backend.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
     )
     return backend
+
+
+def _commonest(counts: Counter, n: int, shortest: int) -> list[str]:
+    """The `n` commonest keys at least `shortest` long, ties in alphabetical order."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [key for key, _ in ranked if len(key) >= shortest][:n]
 
 
 def _bpe_with_eos() -> tokenizers.Tokenizer:
