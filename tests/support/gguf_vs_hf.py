@@ -69,12 +69,13 @@ def assert_same_config_and_weights(
 
 def _greedy_hf(reference, prompt: list[int]) -> tuple[np.ndarray, list[int], list[np.ndarray]]:
     """transformers' prompt logits, then GREEDY greedy tokens and each step's logits row."""
-    seq, rows = list(prompt), []
+    prompt_logits = hf_logits(reference, prompt)
+    seq, rows = list(prompt), [prompt_logits[-1]]
     for _ in range(GREEDY):
-        row = hf_logits(reference, seq)[-1]
-        rows.append(row)
-        seq.append(int(np.argmax(row)))
-    return hf_logits(reference, prompt), seq[len(prompt) :], rows
+        seq.append(int(np.argmax(rows[-1])))
+        if len(rows) < GREEDY:
+            rows.append(hf_logits(reference, seq)[-1])
+    return prompt_logits, seq[len(prompt) :], rows
 
 
 @functools.cache

@@ -21,9 +21,9 @@ CONTEXT = 64
 def _wordpiece(size: int = 300) -> tokenizers.Tokenizer:
     """A WordPiece over CORPUS: every character alone and as a "##" piece, the commonest
     words, the commonest two- and three-letter pieces inside words ("##") and at their starts,
-    as a trained one has. Built, not
-    trained: tokenizers' WordPieceTrainer breaks ties in hash-map order, so its vocabulary
-    differs from process to process, and the tests' artifact cache keys a model by its files."""
+    as a trained one has. Built, not trained: tokenizers' WordPieceTrainer breaks ties in
+    hash-map order, so its vocabulary differs from process to process, and the tests' artifact
+    cache keys a model by its files."""
     normalizer, splitter = (
         normalizers.BertNormalizer(lowercase=True),
         pre_tokenizers.BertPreTokenizer(),
