@@ -21,10 +21,11 @@ pytest_plugins = ["tests.support.folder_times", "tests.support.file_order"]
 
 def pytest_sessionstart(session) -> None:
     if not hasattr(session.config, "workerinput"):  # once per run, before any worker compiles
-        from tests.support import compile_cache, hf_gguf_greedy, kernel_cache
+        from tests.support import compile_cache, hf_gguf_greedy, kernel_cache, llamacpp_convert
         from tests.support.disk_cache import prune
 
-        for root in (compile_cache.ROOT, kernel_cache.ROOT, hf_gguf_greedy.ROOT, Path(LOWERED)):
+        roots = (compile_cache.ROOT, kernel_cache.ROOT, hf_gguf_greedy.ROOT, llamacpp_convert.CACHE)
+        for root in (*roots, Path(LOWERED)):
             prune(root)
 
 

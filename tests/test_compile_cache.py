@@ -1,6 +1,7 @@
 """The tests' artifact cache (tests/support/compile_cache.py): keyed by content, so the same
 tiny model written into another folder hits, and any changed byte or request field misses; each
-caller gets a private copy that names its own source."""
+caller gets a private copy that names its own source. The same holds for single files kept by
+key (disk_cache.kept_copy: the GGUF files llama.cpp converts)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import shutil
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from mlcx.artifact.config import CONFIG_FILE
 from mlcx.compile.model import CompileRequest
@@ -110,3 +112,23 @@ def test_a_result_of_a_request_is_made_once(tiny_model, tmp_path, monkeypatch):
         assert compile_cache.cached_result(request, "rules", make) == {"gpu_linear": "mlcx"}
     compile_cache.cached_result(replace(request, target="webgpu"), "rules", make)
     assert len(made) == 2
+
+
+def test_a_kept_file_is_written_once_per_key_and_copied_to_each_caller(tmp_path):
+    writes = []
+
+    def write(path):
+        writes.append(path)
+        path.write_bytes(b"gguf %d" % len(writes))
+
+    root, parts = tmp_path / "cache", {"folder": "abc", "options": ["--outtype", "f32"]}
+    first = disk_cache.kept_copy(root, parts, tmp_path / "a.gguf", write)
+    second = disk_cache.kept_copy(root, parts, tmp_path / "b.gguf", write)
+    assert len(writes) == 1 and first.read_bytes() == second.read_bytes() == b"gguf 1"
+    second.write_bytes(b"edited")  # a caller's copy is its own
+    assert disk_cache.kept_copy(root, parts, tmp_path / "c.gguf", write).read_bytes() == b"gguf 1"
+    other = disk_cache.kept_copy(root, {**parts, "folder": "abd"}, tmp_path / "d.gguf", write)
+    assert len(writes) == 2 and other.read_bytes() == b"gguf 2"
+    off = disk_cache.kept_copy(Path("off"), parts, tmp_path / "e.gguf", write)
+    assert len(writes) == 3 and off.read_bytes() == b"gguf 3"
+    assert sorted(p.suffix for p in root.iterdir()) == [".gguf", ".gguf"]

@@ -19,7 +19,6 @@ MLCX_TEST_ARTIFACTS=off compiles everything afresh; MLCX_TEST_ARTIFACTS=DIR keep
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -35,7 +34,7 @@ from mlcx.compile import model as compile_module
 from mlcx.compile.model import CompileRequest
 from mlcx.frontends.presets import PRESETS
 from mlcx.targets import cuda
-from tests.support.disk_cache import cache_root, kept, touch
+from tests.support.disk_cache import cache_root, kept, touch, tree_digest
 
 T = TypeVar("T")
 ROOT = cache_root("MLCX_TEST_ARTIFACTS", "test-artifacts")
@@ -141,16 +140,8 @@ def _is_path(value) -> bool:
 
 
 def _content(value) -> str:
-    """A file or folder by its name and the bytes of its files (relative names and contents:
-    the model's name comes from its file or folder name); anything else (a preset name) as it
-    is."""
+    """A file or folder by its name and the bytes of its files (the model's name comes from its
+    file or folder name); anything else (a preset name) as it is."""
     if value is None or str(value) in PRESETS or not Path(value).exists():
         return str(value)
-    path = Path(value)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    digest = hashlib.sha256(path.name.encode())
-    for file in files:
-        digest.update(b"\0" + str(file.relative_to(path)).encode() + b"\0")
-        with open(file, "rb") as stream:
-            digest.update(hashlib.file_digest(stream, "sha256").digest())
-    return digest.hexdigest()
+    return tree_digest(Path(value))

@@ -6,6 +6,8 @@ checkout is never hit again; prune() deletes what no run has used for a week."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import time
@@ -39,6 +41,31 @@ def kept(path: Path, write: Callable[[Path], None]) -> Path:
         os.replace(staging, path)
     touch(path)
     return path
+
+
+def tree_digest(path: Path) -> str:
+    """A file or folder by its name and the bytes of its files (relative names and contents)."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest = hashlib.sha256(path.name.encode())
+    for file in files:
+        digest.update(b"\0" + str(file.relative_to(path)).encode() + b"\0")
+        with open(file, "rb") as stream:
+            digest.update(hashlib.file_digest(stream, "sha256").digest())
+    return digest.hexdigest()
+
+
+def kept_copy(root: Path, parts: dict, out: Path, write: Callable[[Path], None]) -> Path:
+    """`out`: a copy of the entry of `parts` (JSON, with trees keyed by tree_digest) under
+    `root`, written by `write(staging)` when missing; with `root` "off", written for `out`
+    alone."""
+    if str(root) == "off":
+        staging = out.with_name(f"{out.name}.partial")
+        write(staging)
+        return staging.replace(out)
+    key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
+    entry = kept(root / f"{key}{out.suffix}", write)
+    shutil.copyfile(entry, out)
+    return out
 
 
 def prune(root: Path, days: float = PRUNE_DAYS) -> int:

@@ -15,10 +15,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 from mlcx.bench.peers.llamacpp_build import SCRIPTS, VERSION
 from mlcx.cache import cache_dir
+from tests.support.disk_cache import cache_root, kept_copy, tree_digest
+
+# converted files between runs (MLCX_TEST_GGUF=off: none, =DIR: there)
+CACHE = cache_root("MLCX_TEST_GGUF", "test-gguf")
 
 _RUN = """
 import runpy, sys
@@ -61,14 +66,23 @@ def convert(
 ) -> Path:
     """`folder` as llama.cpp writes it (`outtype`: f32, f16, q8_0, ...); `pre`: the GGUF
     pre-tokenizer name of its tokenizer; `mmproj`: its image encoder and projector instead of
-    its text model (the converter's --mmproj)."""
+    its text model (the converter's --mmproj). Kept between runs (CACHE), keyed by the folder's
+    bytes and everything else the file depends on."""
     if out.exists():
         return out
-    tmp = out.with_suffix(".partial")
-    args = [str(folder), "--outfile", str(tmp), "--outtype", outtype, *(["--mmproj"] * mmproj)]
-    cmd = [sys.executable, "-c", _RUN, str(llamacpp_tree()), pre, *args]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"convert_hf_to_gguf.py failed on {folder}:\n{done.stderr[-3000:]}")
-    tmp.rename(out)
-    return out
+    options = ["--outtype", outtype, *(["--mmproj"] * mmproj)]
+    parts = {"folder": tree_digest(folder), "pre": pre, "options": options, **converter_identity()}
+
+    def write(path: Path) -> None:
+        cmd = [sys.executable, "-c", _RUN, str(llamacpp_tree()), pre, str(folder), *options]
+        done = subprocess.run([*cmd, "--outfile", str(path)], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"convert_hf_to_gguf.py failed on {folder}:\n{done.stderr[-3000:]}")
+
+    return kept_copy(CACHE, parts, out, write)
+
+
+def converter_identity() -> dict[str, str]:
+    """What a converted file depends on besides its inputs: llama.cpp's tree (by version), this
+    module's patches, and the transformers that reads the tokenizer."""
+    return {"llama.cpp": VERSION, "run": _RUN, "transformers": version("transformers")}

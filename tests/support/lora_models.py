@@ -9,8 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from mlcx.bench.peers.llamacpp_build import VERSION
-from mlcx.cache import cache_dir
+from tests.support.llamacpp_convert import llamacpp_tree
 
 
 @dataclass(frozen=True)
@@ -62,30 +61,14 @@ def peft_model(model_folder: Path, adapter: Path):
     return peft.PeftModel.from_pretrained(load_reference(model_folder), adapter).eval()
 
 
-def llamacpp_tree() -> Path:
-    """llama.cpp's sources as the llama.cpp peer fetches them (mlcx.bench.peers)."""
-    script = Path(__file__).resolve().parents[2] / "mlcx/bench/peers/peer_builds/llamacpp-source.sh"
-    shell = f'VERSION={VERSION} CACHE="{cache_dir()}"; . "{script}"; echo "$SRC"'
-    found = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True)
-    return Path(found.stdout.strip().splitlines()[-1])
-
-
 def convert_to_gguf(model_folder: Path, adapter: Path, out: Path) -> Path:
-    """llama.cpp's convert_lora_to_gguf.py on the adapter (float32 tensors)."""
+    """llama.cpp's convert_lora_to_gguf.py on the adapter (float32 tensors). Not kept between
+    runs: the file names the base model's folder, a new temporary one each run."""
     if out.exists():
         return out
     tree = llamacpp_tree()
-    command = [
-        sys.executable,
-        str(tree / "convert_lora_to_gguf.py"),
-        "--base",
-        str(model_folder),
-        "--outtype",
-        "f32",
-        "--outfile",
-        str(out),
-        str(adapter),
-    ]
+    script = [sys.executable, str(tree / "convert_lora_to_gguf.py"), "--outtype", "f32"]
+    command = [*script, "--base", str(model_folder), "--outfile", str(out), str(adapter)]
     env = {**os.environ, "PYTHONPATH": str(tree / "gguf-py")}
     result = subprocess.run(command, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
