@@ -19,7 +19,9 @@ from mlcx.frontends.source import load_source
 from mlcx.quantization.formats import format_from_name
 from mlcx.quantization.schemes import get_quantization
 from tests.support.compile_cache import compile_model
+from tests.support.disk_cache import tree_digest
 from tests.support.harness import Harness, hf_logits
+from tests.support.hf_gguf_greedy import kept_reference
 from tests.support.tiny_gguf import write_tiny_gguf
 from tests.support.tiny_models import load_reference
 
@@ -80,11 +82,22 @@ def _greedy_hf(reference, prompt: list[int]) -> tuple[np.ndarray, list[int], lis
 
 @functools.cache
 def _greedy_hf_of(folder: str, prompt_tokens: int) -> tuple[list[int], tuple]:
-    """The seeded prompt and _greedy_hf of the folder's own transformers model, once per
-    process: a family's HF and GGUF artifacts are held to the same reference."""
-    reference = load_reference(Path(folder))
-    prompt = _prompt(reference.config.vocab_size, prompt_tokens)
-    return prompt, _greedy_hf(reference, prompt)
+    """The seeded prompt and _greedy_hf of the folder's own transformers model: a family's HF
+    and GGUF artifacts are held to the same reference. Kept between runs, as the GGUF greedy
+    references are (hf_gguf_greedy: keyed by the folder's bytes, the prompt, the step count and
+    the versions of transformers and torch)."""
+
+    def write(dest: Path) -> None:
+        reference = load_reference(Path(folder))
+        prompt = _prompt(reference.config.vocab_size, prompt_tokens)
+        logits, tokens, rows = _greedy_hf(reference, prompt)
+        with open(dest, "wb") as out:
+            np.savez(out, prompt=prompt, logits=logits, tokens=tokens, rows=np.stack(rows))
+
+    parts = ["gguf_vs_hf", tree_digest(Path(folder)), str(prompt_tokens), str(GREEDY)]
+    found = np.load(kept_reference(parts, ".npz", write))
+    rows = list(found["rows"])
+    return found["prompt"].tolist(), (found["logits"], found["tokens"].tolist(), rows)
 
 
 def _prompt(vocab: int, prompt_tokens: int) -> list[int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.disk_cache import cache_root, kept
@@ -28,28 +29,40 @@ def hf_gguf_greedy(path: Path, prompt: str, tokens: int) -> tuple[list[int], lis
         ids, out = _generate(path, prompt, tokens)
         dest.write_text(json.dumps({"prompt_ids": ids, "tokens": out}))
 
-    if str(ROOT) == "off":
-        entry = Path(tempfile.mkdtemp()) / "greedy.json"
-        write(entry)
-    else:
-        entry = kept(ROOT / f"{_key(path, prompt, tokens)}.json", write)
+    key = _file_digest(path)  # the file's bytes first, then the rest of the key
+    entry = kept_reference(["greedy", prompt, str(tokens)], ".json", write, key)
     found = json.loads(entry.read_text())
     return found["prompt_ids"], found["tokens"]
 
 
-def _key(path: Path, prompt: str, tokens: int) -> str:
-    import gguf
-    import torch
-    import transformers
+def kept_reference(parts: list[str], suffix: str, write: Callable[[Path], None], digest=None):
+    """The file `write(path)` makes, kept under the key of `parts` and the versions of
+    transformers, torch and gguf, fed to `digest` (a new sha256 when None); a new temporary
+    file each call with ROOT "off"."""
+    if str(ROOT) == "off":
+        entry = Path(tempfile.mkdtemp()) / f"reference{suffix}"
+        write(entry)
+        return entry
+    digest = digest or hashlib.sha256()
+    for part in (*parts, *_versions()):
+        digest.update(part.encode() + b"\0")
+    return kept(ROOT / f"{digest.hexdigest()[:32]}{suffix}", write)
 
+
+def _file_digest(path: Path):
     digest = hashlib.sha256()
     with path.open("rb") as f:
         while block := f.read(READ_BYTES):
             digest.update(block)
-    versions = (transformers.__version__, torch.__version__, _version(gguf))
-    for part in ("greedy", prompt, str(tokens), *versions):
-        digest.update(part.encode() + b"\0")
-    return digest.hexdigest()[:32]
+    return digest
+
+
+def _versions() -> tuple[str, ...]:
+    import gguf
+    import torch
+    import transformers
+
+    return transformers.__version__, torch.__version__, _version(gguf)
 
 
 def _version(module) -> str:
