@@ -6,11 +6,13 @@ is the real module again afterwards."""
 from __future__ import annotations
 
 import inspect
+import sys
 
 import tvm.s_tir as s_tir
 
 from mlcx.kernels.gpu.tensor_intrinsics import (
     FRAMES_READ,
+    INTRINSIC_MODULES,
     PARSER_MODULES,
     _ShallowInspect,
     load_tensor_intrinsics,
@@ -19,6 +21,8 @@ from mlcx.kernels.gpu.tensor_intrinsics import (
 
 def test_the_matmul_rule_s_intrinsics_are_registered():
     load_tensor_intrinsics()
+    # loaded here, under the shallow stack, not later by dlight's Metal rule (the slow way)
+    assert set(INTRINSIC_MODULES) <= set(sys.modules)
     from tvm.s_tir.tensor_intrin.cuda import get_wmma_intrin_group
     from tvm.s_tir.tensor_intrin.metal import get_simdgroup_intrin_group
 

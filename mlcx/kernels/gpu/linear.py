@@ -88,7 +88,8 @@ def _store(spec: GpuLinearSpec, bufs, token, row, value) -> None:
 
 class GroupDots:
     """One quantization group of a thread's rows and tokens: raw code dot products and the
-    activations' sum, scaled into the accumulators at the end."""
+    activations' sum, scaled into the accumulators at the end (dense weights: one step, added
+    as they are)."""
 
     def __init__(self, spec, reader, cfg, bufs, rows, tokens_at, lane):
         self.swiglu = spec.in_features if spec.swiglu else None
@@ -96,14 +97,23 @@ class GroupDots:
         self.reader, self.cfg, self.bufs = reader, cfg, bufs
         self.rows, self.tokens_at, self.lane = rows, tokens_at, lane
         shape = len(tokens_at) * len(rows)
-        self.dot = T.alloc_buffer((shape,), "float32", scope="local")
-        self.xsum = T.alloc_buffer((len(tokens_at),), "float32", scope="local")
+        self.dot = self.xsum = None  # dense weights: products go straight to the accumulators
+        if reader.quantized:
+            self.dot = T.alloc_buffer((shape,), "float32", scope="local")
+            self.xsum = T.alloc_buffer((len(tokens_at),), "float32", scope="local")
         self.table = reader.local_table()
 
     def run(self, group, acc) -> None:
-        reader, n_tok, n_row = self.reader, len(self.tokens_at), len(self.rows)
-        zero(self.dot, n_tok * n_row)
-        zero(self.xsum, n_tok)
+        if self.dot is None:
+            return self._steps(group, acc)
+        zero(self.dot, len(self.tokens_at) * len(self.rows))
+        zero(self.xsum, len(self.tokens_at))
+        self._steps(group, self.dot)
+        self._scale(group, acc)
+
+    def _steps(self, group, dot) -> None:
+        """The group's code . x products into `dot`, and (quantized) the sums of x."""
+        reader, n_row = self.reader, len(self.rows)
         steps = reader.group // STEP
         with T.serial(0, steps) as s:
             step = group * steps + s
@@ -115,11 +125,15 @@ class GroupDots:
                 k0 = step * STEP
                 x = self.bufs["x"]
                 xs = step_activations(x, token, k0, self.lane, self.cfg, self.swiglu, self.glu)
-                T.buffer_store(self.xsum, self.xsum[t] + tree_sum(xs), [t])
+                if reader.quantized:
+                    T.buffer_store(self.xsum, self.xsum[t] + tree_sum(xs), [t])
                 for r in range(n_row):
                     terms = [codes[r][i] * xs[i] for i in range(STEP)]
                     at = t * n_row + r
-                    T.buffer_store(self.dot, self.dot[at] + tree_sum(terms), [at])
+                    T.buffer_store(dot, dot[at] + tree_sum(terms), [at])
+
+    def _scale(self, group, acc) -> None:
+        reader, n_tok, n_row = self.reader, len(self.tokens_at), len(self.rows)
         for r, row in enumerate(self.rows):
             scale, offset = reader.scale_offset(self.bufs, row, group)
             scale, offset = T.bind(scale), T.bind(offset) if offset is not None else None

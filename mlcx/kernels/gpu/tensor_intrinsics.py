@@ -27,6 +27,9 @@ from typing import Any
 
 FRAMES_READ = 3  # tvm.script.parser.core.utils.is_defined_in_class reads frames[2]
 PARSER_MODULES = ("tvm.tirx.script.parser.entry", "tvm.script.parser.ir.entry")
+# The package imports the CUDA and CPU intrinsics; Metal's simdgroup ones only when dlight's
+# Metal matmul first asks (14 s there, in a process with torch loaded).
+INTRINSIC_MODULES = ("tvm.s_tir.tensor_intrin", "tvm.s_tir.tensor_intrin.metal")
 
 
 class _ShallowInspect:
@@ -64,7 +67,8 @@ def load_tensor_intrinsics() -> None:
     for module in modules:
         module.inspect = _ShallowInspect()
     try:
-        import tvm.s_tir.tensor_intrin  # noqa: F401
+        for name in INTRINSIC_MODULES:
+            importlib.import_module(name)
     finally:
         for module, original in zip(modules, saved, strict=True):
             module.inspect = original
