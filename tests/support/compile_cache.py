@@ -25,6 +25,7 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import asdict, replace
+from importlib.metadata import version
 from pathlib import Path
 from typing import TypeVar
 
@@ -58,9 +59,22 @@ def compile_model(req: CompileRequest, progress=None) -> Path:
 def cached_result(req: CompileRequest, kind: str, make: Callable[[], T]) -> T:
     """`make()`'s result (JSON: what the compile of `req` would show, e.g. the rule that
     schedules each kernel), kept beside the artifacts under the request's key and `kind`."""
+    return _kept_json(request_key(req), kind, make)
+
+
+def cached_json(kind: str, parts: dict, make: Callable[[], T]) -> T:
+    """`make()`'s result (JSON) for work that is not a whole compile (scheduling a module, a
+    TVM behaviour), kept under `parts` and what decides any compile: the compiling sources'
+    hash and TVM's and tvm-ffi's versions."""
+    versions = {name: version(name) for name in ("apache-tvm", "apache-tvm-ffi")}
+    key = jit.digest({"kind": kind, "code": jit.code_hash(), **versions, **parts})
+    return _kept_json(key, kind, make)
+
+
+def _kept_json(key: str, kind: str, make: Callable[[], T]) -> T:
     if str(ROOT) == "off":
         return make()
-    path = ROOT / f"{request_key(req)[:24]}.{kind}.json"
+    path = ROOT / f"{key[:24]}.{kind}.json"
     return json.loads(kept(path, lambda p: p.write_text(json.dumps(make()))).read_text())
 
 

@@ -19,6 +19,7 @@ import pytest
 from mlcx.kernels.gpu.tensor_core import tensorize_works
 from mlcx.passes.pipeline_gpu import MATMUL_RULE_UNSAFE, schedule_rules
 from tests.support.cli import mlcx_env
+from tests.support.compile_cache import cached_json
 from tests.support.tiny_models import TinySpec
 
 TENSORIZING = [("cuda", "float16"), ("metal", "float16"), ("metal", "float32")]
@@ -84,7 +85,7 @@ def test_unsafe_set_covers_the_crashes():
     assert ("cuda", "float16") in MATMUL_RULE_UNSAFE and ("metal", "*") in MATMUL_RULE_UNSAFE
 
 
-def _run_all(cases: dict[object, list[str]]) -> dict[object, tuple[int, str]]:
+def _run_all(cases: dict[str, list[str]]) -> dict[str, tuple[int, str]]:
     """Each case a fresh interpreter (as mlcx's users have it: no torch), all at once:
     case -> (exit code, stdout)."""
     procs = {
@@ -105,9 +106,10 @@ def _run_all(cases: dict[object, list[str]]) -> dict[object, tuple[int, str]]:
 
 
 def test_tensorize_crashes_exactly_where_tvm_ffi_breaks_json():
-    cases = {case: ["-c", REPRO, *case] for case in TENSORIZING}
+    cases = {repr(case): ["-c", REPRO, *case] for case in TENSORIZING}
     cases["save_json"] = ["-c", SAVE_JSON]
-    results = _run_all(cases)
+    # how TVM behaves depends on the scripts and TVM's and tvm-ffi's versions (the key) alone
+    results = cached_json("tensorize-crashes", cases, lambda: _run_all(cases))
     if tensorize_works():
         broken = {case: code for case, (code, _) in results.items() if code != 0}
         assert not broken, (

@@ -1,7 +1,8 @@
 """The image encoder on GPU targets: every kernel of `embed_image` is scheduled by a dlight
 rule other than Fallback (webgpu, cuda, metal, iphone, android; f32, and f16 where the encoder
 follows an f16 text model), and each target writes its encoder files into vision/ (built
-here; run where a GPU is; webgpu runs in test_encoder_webgpu.py)."""
+here; run where a GPU is; webgpu runs in test_encoder_webgpu.py). The rules are kept between
+runs as the tests keep compiles (tests/support/compile_cache.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from mlcx.passes.pipeline_gpu import gpu_graph_passes
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.registry import get_target
 from mlcx.targets.toolchain import require
+from tests.support.compile_cache import cached_json
+from tests.support.disk_cache import tree_digest
 
 TOOLS = {"metal": ("clang", "ld64.lld"), "iphone": ("llvm-ar",), "android": ("llvm-ar", "ld.lld")}
 
@@ -35,6 +38,14 @@ def _target(name: str):
     + [(t, "float16") for t in ("webgpu", "cuda", "metal", "android")],
 )
 def test_no_encoder_kernel_is_left_to_fallback(vision_folder, name, dtype):
+    parts = {"source": tree_digest(vision_folder), "target": name, "dtype": dtype}
+    rules = cached_json("encoder-rules", parts, lambda: _encoder_rules(vision_folder, name, dtype))
+    assert rules and "Fallback" not in rules.values(), rules
+    assert {"layer_norm", "softmax"} <= set(rules)
+
+
+def _encoder_rules(vision_folder, name: str, dtype: str) -> dict[str, str]:
+    """The dlight rule that schedules each kernel of the encoder's GPU graph for `name`."""
     source = load_source(str(vision_folder))
     family = ENCODERS[source.arch.encoder]
     module = family.build(family.config_from_hf(source.tensors.config), dtype)
@@ -42,9 +53,7 @@ def test_no_encoder_kernel_is_left_to_fallback(vision_folder, name, dtype):
     _, tvm_target = _target(name)
     with tvm_target:
         passes = gpu_graph_passes(tvm_target, dtype, gpu_config(tvm_target))
-        rules = schedule_rules_of(tvm.transform.Sequential(passes)(mod))
-    assert rules and "Fallback" not in rules.values(), rules
-    assert {"layer_norm", "softmax"} <= set(rules)
+        return schedule_rules_of(tvm.transform.Sequential(passes)(mod))
 
 
 # the files each target writes (the library first), beside encoder.json and params/
