@@ -85,7 +85,7 @@ def _greedy_hf_of(folder: str, prompt_tokens: int) -> tuple[list[int], tuple]:
     """The seeded prompt and _greedy_hf of the folder's own transformers model: a family's HF
     and GGUF artifacts are held to the same reference. Kept between runs, as the GGUF greedy
     references are (hf_gguf_greedy: keyed by the folder's bytes, the prompt, the step count and
-    the versions of transformers and torch)."""
+    the versions of transformers, torch and gguf)."""
 
     def write(dest: Path) -> None:
         reference = load_reference(Path(folder))

@@ -14,6 +14,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 
 from tests.support.disk_cache import cache_root, kept
@@ -58,17 +59,8 @@ def _file_digest(path: Path):
 
 
 def _versions() -> tuple[str, ...]:
-    import gguf
-    import torch
-    import transformers
-
-    return transformers.__version__, torch.__version__, _version(gguf)
-
-
-def _version(module) -> str:
-    from importlib.metadata import version
-
-    return getattr(module, "__version__", None) or version(module.__name__)
+    """The installed versions (from their metadata: no import of torch just for a key)."""
+    return tuple(version(name) for name in ("transformers", "torch", "gguf"))
 
 
 def _generate(path: Path, prompt: str, tokens: int) -> tuple[list[int], list[int]]:
