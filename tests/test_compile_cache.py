@@ -114,6 +114,21 @@ def test_a_result_of_a_request_is_made_once(tiny_model, tmp_path, monkeypatch):
     assert len(made) == 2
 
 
+def test_a_result_of_other_work_is_made_once_per_parts(tmp_path, monkeypatch):
+    monkeypatch.setattr(compile_cache, "ROOT", tmp_path / "cache")
+    made = []
+
+    def make():
+        made.append(1)
+        return {"case": [0, "scheduled"]}
+
+    for _ in range(2):  # JSON round trip: tuples come back as lists
+        assert compile_cache.cached_json("k", {"t": "metal"}, make) == {"case": [0, "scheduled"]}
+    compile_cache.cached_json("k", {"t": "cuda"}, make)
+    compile_cache.cached_json("other", {"t": "metal"}, make)
+    assert len(made) == 3
+
+
 def test_a_kept_file_is_written_once_per_key_and_copied_to_each_caller(tmp_path):
     writes = []
 
