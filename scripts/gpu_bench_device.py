@@ -12,6 +12,7 @@
    - if time is left, the default model again without CUDA graphs and with mlcx's own decode
      GEMV instead of dlight's LowBatchGEMV, to see what each is worth;
    - if time is left, kernel launches per decode step of the default model (lowered module).
+   - after the 1B model, WebGPU's GEMM tiles on the GPU's Vulkan (scripts/gpu_bench_tiles.py).
 Prints one line per result and a summary table; writes gpu-bench.json under $OUT if set.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from gpu_bench_clock import left, python, say  # beside this script: on sys.path
 from gpu_bench_stage import install, stage, unpack
+from gpu_bench_tiles import webgpu_tiles
 
 ROOT = Path(__file__).resolve().parents[1]
 CARRY = ROOT / ".gpu"
@@ -100,6 +102,7 @@ def bench(env, model: str, peer: bool, bandwidth: float | None) -> dict | None:
         "decode": mlcx["decode"],
         "compile_s": report.get("compile_seconds"),
         "artifact": report["artifact"],
+        "devices": report.get("devices", {}),
         "weight_bytes_per_token": report["weight_bytes_per_token"],
         "ratios": report.get("ratios", {}),
         "peers": {k: v for k, v in report["speeds"].items() if k != "mlcx"},
@@ -286,6 +289,8 @@ def main() -> None:
         RESULTS["models"][model] = bench(env, model, peer, bandwidth)
         if model == MODELS[0] and RESULTS["models"][model]:
             greedy(env, payload, RESULTS["models"][model]["artifact"])
+        if model == MODELS[1]:  # its random GGUF is made: WebGPU's prefill tiles on it
+            webgpu_tiles(env, WORK, RESULTS)
     variants(env)
     launches(env)
     summary()

@@ -9,7 +9,9 @@ what earlier calls left while it stays warm (30 s after a call), and gpu-bench.s
 benchmark once every part is there. The payload:
 
     site/tvm                 the installed TVM package (py3-none: any Python), 3rdparty/src cut
-    wheels/*.whl             cp312 apache-tvm-ffi (the pinned version), gguf, llguidance
+    wheels/*.whl             cp312 apache-tvm-ffi (the pinned version), gguf, llguidance, the
+                             CLI's typer/pydantic, wgpu (at the versions installed here)
+    lib/libvulkan.so.1       the Vulkan loader, for wgpu on the GPU's Vulkan driver
     cache/models/...         the default model's GGUF, where mlcx's preset looks for it
     cache/peers/llama.cpp-cuda-*/bin/llama-bench   from scripts/build-llamacpp-cuda.sh, if built
     expected.json            greedy tokens of the cpu artifact of the default model, for a prompt
@@ -34,7 +36,30 @@ MIB = 1 << 20
 CARRY_LIMIT = 64 * MIB
 PROMPT = "The capital of France is Paris. The three largest cities in France are"
 MAX_TOKENS = 32
-WHEELS = ["gguf>=0.16", "llguidance>=1.9,<2"]
+# What `mlcx bench` imports that the GPU machine's image lacks (gguf, llguidance, pydantic,
+# which typer >= 0.2x imports) or may hold at another version (typer, click, rich): carried
+# at the versions installed here, the ones the suite ran with.
+WHEELS = [
+    "gguf",
+    "llguidance",
+    "typer",
+    "click",
+    "rich",
+    "pydantic",
+    "pydantic-core",
+    "annotated-types",
+    "typing-inspection",
+    "annotated-doc",
+    "shellingham",
+    # the WebGPU tile measurement: wgpu-native on the GPU's Vulkan driver
+    "wgpu",
+    "cffi",
+    "pycparser",
+    "rendercanvas",
+]
+# The Vulkan loader (Debian's libvulkan1) that wgpu-native opens; the GPU machine's image has
+# the NVIDIA driver's ICD but maybe no loader.
+VULKAN_LOADER = "libvulkan1"
 DEVICE_PYTHON = "3.12"
 
 
@@ -62,6 +87,8 @@ def _copy_tvm(site: Path) -> None:
 
 def _wheels(out: Path, python: str) -> None:
     """The pinned tvm-ffi (pyproject) and what mlcx imports that the GPU machine lacks."""
+    from importlib.metadata import version
+
     import tomllib
 
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
@@ -69,7 +96,7 @@ def _wheels(out: Path, python: str) -> None:
     platforms = []
     for n in (17, 24, 27, 28, 31, 34, 35):
         platforms += ["--platform", f"manylinux_2_{n}_x86_64"]
-    for req in [pinned, *WHEELS]:
+    for req in [pinned, *(f"{name}=={version(name)}" for name in WHEELS)]:
         _run(
             sys.executable,
             "-m",
@@ -87,6 +114,17 @@ def _wheels(out: Path, python: str) -> None:
             str(out),
             req,
         )
+
+
+def _vulkan_loader(lib: Path) -> None:
+    """libvulkan.so.1 from the distribution's package, into `lib` (LD_LIBRARY_PATH there)."""
+    with tempfile.TemporaryDirectory(prefix="vulkan-") as tmp:
+        _run("apt-get", "download", "-q", VULKAN_LOADER, cwd=tmp, stdout=subprocess.DEVNULL)
+        [deb] = Path(tmp).glob("*.deb")
+        _run("dpkg-deb", "-x", str(deb), f"{tmp}/root")
+        lib.mkdir(parents=True)
+        for so in Path(tmp, "root").rglob("libvulkan.so.1*"):
+            shutil.copy2(so, lib / so.name, follow_symlinks=True)
 
 
 def _default_gguf() -> Path:
@@ -170,6 +208,7 @@ def main() -> None:
         (payload / "site").mkdir(parents=True)
         _copy_tvm(payload / "site")
         _wheels(payload / "wheels", args.python)
+        _vulkan_loader(payload / "lib")
         gguf = _default_gguf()
         models = payload / "cache" / "models" / gguf.parent.name
         models.mkdir(parents=True)

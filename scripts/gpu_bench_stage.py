@@ -15,6 +15,9 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+# where the GPU machine's image keeps the NVIDIA driver's Vulkan ICD (its loader may not look)
+NVIDIA_ICD = Path("/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json")
+
 
 def stage(carry: Path, say: Callable[..., None]) -> dict | None:
     """The manifest once every part is under `carry`, else None (after saying what is missing)."""
@@ -95,6 +98,8 @@ def install(payload: Path, root: Path) -> tuple[dict[str, str], str | None]:
     env["MLCX_CACHE"] = str(cache)
     env["PYTHONUNBUFFERED"] = "1"
     env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        [*_library_dirs(), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
+        [*_library_dirs(), str(payload / "lib"), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
     )
+    if NVIDIA_ICD.is_file() and "VK_DRIVER_FILES" not in env:
+        env["VK_DRIVER_FILES"] = str(NVIDIA_ICD)
     return env, str(bench) if bench else None
