@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import tvm
 
-from mlcx.kernels.gpu.config import GpuConfig
+from mlcx.kernels.gpu.config import GpuConfig, gpu_config
 from mlcx.kernels.gpu.linear import GpuLinearSpec, build_gpu_linear, k_splits
 from mlcx.quantization.formats import DenseFormat, GroupIntFormat
 from tests.support.wgpu_prim import run_prim_func
@@ -42,6 +43,21 @@ def _case_id(case) -> str:
 @pytest.mark.parametrize("subgroups", [True, False], ids=["shuffles", "no-shuffles"])
 @pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
 def test_linear_matches_numpy(adapter, case, subgroups):
+    _check_linear(case, GpuConfig(subgroups=subgroups))
+
+
+GEMM_CASES = [c for c in CASES if c[3] > GpuConfig().gemv_max_tokens]
+
+
+@pytest.mark.parametrize("case", GEMM_CASES, ids=[_case_id(c) for c in GEMM_CASES])
+def test_webgpu_s_own_gemm_tile_matches_numpy(adapter, case):
+    """The config WebGPU artifacts are compiled with (its own GEMM tile), partial tiles too."""
+    config = gpu_config(tvm.target.Target({"kind": "webgpu"}))
+    assert config.gemm_tokens != GpuConfig().gemm_tokens  # else the test above covers it
+    _check_linear(case, config)
+
+
+def _check_linear(case, config: GpuConfig) -> None:
     fmt, n, k, tokens, residual = case
     rng = np.random.default_rng(n * k + tokens)
     params = fmt.pack(rng.standard_normal((n, k)).astype(np.float32))
@@ -52,7 +68,7 @@ def test_linear_matches_numpy(adapter, case, subgroups):
     res = rng.standard_normal((tokens, n)).astype(np.float32)
     poisoned = np.full((tokens, n), np.nan, np.float32)  # every element must be written
     spec = GpuLinearSpec(fmt, k, n, "float32", residual, swiglu)
-    func = build_gpu_linear(spec, GpuConfig(subgroups=subgroups))
+    func = build_gpu_linear(spec, config)
     planes = [_as_read(params[s]) for s in fmt.suffixes]
     arrays = [x, *planes, *([res] if residual else []), poisoned]
     out = run_prim_func(func, arrays)[-1]

@@ -52,12 +52,21 @@ SHUFFLE_KINDS = ("cuda", "metal", "webgpu")
 # the adapter may be a CPU (lavapipe, SwiftShader), 8 decode chunks and unsplit prefill were best.
 ATTENTION_SPLITS = {"cuda": (32, 8), "metal": (32, 8)}  # kind -> (decode, prefill)
 
+# Tokens of a GEMM thread's accumulator tile by target kind (its rows stay gemm_rows = 8).
+# WebGPU runs on what a browser has: laptops' and phones' GPUs, whose threads keep far fewer
+# registers than CUDA's 255, and SwiftShader where there is no GPU. Compiled for sm_90, the 8x8
+# tile's prefill GEMM takes all 255 registers a thread has, the 4x8 one 167 (dlight's matmul uses
+# 4x4 on WebGPU); SwiftShader builds the 4x8 pipeline in 0.4x the time. Its speed on a real GPU
+# against 8x8 is what scripts/gpu_bench_tiles.py measures, not yet run.
+GEMM_TOKENS = {"webgpu": 4}
+
 
 def gpu_config(target, subgroups: bool = True) -> GpuConfig:
     """The config for a TVM target: subgroup shuffles where wanted and its codegen has them."""
     kind = target.kind.name
     decode, prefill = ATTENTION_SPLITS.get(kind, (8, 1))
     return GpuConfig(
+        gemm_tokens=GEMM_TOKENS.get(kind, GpuConfig.gemm_tokens),
         subgroups=subgroups and kind in SHUFFLE_KINDS,
         decode_splits=decode,
         prefill_splits=prefill,
