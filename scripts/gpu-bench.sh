@@ -5,7 +5,7 @@
 # kernel launches per decode step. Inside one 10-minute call.
 #
 # First, on the CPU machine, in the repo root (once; minutes):
-#   scripts/build-llamacpp-cuda.sh          # llama-bench for sm_90 (hours on 2 cores)
+#   scripts/build-llamacpp-cuda.sh          # llama-bench for sm_90 (~35 min on 2 cores)
 #   .venv/bin/python scripts/gpu_bench_pack.py   # writes .gpu/p1 .. .gpu/pN, prints the calls
 # Then one device call per part, each right after the last (the machine keeps earlier parts
 # only while warm, 30 s), all with this command:

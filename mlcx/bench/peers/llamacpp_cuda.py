@@ -3,7 +3,7 @@
 
 Not the Python binding: its per-token Python cost would flatter mlcx. The binary comes from
 scripts/build-llamacpp-cuda.sh (the same llama.cpp source as the other peers, built with nvcc
-for one arch, CUDA graphs on; hours on 2 cores), cached under `<cache>/peers/`.
+for one arch, CUDA graphs on; ~35 minutes on 2 cores), cached under `<cache>/peers/`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from mlcx.bench.peers.llama_bench import LlamaBenchBackend, LlamaBenchEngine
 from mlcx.bench.peers.llamacpp_build import LlamaCppBuild
 from mlcx.bench.peers.peer_setup import PeerSetup
 
-BUILD = LlamaCppBuild("cuda", "llama.cpp's CUDA backend for one GPU arch", "hours on 2 cores")
+BUILD = LlamaCppBuild("cuda", "llama.cpp's CUDA backend for one GPU arch", "~35 minutes on 2 cores")
 CUDA = LlamaBenchBackend("llama.cpp-cuda", "CUDA", "CUDA_VISIBLE_DEVICES")
 
 
