@@ -16,24 +16,19 @@ from pathlib import Path
 
 from gpu_bench_clock import left, say
 
-# label -> (groups, gemm_tokens): the workgroup's token rows and each thread's tokens
-TILES = {"8x8, 8 groups (before)": (8, 8), "4x8, 8 groups (now)": (8, 4), "4x8, 16 groups": (16, 4)}
+# label -> tokens of a GEMM thread's tile (its 8 rows and the workgroup's 8 groups stay)
+TILES = {"8x8 (before)": 8, "4x8 (now)": 4}
 MODEL = "llama-3.2-1b-random"
 SIZES = ["--prompt", "512", "--decode", "32", "--reps", "3", "--json"]
 
-# Compiles MODEL for webgpu with the tile's tokens and GpuConfig's default groups replaced (every
-# module calls gpu_config(), which builds GpuConfig from its defaults and GEMM_TOKENS).
+# Compiles MODEL for webgpu with the tile's tokens (gpu_config() reads GEMM_TOKENS per target).
 COMPILE = """
-import dataclasses, sys
+import sys
 from pathlib import Path
 from mlcx.bench.workloads.named_models import ensure_random_gguf
 from mlcx.compile.model import CompileRequest, compile_model
 from mlcx.kernels.gpu import config
-names = [f.name for f in dataclasses.fields(config.GpuConfig)]
-defaults = list(config.GpuConfig.__init__.__defaults__)
-defaults[names.index("groups")] = int(sys.argv[3])
-config.GpuConfig.__init__.__defaults__ = tuple(defaults)
-config.GEMM_TOKENS["webgpu"] = int(sys.argv[4])
+config.GEMM_TOKENS["webgpu"] = int(sys.argv[3])
 source = str(ensure_random_gguf(sys.argv[1], print))
 compile_model(CompileRequest(source, "webgpu", None, Path(sys.argv[2])))
 """
@@ -54,12 +49,12 @@ def _run(label: str, what: str, argv: list[str], env, spare: float) -> str | Non
 
 def webgpu_tiles(env, work: Path, results: dict, model: str = MODEL) -> None:
     results["webgpu_tiles"] = {}
-    for label, (groups, tokens) in TILES.items():
+    for label, tokens in TILES.items():
         if left() < 100:
             say(f"webgpu {label}: skipped ({left():.0f} s left)")
             continue
-        out = work / f"webgpu-{groups}x{tokens}"
-        argv = [sys.executable, "-c", COMPILE, model, str(out), str(groups), str(tokens)]
+        out = work / f"webgpu-{tokens}x8"
+        argv = [sys.executable, "-c", COMPILE, model, str(out), str(tokens)]
         if _run(label, "compile", argv, env, 60) is None:
             return
         bench = [sys.executable, "-m", "mlcx", "bench", str(out), *SIZES]
