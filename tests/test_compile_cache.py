@@ -129,6 +129,19 @@ def test_a_result_of_other_work_is_made_once_per_parts(tmp_path, monkeypatch):
     assert len(made) == 3
 
 
+def test_with_the_cache_off_a_result_is_made_each_time_and_read_back_as_json(monkeypatch):
+    monkeypatch.setattr(compile_cache, "ROOT", Path("off"))
+    made = []
+
+    def make():
+        made.append(1)
+        return {"case": (0, "scheduled")}
+
+    for _ in range(2):  # the same JSON round trip as with the cache on
+        assert compile_cache.cached_json("k", {"t": "metal"}, make) == {"case": [0, "scheduled"]}
+    assert len(made) == 2
+
+
 def test_a_kept_file_is_written_once_per_key_and_copied_to_each_caller(tmp_path):
     writes = []
 

@@ -35,7 +35,7 @@ from mlcx.compile import model as compile_module
 from mlcx.compile.model import CompileRequest
 from mlcx.frontends.presets import PRESETS
 from mlcx.targets import cuda
-from tests.support.disk_cache import cache_root, kept, touch, tree_digest
+from tests.support.disk_cache import cache_root, kept_entry, touch, tree_digest
 
 T = TypeVar("T")
 ROOT = cache_root("MLCX_TEST_ARTIFACTS", "test-artifacts")
@@ -72,10 +72,8 @@ def cached_json(kind: str, parts: dict, make: Callable[[], T]) -> T:
 
 
 def _kept_json(key: str, kind: str, make: Callable[[], T]) -> T:
-    if str(ROOT) == "off":
-        return make()
-    path = ROOT / f"{key[:24]}.{kind}.json"
-    return json.loads(kept(path, lambda p: p.write_text(json.dumps(make()))).read_text())
+    path = kept_entry(ROOT, key[:24], f".{kind}.json", lambda p: p.write_text(json.dumps(make())))
+    return json.loads(path.read_text())
 
 
 def request_key(req: CompileRequest) -> str:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -43,6 +44,16 @@ def kept(path: Path, write: Callable[[Path], None]) -> Path:
     return path
 
 
+def kept_entry(root: Path, key: str, suffix: str, write: Callable[[Path], None]) -> Path:
+    """The file `write(path)` makes, kept as `root`/`key``suffix` (kept()); with `root` "off",
+    written afresh into a temporary folder each call, so that callers read one path either way."""
+    if str(root) == "off":
+        path = Path(tempfile.mkdtemp()) / f"entry{suffix}"
+        write(path)
+        return path
+    return kept(root / f"{key}{suffix}", write)
+
+
 def tree_digest(path: Path) -> str:
     """A file or folder by its name and the bytes of its files (relative names and contents)."""
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
@@ -56,15 +67,9 @@ def tree_digest(path: Path) -> str:
 
 def kept_copy(root: Path, parts: dict, out: Path, write: Callable[[Path], None]) -> Path:
     """`out`: a copy of the entry of `parts` (JSON, with trees keyed by tree_digest) under
-    `root`, written by `write(staging)` when missing; with `root` "off", written for `out`
-    alone."""
-    if str(root) == "off":
-        staging = out.with_name(f"{out.name}.partial")
-        write(staging)
-        return staging.replace(out)
+    `root`, written by `write(staging)` when missing (kept_entry)."""
     key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
-    entry = kept(root / f"{key}{out.suffix}", write)
-    shutil.copyfile(entry, out)
+    shutil.copyfile(kept_entry(root, key, out.suffix, write), out)
     return out
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 
-from tests.support.disk_cache import cache_root, kept
+from tests.support.disk_cache import cache_root, kept_entry
 
 ROOT = cache_root("MLCX_TEST_REFERENCES", "test-references")
 READ_BYTES = 1 << 24
@@ -40,14 +39,10 @@ def kept_reference(parts: list[str], suffix: str, write: Callable[[Path], None],
     """The file `write(path)` makes, kept under the key of `parts` and the versions of
     transformers, torch and gguf, fed to `digest` (a new sha256 when None); a new temporary
     file each call with ROOT "off"."""
-    if str(ROOT) == "off":
-        entry = Path(tempfile.mkdtemp()) / f"reference{suffix}"
-        write(entry)
-        return entry
     digest = digest or hashlib.sha256()
     for part in (*parts, *_versions()):
         digest.update(part.encode() + b"\0")
-    return kept(ROOT / f"{digest.hexdigest()[:32]}{suffix}", write)
+    return kept_entry(ROOT, digest.hexdigest()[:32], suffix, write)
 
 
 def _file_digest(path: Path):

@@ -11,7 +11,6 @@ it. MLCX_TEST_KERNELS=off keeps nothing on disk; =DIR keeps it in DIR."""
 from __future__ import annotations
 
 import hashlib
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -22,7 +21,7 @@ from tvm import tirx
 
 from mlcx.compile import jit
 from mlcx.passes import tir_pipeline
-from tests.support.disk_cache import cache_root, kept
+from tests.support.disk_cache import cache_root, kept_entry
 
 T = TypeVar("T")
 ROOT = cache_root("MLCX_TEST_KERNELS", "test-kernels")
@@ -43,11 +42,7 @@ def cached(func: tirx.PrimFunc, target: str, make: Callable[[], T]) -> T:
 def on_disk(func: tirx.PrimFunc, target: str, suffix: str, write: Callable[[Path], None]) -> Path:
     """The file `write(path)` makes for `func` on `target` (`suffix`: its kind, e.g. ".so"),
     written once per machine (with the cache off, each time, into a temporary folder)."""
-    if str(ROOT) == "off":
-        path = Path(tempfile.mkdtemp()) / f"kernel{suffix}"
-        write(path)
-        return path
-    return kept(ROOT / f"{_disk_key(func, target)}{suffix}", write)
+    return kept_entry(ROOT, _disk_key(func, target), suffix, write)
 
 
 def _disk_key(func: tirx.PrimFunc, target: str) -> str:
