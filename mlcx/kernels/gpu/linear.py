@@ -105,7 +105,8 @@ class GroupDots:
 
     def run(self, group, acc) -> None:
         if self.dot is None:
-            return self._steps(group, acc)
+            self._steps(group, acc)
+            return
         zero(self.dot, len(self.tokens_at) * len(self.rows))
         zero(self.xsum, len(self.tokens_at))
         self._steps(group, self.dot)
