@@ -35,7 +35,7 @@ from mlcx.compile import model as compile_module
 from mlcx.compile.model import CompileRequest
 from mlcx.frontends.presets import PRESETS
 from mlcx.targets import cuda
-from tests.support.disk_cache import cache_root, kept_entry, touch, tree_digest
+from tests.support.disk_cache import cache_root, kept_entry, making, touch, tree_digest
 
 T = TypeVar("T")
 ROOT = cache_root("MLCX_TEST_ARTIFACTS", "test-artifacts")
@@ -106,7 +106,8 @@ def _fill(entry: Path, req: CompileRequest, progress) -> bool:
         kept = _Kept()
         logging.getLogger("mlcx").addHandler(kept)
         try:
-            compile_module.compile_model(replace(req, output=staging), progress)
+            with making(ROOT):
+                compile_module.compile_model(replace(req, output=staging), progress)
             _log_file(entry).write_text(json.dumps(kept.records))
             staging.rename(entry)
         finally:

@@ -13,12 +13,16 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from mlcx.cache import cache_dir
 
 PRUNE_DAYS = 7
+# seconds this process spent making what a cache did not hold, by the cache's folder name
+# (tests/support/folder_times.py prints them by test folder)
+MADE: dict[str, float] = defaultdict(float)
 
 
 def cache_root(env: str, name: str) -> Path:
@@ -31,6 +35,16 @@ def touch(path: Path) -> None:
     os.utime(path)
 
 
+@contextmanager
+def making(root: Path) -> Iterator[None]:
+    """Counts the time inside as spent making an entry of the cache at `root` (MADE)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        MADE[root.name] += time.perf_counter() - started
+
+
 def kept(path: Path, write: Callable[[Path], None]) -> Path:
     """`path`, written by `write(staging)` when missing: whole or not at all (two workers may
     both write it; either copy is whole), and marked used."""
@@ -38,7 +52,8 @@ def kept(path: Path, write: Callable[[Path], None]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         key, _, kind = path.name.partition(".")  # the staging name keeps the kind: ".so" ...
         staging = path.with_name(f"{key}.tmp-{os.getpid()}.{kind}")
-        write(staging)
+        with making(path.parent):
+            write(staging)
         os.replace(staging, path)
     touch(path)
     return path
