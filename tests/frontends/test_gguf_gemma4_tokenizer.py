@@ -71,6 +71,7 @@ def pair(tmp_path_factory):
         eos_token_id=1,
         bos_token_id=2,
     )
+    torch.manual_seed(0)  # the same bytes each run: the converted file is kept under them
     AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(folder)
     path = convert(folder, root / "tokenizer.gguf")
     return assets_from_gguf(gguf.GGUFReader(str(path))), AutoTokenizer.from_pretrained(folder)
