@@ -12,6 +12,7 @@ from pathlib import Path
 import gguf
 
 from mlcx.cache import cache_dir
+from mlcx.frontends.gguf.checkpoint import open_gguf
 
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
 
@@ -19,7 +20,7 @@ _BLOCK = re.compile(r"^blk\.(\d+)\.")
 def write_truncated_gguf(src: Path, out: Path, first: int, last: int = 0) -> Path:
     """Copy `src` to `out` keeping its first `first` and last `last` blocks, renumbered in
     order (metadata copied, block_count set)."""
-    reader = gguf.GGUFReader(str(src))
+    reader = open_gguf(src)
     arch = reader.fields[gguf.Keys.General.ARCHITECTURE].contents()
     total = int(reader.fields[f"{arch}.block_count"].contents())
     if first < 1 or last < 0 or first + last >= total:
