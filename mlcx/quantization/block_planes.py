@@ -13,6 +13,7 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
+from mlcx.quantization.bit_packing import pack_bits
 from mlcx.quantization.block_kinds import BlockKind
 
 
@@ -45,7 +46,7 @@ def pack_planes(codes: np.ndarray, kind: BlockKind, tiled: bool) -> dict[str, np
         if tiled:
             params[plane] = _tile(values, width).view(np.uint32).reshape(n, k * width // 32)
         else:
-            params[plane] = _pack_bits(values, width)
+            params[plane] = pack_bits(values, width)
         shift += width
     return params
 
@@ -105,15 +106,6 @@ def _u16_bits(words: te.Tensor, word, shift, width: int) -> tirx.PrimExpr:
     stored = words[word // 2 // cols, word // 2 % cols]
     bits = (word % 2 * 16 + shift).astype("uint32")
     return (stored >> bits) & tirx.const((1 << width) - 1, "uint32")
-
-
-def _pack_bits(values: np.ndarray, width: int) -> np.ndarray:
-    """[N, K] values below 2**width -> uint32 [N, K * width / 32], value k at bit k * width."""
-    n, k = values.shape
-    per = 32 // width
-    parts = values.astype(np.uint32).reshape(n, k // per, per)
-    shifts = (np.arange(per, dtype=np.uint32) * width)[None, None, :]
-    return np.bitwise_or.reduce(parts << shifts, axis=2)
 
 
 def _unpack_bits(words: np.ndarray, width: int, k: int) -> np.ndarray:

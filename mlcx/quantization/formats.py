@@ -19,6 +19,7 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
+from mlcx.quantization.bit_packing import pack_bits
 from mlcx.quantization.block_formats import KINDS, BlockFormat, ParamSpecs
 from mlcx.quantization.mxfp4 import Mxfp4Format
 from mlcx.quantization.stacked import StackedFormat
@@ -150,9 +151,7 @@ class GroupIntFormat:
                 raise ValueError("affine formats need a minimum per group")
             params["mins"] = np.ascontiguousarray(minimum, dtype=self.scale_dtype)
         if self.bits == 4:
-            nibbles = q.astype(np.uint32).reshape(q.shape[0], -1, 8)
-            shifts = (np.arange(8, dtype=np.uint32) * 4)[None, None, :]
-            params["qweight"] = np.bitwise_or.reduce(nibbles << shifts, axis=2)
+            params["qweight"] = pack_bits(q, 4)
         else:
             params["qweight"] = (q.astype(np.int16) - self.zero_point).astype(np.int8)
         return self._tile(params, q) if self.tiled else params

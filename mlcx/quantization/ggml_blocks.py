@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 
+from mlcx.quantization.bit_packing import or_along
 from mlcx.quantization.ggml_low_blocks import (
     LOW_BYTES,
     LOW_TYPES,
@@ -92,7 +93,7 @@ def _q6_bytes(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         [low[..., 0, :] | (low[..., 2, :] << 4), low[..., 1, :] | (low[..., 3, :] << 4)], axis=-1
     )
     top = (c >> 4) << (2 * np.arange(4, dtype=np.uint8))[:, None]
-    qh = np.bitwise_or.reduce(top, axis=-2)
+    qh = or_along(top, axis=-2)
     lead = codes.shape[:-1]
     return ql.reshape(*lead, 128).astype(np.uint8), qh.reshape(*lead, 64).astype(np.uint8)
 

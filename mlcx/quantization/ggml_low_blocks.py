@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from gguf import GGMLQuantizationType as GT
 
+from mlcx.quantization.bit_packing import or_along
+
 LOW_TYPES = {GT.Q2_K: "q2_k", GT.Q3_K: "q3_k", GT.IQ4_NL: "iq4_nl", GT.IQ4_XS: "iq4_xs"}
 LOW_BYTES = {GT.Q2_K: 84, GT.Q3_K: 110, GT.IQ4_NL: 18, GT.IQ4_XS: 136}
 LOW_WEIGHTS = {GT.Q2_K: 256, GT.Q3_K: 256, GT.IQ4_NL: 32, GT.IQ4_XS: 256}
@@ -43,7 +45,7 @@ def _crumbs(qs: np.ndarray) -> np.ndarray:
 
 def _crumb_bytes(codes: np.ndarray) -> np.ndarray:
     c = (codes & 3).reshape(*codes.shape[:-1], 2, 4, 32)
-    return np.bitwise_or.reduce(c << _SHIFT2, axis=-2).reshape(*codes.shape[:-1], 64)
+    return or_along(c << _SHIFT2, axis=-2).reshape(*codes.shape[:-1], 64)
 
 
 def _nibbles(qs: np.ndarray) -> np.ndarray:
@@ -69,7 +71,7 @@ def _q3_scales(raw: np.ndarray) -> np.ndarray:
 def _q3_scale_bytes(six: np.ndarray) -> np.ndarray:
     low = (six[..., :8] & 0xF) | ((six[..., 8:] & 0xF) << 4)
     top = ((six >> 4) & 3).reshape(*six.shape[:-1], 4, 4) << _SHIFT2
-    return np.concatenate([low, np.bitwise_or.reduce(top, axis=-2)], axis=-1).astype(np.uint8)
+    return np.concatenate([low, or_along(top, axis=-2)], axis=-1).astype(np.uint8)
 
 
 def decode_low(b: np.ndarray, gtype: GT) -> tuple[np.ndarray, dict]:
@@ -106,10 +108,10 @@ def encode_low(c: np.ndarray, planes: dict, gtype: GT) -> np.ndarray:
     if gtype == GT.IQ4_XS:
         qs = _nibble_bytes(c.reshape(*c.shape[:-1], 8, 32)).reshape(*c.shape[:-1], 128)
         high = ((six >> 4) & 3).astype(np.uint16) << (2 * np.arange(8, dtype=np.uint16))
-        scales_h = _bytes(np.bitwise_or.reduce(high, axis=-1)[..., None], 2)
+        scales_h = _bytes(or_along(high, axis=-1)[..., None], 2)
         pairs = six.reshape(*six.shape[:-1], 4, 2) & 0xF
         scales_l = pairs[..., 0] | (pairs[..., 1] << 4)
         return np.concatenate([d, scales_h, scales_l, qs], axis=-1)
     bits = ((c >> 2) & 1).reshape(*c.shape[:-1], 8, 32) << np.arange(8, dtype=np.uint8)[:, None]
-    hmask = np.bitwise_or.reduce(bits, axis=-2)
+    hmask = or_along(bits, axis=-2)
     return np.concatenate([hmask, _crumb_bytes(c), _q3_scale_bytes(six), d], axis=-1)

@@ -24,6 +24,7 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
+from mlcx.quantization.bit_packing import pack_bits
 
 GROUP = 32
 E2M1_TWICE = (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
@@ -37,12 +38,6 @@ def e8m0_half(e: np.ndarray) -> np.ndarray:
     small = np.uint32(0x00200000) << (e & np.uint32(1))
     bits = np.where(e < 2, small, (e - np.uint32(1)) << np.uint32(23))
     return bits.astype(np.uint32).view(np.float32)
-
-
-def _pack_nibbles(codes: np.ndarray) -> np.ndarray:
-    n, k = codes.shape
-    parts = codes.astype(np.uint32).reshape(n, k // 8, 8)
-    return np.bitwise_or.reduce(parts << (np.arange(8, dtype=np.uint32) * 4), axis=2)
 
 
 def _unpack_nibbles(words: np.ndarray) -> np.ndarray:
@@ -91,7 +86,7 @@ class Mxfp4Format:
             qweight = tiling.tile_codes(codes, 4).view(np.uint32).reshape(n, k // 8)
             exponents = tiling.tile_groups(exponents.astype(np.uint8))
             return {"qweight": qweight, "exponents": exponents}
-        return {"qweight": _pack_nibbles(codes), "exponents": exponents.astype(np.uint8)}
+        return {"qweight": pack_bits(codes, 4), "exponents": exponents.astype(np.uint8)}
 
     def parts(self, params: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Inverse of from_parts: (codes [N, K] uint8, exponents [N, K/32] uint8)."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mlcx.quantization.bit_packing import or_along
+
 TILE_ROWS = 16
 CHUNK = 32
 
@@ -45,7 +47,7 @@ def tile_codes(codes: np.ndarray, bits: int) -> np.ndarray:
     split = codes.astype(np.uint16).reshape(_nibble_axes(n, k))
     ordered = split.transpose(0, 2, 3, 1, 5, 4)  # band, chunk, quarter, row, e, nibble
     shifts = (np.arange(4, dtype=np.uint16) * 4)[None, None, None, None, None, :]
-    return np.bitwise_or.reduce(ordered << shifts, axis=5).reshape(-1)
+    return or_along(ordered << shifts, axis=5).reshape(-1)
 
 
 def untile_codes(flat: np.ndarray, bits: int, n: int, k: int) -> np.ndarray:
@@ -104,7 +106,7 @@ def tile_high(bits: np.ndarray, high: int) -> np.ndarray:
     split = bits.astype(np.uint16).reshape(_high_axes(n, k, high))
     ordered = split.transpose(0, 2, 3, 1, 5, 4)  # band, chunk, word, row, e, pair
     shifts = (np.arange(16 // high, dtype=np.uint16) * high)[None, None, None, None, None, :]
-    return np.bitwise_or.reduce(ordered << shifts, axis=5).reshape(-1)
+    return or_along(ordered << shifts, axis=5).reshape(-1)
 
 
 def untile_high(flat: np.ndarray, high: int, n: int, k: int) -> np.ndarray:
