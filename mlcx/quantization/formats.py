@@ -150,22 +150,21 @@ class GroupIntFormat:
             if minimum is None:
                 raise ValueError("affine formats need a minimum per group")
             params["mins"] = np.ascontiguousarray(minimum, dtype=self.scale_dtype)
-        if self.bits == 4:
-            params["qweight"] = pack_bits(q, 4)
-        else:
-            params["qweight"] = (q.astype(np.int16) - self.zero_point).astype(np.int8)
-        return self._tile(params, q) if self.tiled else params
+        stored = q if self.bits == 4 else (q.astype(np.int16) - self.zero_point).astype(np.int8)
+        if self.tiled:
+            return self._tile(params, stored)
+        params["qweight"] = pack_bits(q, 4) if self.bits == 4 else stored
+        return params
 
-    def _tile(self, params: dict[str, np.ndarray], q: np.ndarray) -> dict[str, np.ndarray]:
-        n, k = q.shape
+    def _tile(self, params: dict[str, np.ndarray], stored: np.ndarray) -> dict[str, np.ndarray]:
+        """`params` with the codes (`stored`: 4-bit codes or int8 values, [N, K]) and the group
+        planes in the tiled order; 4-bit codes as uint32 words [N, K / 8]."""
+        n, k = stored.shape
         self.check_shape(n, k)
-        stored = q if self.bits == 4 else params["qweight"]
         flat = tiling.tile_codes(stored, self.bits)
-        tiled = {"qweight": flat.view(params["qweight"].dtype).reshape(params["qweight"].shape)}
-        for plane in ("scales", "mins"):
-            if plane in params:
-                tiled[plane] = tiling.tile_groups(params[plane])
-        return {name: tiled[name] for name in params}
+        qweight = flat.view(np.uint32).reshape(n, k // 8) if self.bits == 4 else flat.reshape(n, k)
+        tiled = {name: tiling.tile_groups(values) for name, values in params.items()}
+        return {**tiled, "qweight": qweight}
 
     def unpack(self, params: dict[str, np.ndarray]) -> np.ndarray:
         q = self.codes(params["qweight"]).astype(np.float32)
