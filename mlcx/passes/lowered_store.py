@@ -60,7 +60,7 @@ def load(path: Path, func, attrs):
     None when there is none."""
     try:
         saved = tvm.ir.load_json(path.read_text())
-    except (OSError, tvm.error.TVMError):
+    except (OSError, ValueError, RuntimeError):  # unreadable, or not what TVM saved
         return None
     known, known_attrs, functions, after_split = saved
     if not (tvm_ffi.structural_equal(known, func) and tvm_ffi.structural_equal(known_attrs, attrs)):

@@ -147,6 +147,18 @@ def test_an_entry_that_does_not_match_is_lowered_again(monkeypatch, tmp_path, lo
     assert lowerings == names
 
 
+def test_a_damaged_entry_is_lowered_again(monkeypatch, tmp_path, lowerings):
+    afresh = _lower(_module([32])).script(show_meta=True)
+    monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
+    lowered_kernels.forget()
+    _lower(_module([32]))
+    [entry] = tmp_path.glob("*.json")
+    entry.write_text(entry.read_text()[:100])  # as a full disk or a killed copy leaves it
+    lowered_kernels.forget()
+    assert _lower(_module([32])).script(show_meta=True) == afresh
+    assert len(lowerings) == 3
+
+
 def test_cpu_kernels_stay_in_memory(monkeypatch, tmp_path):
     monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
     assert lowered_store.root(tvm.target.Target({"kind": "llvm"})) is None

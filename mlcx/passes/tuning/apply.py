@@ -48,7 +48,7 @@ def _tuned(func: tvm.tirx.PrimFunc, db: TuningDb) -> tvm.tirx.PrimFunc | None:
     sch = Schedule(tvm.IRModule({"main": func}))
     try:
         Trace.apply_json_to_schedule(record.trace, sch)
-    except tvm.error.TVMError as err:  # the trace does not fit the dynamic kernel
+    except RuntimeError as err:  # the trace does not fit the dynamic kernel (a ScheduleError)
         log.warning("tuning record for %s not applied: %s", record.task, err)
         return None
     return sch.mod["main"].with_attr("tirx.is_scheduled", True)

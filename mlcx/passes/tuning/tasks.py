@@ -38,7 +38,7 @@ def specialize(func: tvm.tirx.PrimFunc) -> tvm.IRModule | None:
     workload = tvm.IRModule({"main": func.specialize(binds) if binds else func})
     try:
         ms.arg_info.ArgInfo.from_prim_func(workload["main"])
-    except (TypeError, tvm.error.TVMError):
+    except (TypeError, RuntimeError):  # TVM 0.27 raises its errors as RuntimeError
         return None
     return workload
 
