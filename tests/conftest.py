@@ -9,12 +9,15 @@ import pytest
 
 from mlcx.cache import cache_dir
 from mlcx.passes import lowered_store
+from mlcx.targets import llvm_objects
 from tests.support.default_model import DEFAULT, default_gguf
 from tests.support.tiny_models import TinySpec, make_tiny_model
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # GPU kernels lowered by any worker, any earlier run or an `mlcx` subprocess are read back
 LOWERED = os.environ.setdefault(lowered_store.ENV, str(cache_dir() / "test-lowered"))
+# CPU kernels' LLVM objects, built by any worker or earlier run, are linked instead of built again
+OBJECTS = os.environ.setdefault(llvm_objects.ENV, str(cache_dir() / "test-objects"))
 
 pytest_plugins = ["tests.support.folder_times", "tests.support.file_order"]
 
@@ -25,7 +28,7 @@ def pytest_sessionstart(session) -> None:
         from tests.support.disk_cache import prune
 
         roots = (compile_cache.ROOT, kernel_cache.ROOT, hf_gguf_greedy.ROOT, llamacpp_convert.CACHE)
-        for root in (*roots, Path(LOWERED)):
+        for root in (*roots, Path(LOWERED), Path(OBJECTS)):
             prune(root)
 
 

@@ -25,6 +25,7 @@ from mlcx.passes.pipeline_cpu import encoder_cpu_pipeline
 from mlcx.targets import device_code
 from mlcx.targets.base import BuildOptions, Target
 from mlcx.targets.device_code import ACTIVATION_DTYPE
+from mlcx.targets.llvm_objects import compile_cpu
 from mlcx.targets.mobile import DEFAULT_PREFIX
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ VISION_PREFIX = "vision_"  # phones: the encoder's symbols follow the model's pr
 def _write_cpu(mod: tvm.IRModule, target: Target, tvm_target, options, folder: Path) -> str:
     library = "encoder-cpu.so"
     pipeline = encoder_cpu_pipeline(tvm_target, options.encoder_linears == "int16")
-    executable = tvm.compile(mod, target=tvm_target, relax_pipeline=pipeline)
+    executable = compile_cpu(mod, tvm_target, pipeline, "default")
     executable.export_library(str(folder / library))
     return library
 

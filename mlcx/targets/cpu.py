@@ -11,6 +11,7 @@ from tvm.target import codegen
 from mlcx.passes import tir_pipeline
 from mlcx.passes.pipeline_cpu import cpu_pipeline
 from mlcx.targets.base import BuildOptions
+from mlcx.targets.llvm_objects import compile_cpu
 
 # LLVM tuning flags by the host's architecture (the triple's first field). On x86, LLVM's
 # machine combiner splits each vpdpwssd into vpmaddwd + vpaddd to shorten one accumulator's
@@ -48,9 +49,7 @@ class CpuTarget:
         if options.linear_kernels is None:  # a bug, not a user's mistake
             raise ValueError("build options come from mlcx.compile.model.resolve_options")
         pipeline = cpu_pipeline(target, options.linear_kernels, options.tuning_db)
-        return tvm.compile(
-            mod, target=target, relax_pipeline=pipeline, tir_pipeline=tir_pipeline.NAME
-        )
+        return compile_cpu(mod, target, pipeline, tir_pipeline.NAME)
 
     def export(self, executable, out_dir: Path, options: BuildOptions) -> str:
         name = "model-cpu.so"
