@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from tvm.script import tirx as T
 
 from mlcx.kernels.cpu.paged_attention import paged_attention_cpu
@@ -10,6 +12,7 @@ from mlcx.kernels.kv_layout import kv_element, kv_pages_shape, kv_row
 __all__ = ["copy_pages", "paged_attention_cpu"]
 
 
+@functools.cache  # TVMScript parses it in 0.04-0.09 s, once per compile; PrimFuncs are immutable
 def copy_pages(h_kv: int, d: int, dtype: str, page_size: int, gpu: bool = False):
     """Copy whole pages `pairs[i, 0] -> pairs[i, 1]` in place (copy-on-write of shared pages).
 
