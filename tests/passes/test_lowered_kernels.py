@@ -6,6 +6,8 @@ would lower afresh; a CPU kernel or an entry that does not match is lowered agai
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import tvm
 from tvm.tirx.compilation_pipeline import get_tir_pipeline
@@ -130,13 +132,20 @@ def _targets(mod: tvm.IRModule) -> dict[str, str]:
     return {gv.name_hint: str(f.attrs["target"]) for gv, f in mod.functions.items()}
 
 
-def test_an_entry_that_does_not_match_is_lowered_again(monkeypatch, tmp_path, lowerings):
+def _one_entry(monkeypatch, tmp_path) -> tuple[str, Path]:
+    """The 32-wide module lowered in memory (its script), then once more into a store in
+    `tmp_path` that a new process will find (its one entry)."""
     afresh = _lower(_module([32])).script(show_meta=True)
     monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
     lowered_kernels.forget()
     _lower(_module([32]))
     [entry] = tmp_path.glob("*.json")
     lowered_kernels.forget()
+    return afresh, entry
+
+
+def test_an_entry_that_does_not_match_is_lowered_again(monkeypatch, tmp_path, lowerings):
+    afresh, entry = _one_entry(monkeypatch, tmp_path)
     _lower(_module([48]))
     [other] = set(tmp_path.glob("*.json")) - {entry}
     # another function's lowering under this one's key, as a hash collision would leave it
@@ -148,13 +157,8 @@ def test_an_entry_that_does_not_match_is_lowered_again(monkeypatch, tmp_path, lo
 
 
 def test_a_damaged_entry_is_lowered_again(monkeypatch, tmp_path, lowerings):
-    afresh = _lower(_module([32])).script(show_meta=True)
-    monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
-    lowered_kernels.forget()
-    _lower(_module([32]))
-    [entry] = tmp_path.glob("*.json")
+    afresh, entry = _one_entry(monkeypatch, tmp_path)
     entry.write_text(entry.read_text()[:100])  # as a full disk or a killed copy leaves it
-    lowered_kernels.forget()
     assert _lower(_module([32])).script(show_meta=True) == afresh
     assert len(lowerings) == 3
 

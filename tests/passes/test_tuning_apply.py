@@ -16,26 +16,23 @@ from mlcx.passes.tuning.records import Record, TuningDb
 from mlcx.passes.tuning.tasks import is_scheduled, specialize, workload_key
 
 
-@T.prim_func(s_tir=True)
-def _copy(a: T.handle, b: T.handle):
-    n = T.int64()
-    A = T.match_buffer(a, (n, 64), "float32")
-    B = T.match_buffer(b, (n, 64), "float32")
-    for i, j in T.grid(n, 64):
-        with T.sblock("copy"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = A[vi, vj]
+def _kernel(block: str, factor: float):
+    """`B = A * factor` over (n, 64), its one block named `block`."""
+
+    @T.prim_func(s_tir=True)
+    def kernel(a: T.handle, b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(a, (n, 64), "float32")
+        B = T.match_buffer(b, (n, 64), "float32")
+        for i, j in T.grid(n, 64):
+            with T.sblock(block):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(factor)
+
+    return kernel
 
 
-@T.prim_func(s_tir=True)
-def _scale(a: T.handle, b: T.handle):
-    n = T.int64()
-    A = T.match_buffer(a, (n, 64), "float32")
-    B = T.match_buffer(b, (n, 64), "float32")
-    for i, j in T.grid(n, 64):
-        with T.sblock("scale"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = A[vi, vj] * T.float32(2)
+_copy, _scale = _kernel("copy", 1.0), _kernel("scale", 2.0)
 
 
 def _split_trace(func) -> list:
