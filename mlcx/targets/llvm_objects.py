@@ -3,9 +3,10 @@ $MLCX_KERNEL_OBJECTS (a directory; the test suite sets one).
 
 LLVM's optimizer and code generator are most of a CPU compile (a tiny model: 3.5 s of 4.4 s,
 TVM 0.27, one Zen 4 core), and most kernels recur from one compile to the next: the same shapes
-and formats under another page size, window, family or option (the suite's 271 CPU libraries
-hold 7,611 functions, 779 of them distinct). So each lowered kernel is built alone into its own
-object, kept, and linked into every later library that holds it (export_library's addons).
+and formats under another page size, window, family or option (one run of the test suite
+builds 136 CPU libraries holding 2,499 functions, 785 of them distinct). So each lowered kernel
+is built alone into its own object, kept, and linked into every later library that holds it
+(export_library's addons).
 
 An object is keyed by what decides its code: the lowered function's structural hash (free
 variables mapped, so equal functions hash alike in any process; its target attribute left out
