@@ -1,5 +1,5 @@
 """Bits packed with numpy: values ORed along a short axis, and fixed-width values packed into
-uint32 words.
+uint32 words and unpacked again.
 
 Why not `np.bitwise_or.reduce`: over a short axis (2 to 16 values) numpy reduces each output
 element on its own, 5-7x slower than ORing the axis' slices one after another (a 2048 x 8192
@@ -27,3 +27,11 @@ def pack_bits(values: np.ndarray, width: int) -> np.ndarray:
     per = 32 // width
     parts = values.astype(np.uint32).reshape(n, k // per, per)
     return or_along(parts << (np.arange(per, dtype=np.uint32) * width), axis=2)
+
+
+def unpack_bits(words: np.ndarray, width: int) -> np.ndarray:
+    """Inverse of pack_bits: uint32 [N, W] -> uint8 values [N, W * 32 / width]."""
+    per = 32 // width
+    shifts = np.arange(per, dtype=np.uint32) * width
+    values = (words[..., None] >> shifts) & ((1 << width) - 1)
+    return values.reshape(words.shape[0], -1).astype(np.uint8)

@@ -13,7 +13,7 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
-from mlcx.quantization.bit_packing import pack_bits
+from mlcx.quantization.bit_packing import pack_bits, unpack_bits
 from mlcx.quantization.block_kinds import BlockKind
 
 
@@ -60,7 +60,7 @@ def unpack_planes(params: dict[str, np.ndarray], kind: BlockKind, tiled: bool) -
         if tiled:
             values = _untile(words.reshape(-1).view(np.uint16), width, n, k)
         else:
-            values = _unpack_bits(words, width, k)
+            values = unpack_bits(words, width)
         codes |= values.astype(np.uint8) << shift
         shift += width
     return codes
@@ -106,10 +106,3 @@ def _u16_bits(words: te.Tensor, word, shift, width: int) -> tirx.PrimExpr:
     stored = words[word // 2 // cols, word // 2 % cols]
     bits = (word % 2 * 16 + shift).astype("uint32")
     return (stored >> bits) & tirx.const((1 << width) - 1, "uint32")
-
-
-def _unpack_bits(words: np.ndarray, width: int, k: int) -> np.ndarray:
-    per = 32 // width
-    shifts = (np.arange(per, dtype=np.uint32) * width)[None, None, :]
-    values = (words[..., None] >> shifts) & ((1 << width) - 1)
-    return values.reshape(words.shape[0], k).astype(np.uint8)

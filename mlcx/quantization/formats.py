@@ -19,7 +19,7 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
-from mlcx.quantization.bit_packing import pack_bits
+from mlcx.quantization.bit_packing import pack_bits, unpack_bits
 from mlcx.quantization.block_formats import KINDS, BlockFormat, ParamSpecs
 from mlcx.quantization.mxfp4 import Mxfp4Format
 from mlcx.quantization.stacked import StackedFormat
@@ -191,8 +191,7 @@ class GroupIntFormat:
             return tiling.untile_codes(flat, 8, n, k).astype(np.int16) + self.zero_point
         if self.bits == 8:
             return qweight.astype(np.int16) + self.zero_point
-        shifts = (np.arange(8, dtype=np.uint32) * 4)[None, None, :]
-        return ((qweight[..., None] >> shifts) & 0xF).reshape(qweight.shape[0], -1)
+        return unpack_bits(qweight, 4)
 
     def element(self, params: dict[str, te.Tensor], n, k, dtype: str) -> tirx.PrimExpr:
         scale = self._group_value(params["scales"], n, k).astype(dtype)

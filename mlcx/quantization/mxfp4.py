@@ -24,7 +24,7 @@ import numpy as np
 from tvm import te, tirx
 
 from mlcx.quantization import tiling
-from mlcx.quantization.bit_packing import pack_bits
+from mlcx.quantization.bit_packing import pack_bits, unpack_bits
 
 GROUP = 32
 E2M1_TWICE = (0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
@@ -38,11 +38,6 @@ def e8m0_half(e: np.ndarray) -> np.ndarray:
     small = np.uint32(0x00200000) << (e & np.uint32(1))
     bits = np.where(e < 2, small, (e - np.uint32(1)) << np.uint32(23))
     return bits.astype(np.uint32).view(np.float32)
-
-
-def _unpack_nibbles(words: np.ndarray) -> np.ndarray:
-    values = (words[..., None] >> (np.arange(8, dtype=np.uint32) * 4)) & 0xF
-    return values.reshape(words.shape[0], -1).astype(np.uint8)
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ class Mxfp4Format:
         """Inverse of from_parts: (codes [N, K] uint8, exponents [N, K/32] uint8)."""
         qweight, exponents = params["qweight"], params["exponents"]
         if not self.tiled:
-            return _unpack_nibbles(qweight), np.asarray(exponents, np.uint8)
+            return unpack_bits(qweight, 4), np.asarray(exponents, np.uint8)
         n, k = qweight.shape[0], qweight.shape[1] * 8
         flat = np.ascontiguousarray(qweight).reshape(-1).view(np.uint16)
         codes = tiling.untile_codes(flat, 4, n, k).astype(np.uint8)

@@ -1,11 +1,12 @@
-"""mlcx.quantization.bit_packing against numpy's own reduction and a word built value by value."""
+"""mlcx.quantization.bit_packing against numpy's own reduction and a word built value by value;
+unpacking gives the values back."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mlcx.quantization.bit_packing import or_along, pack_bits
+from mlcx.quantization.bit_packing import or_along, pack_bits, unpack_bits
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32])
@@ -31,3 +32,12 @@ def test_pack_bits_puts_value_k_at_bits_k_times_width_of_its_word(width):
             word = values[row, j * per : (j + 1) * per]
             expected = sum(int(v) << (i * width) for i, v in enumerate(word))
             assert int(words[row, j]) == expected
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+def test_unpack_bits_reads_back_what_pack_bits_wrote(width):
+    rng = np.random.default_rng(10 + width)
+    values = rng.integers(0, 1 << width, size=(3, 64), dtype=np.uint8)
+    back = unpack_bits(pack_bits(values, width), width)
+    assert back.dtype == np.uint8
+    np.testing.assert_array_equal(back, values)
