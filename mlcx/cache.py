@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -12,3 +13,12 @@ def cache_dir() -> Path:
         return Path(os.environ["MLCX_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "mlcx"
+
+
+def write_whole(path: Path, write: Callable[[Path], None]) -> None:
+    """`write(file)` into a staging file renamed to `path`: processes sharing a store never read
+    half an entry."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f"{path.stem}.tmp-{os.getpid()}{path.suffix}")
+    write(staging)
+    os.replace(staging, path)

@@ -23,6 +23,8 @@ from pathlib import Path
 import tvm
 import tvm_ffi
 
+from mlcx.cache import write_whole
+
 ENV = "MLCX_LOWERED_KERNELS"
 GPU_KINDS = frozenset({"cuda", "webgpu", "vulkan", "metal", "opencl", "rocm"})
 _PIPELINE_SOURCES = (
@@ -43,7 +45,8 @@ def root(target: tvm.target.Target | None) -> Path | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _pipeline_identity() -> str:
+def pipeline_identity() -> str:
+    """What lowers a kernel besides its TIR: TVM's version and mlcx's TIR pipeline sources."""
     digest = hashlib.sha256(tvm.__version__.encode())
     for name in _PIPELINE_SOURCES:
         digest.update((_MLCX / name).read_bytes())
@@ -51,7 +54,7 @@ def _pipeline_identity() -> str:
 
 
 def entry(folder: Path, key: tuple) -> Path:
-    text = repr((key, _pipeline_identity()))
+    text = repr((key, pipeline_identity()))
     return folder / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
 
 
@@ -89,8 +92,7 @@ def _hostless(target) -> dict:
 
 
 def save(path: Path, func, attrs, functions: dict, after_split: dict) -> None:
-    record = [func, attrs, tvm.IRModule(functions), tvm.IRModule(after_split)]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f"{path.stem}.tmp-{os.getpid()}.json")
-    staging.write_text(tvm.ir.save_json(tvm_ffi.convert(record)))
-    os.replace(staging, path)
+    record = tvm.ir.save_json(
+        tvm_ffi.convert([func, attrs, tvm.IRModule(functions), tvm.IRModule(after_split)])
+    )
+    write_whole(path, lambda staging: staging.write_text(record))

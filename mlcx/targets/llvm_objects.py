@@ -14,7 +14,8 @@ and keyed as the target's text), its name, the target with its host, the module'
 the pass context's settings and TVM's and tvm-ffi's versions (LLVM is TVM's own). Each function
 builds alone: no function of a lowered Relax module calls another (in TVM 0.27 a TIR subroutine
 call does not even survive relax's pipeline). Objects are written whole (a staging file
-renamed), so processes share the store.
+renamed), so processes share the store. The cuda target keeps nvcc's fatbins in it too
+(mlcx.targets.cuda_kernels).
 
 TVM's own steps are followed (relax.build, then tirx.build for a CPU target: bind the target,
 lower, finalize the host functions, generate code); only the last is split. The executable that
@@ -34,6 +35,8 @@ import tvm
 import tvm_ffi
 from tvm import relax
 from tvm.relax import vm_build
+
+from mlcx.cache import write_whole
 
 ENV = "MLCX_KERNEL_OBJECTS"
 # the module tvm.tirx.build (the function of that name hides it): its host/device split and codegen
@@ -106,10 +109,7 @@ def _link(host: tvm.IRModule, target, store: Path) -> tuple[tvm.runtime.Module, 
 
 
 def _build_alone(mod: tvm.IRModule, target, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f"{path.stem}.tmp-{os.getpid()}.o")
-    _codegen(mod, target).write_to_file(str(staging))
-    os.replace(staging, path)
+    write_whole(path, lambda staging: _codegen(mod, target).write_to_file(str(staging)))
 
 
 def _codegen(mod: tvm.IRModule, target) -> tvm.runtime.Module:

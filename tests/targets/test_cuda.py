@@ -11,6 +11,7 @@ import tvm_ffi
 
 from mlcx.compile.model import CompileRequest
 from mlcx.passes.gpu.cuda_graph import CAPTURE_BUILTINS
+from mlcx.targets import llvm_objects
 from mlcx.targets.base import BuildOptions
 from mlcx.targets.cuda import DEFAULT_ARCH, LIBRARY, SOURCE, CudaTarget, resolve_arch
 from mlcx.targets.cuda_kernels import compile_fatbin
@@ -94,6 +95,24 @@ def test_fatbin_follows_the_requested_arch(arch):
     assert {(e.kind, e.arch) for e in entries} == {("elf", number), ("ptx", number)}
     cubin = next(e.payload for e in entries if e.kind == "elf")
     assert cubin_sm(elf_header(cubin)) == number and "fill" in elf_symbols(cubin)
+
+
+@needs_nvcc
+def test_a_kept_fatbin_is_read_back_for_the_same_source_only(tmp_path, monkeypatch):
+    monkeypatch.setenv(llvm_objects.ENV, str(tmp_path))
+    source = 'extern "C" __global__ void fill(float* x) { x[threadIdx.x] = 2.0f; }'
+    made = compile_fatbin(source, ARCH)
+    assert [p.read_bytes() for p in tmp_path.glob("*.fatbin")] == [made]
+
+    def no_nvcc(*args, **kwargs):
+        raise AssertionError("nvcc ran for a kept source")
+
+    monkeypatch.setattr("mlcx.targets.cuda_kernels.nvcc.compile_cuda", no_nvcc)
+    assert compile_fatbin(source, ARCH) == made
+    with pytest.raises(AssertionError, match="nvcc ran"):
+        compile_fatbin(source.replace("2.0f", "3.0f"), ARCH)
+    with pytest.raises(AssertionError, match="nvcc ran"):
+        compile_fatbin(source, "sm_90")
 
 
 def test_without_nvcc_the_library_carries_the_source(tiny_model, tmp_path, monkeypatch):
