@@ -4,9 +4,12 @@ leaves (a shared library, assembly, a WebGPU kernel's plan and shaders) is kept 
 `~/.cache/mlcx/test-kernels/` for later runs (tests/support/disk_cache.py).
 
 In memory, keyed by the kernel's TIR itself (two builds of one spec are structurally equal) and
-the full target. On disk, by the kernel's TVMScript, the target, the compiling sources' hash
-and TVM's version, so an entry never outlives a change to the builder or the pipeline that made
-it. MLCX_TEST_KERNELS=off keeps nothing on disk; =DIR keeps it in DIR."""
+the full target. On disk, by the kernel's TVMScript, the target, TVM's version and what else made
+the file: for a CPU library or its assembly the TIR pipeline's sources (the rest of that compile
+is TVM's own), for a WebGPU kernel's plan the compiling sources' hash (mlcx's plan writer). So
+an entry never outlives a change to the builder or the pipeline that made it, and a change
+elsewhere in mlcx leaves it in use. MLCX_TEST_KERNELS=off keeps nothing on disk; =DIR keeps it
+in DIR."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import tvm_ffi
 from tvm import tirx
 
 from mlcx.compile import jit
-from mlcx.passes import tir_pipeline
+from mlcx.passes import lowered_store, tir_pipeline
 from tests.support.disk_cache import cache_root, kept_entry
 
 T = TypeVar("T")
@@ -39,15 +42,22 @@ def cached(func: tirx.PrimFunc, target: str, make: Callable[[], T]) -> T:
     return value
 
 
-def on_disk(func: tirx.PrimFunc, target: str, suffix: str, write: Callable[[Path], None]) -> Path:
-    """The file `write(path)` makes for `func` on `target` (`suffix`: its kind, e.g. ".so"),
-    written once per machine (with the cache off, each time, into a temporary folder)."""
-    return kept_entry(ROOT, _disk_key(func, target), suffix, write)
+def on_disk(
+    func: tirx.PrimFunc,
+    target: str,
+    suffix: str,
+    write: Callable[[Path], None],
+    made_by: Callable[[], str] = jit.code_hash,
+) -> Path:
+    """The file `write(path)` makes for `func` on `target` (`suffix`: its kind, e.g. ".so";
+    `made_by()`: what mlcx code decides it besides the kernel), written once per machine (with
+    the cache off, each time, into a temporary folder)."""
+    return kept_entry(ROOT, _disk_key(func, target, made_by()), suffix, write)
 
 
-def _disk_key(func: tirx.PrimFunc, target: str) -> str:
+def _disk_key(func: tirx.PrimFunc, target: str, made_by: str) -> str:
     digest = hashlib.sha256()
-    for part in (func.script(show_meta=True), target, jit.code_hash(), tvm.__version__):
+    for part in (func.script(show_meta=True), target, made_by, tvm.__version__):
         digest.update(part.encode() + b"\0")
     return digest.hexdigest()[:32]
 
@@ -61,9 +71,10 @@ def cpu_module(func: tirx.PrimFunc, target: tvm.target.Target) -> tvm.runtime.Mo
     """`func` compiled for `target` (a CPU this machine runs) and loaded."""
 
     def load() -> tvm.runtime.Module:
-        path = on_disk(
-            func, str(target), ".so", lambda p: _compile(func, target).export_library(str(p))
-        )
+        def write(path: Path) -> None:
+            _compile(func, target).export_library(str(path))
+
+        path = on_disk(func, str(target), ".so", write, lowered_store.pipeline_identity)
         return tvm.runtime.load_module(str(path))
 
     return cached(func, str(target), load)
@@ -75,6 +86,7 @@ def cpu_asm(func: tirx.PrimFunc, target: tvm.target.Target) -> str:
     def write(path: Path) -> None:
         path.write_text(_compile(func, target).mod.inspect_source("asm"))
 
-    return cached(
-        func, f"asm {target}", lambda: on_disk(func, str(target), ".s", write).read_text()
-    )
+    def read() -> str:
+        return on_disk(func, str(target), ".s", write, lowered_store.pipeline_identity).read_text()
+
+    return cached(func, f"asm {target}", read)
