@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from mlcx.cache import cache_dir
+from mlcx.cache import cache_dir, write_whole
 
 PRUNE_DAYS = 7
 # seconds this process spent making what a cache did not hold, by the cache's folder name
@@ -49,12 +49,8 @@ def kept(path: Path, write: Callable[[Path], None]) -> Path:
     """`path`, written by `write(staging)` when missing: whole or not at all (two workers may
     both write it; either copy is whole), and marked used."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        key, _, kind = path.name.partition(".")  # the staging name keeps the kind: ".so" ...
-        staging = path.with_name(f"{key}.tmp-{os.getpid()}.{kind}")
         with making(path.parent):
-            write(staging)
-        os.replace(staging, path)
+            write_whole(path, write)  # the staging name keeps the suffix: ".so", ".s" ...
     touch(path)
     return path
 

@@ -12,9 +12,9 @@ order, as xdist requires; only the controller writes it, after the workers are d
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 
+from mlcx.cache import write_whole
 from tests.support.disk_cache import cache_root
 from tests.support.folder_times import seconds_by
 
@@ -59,7 +59,5 @@ def pytest_terminal_summary(terminalreporter) -> None:
         return
     seconds = seconds_by(terminalreporter, _file)
     if seconds:
-        ROOT.mkdir(parents=True, exist_ok=True)
-        staging = RECORD.with_name(f"files.tmp-{os.getpid()}.json")
-        staging.write_text(json.dumps({**recorded(), **seconds}, indent=0, sort_keys=True))
-        os.replace(staging, RECORD)
+        text = json.dumps({**recorded(), **seconds}, indent=0, sort_keys=True)
+        write_whole(RECORD, lambda staging: staging.write_text(text))
