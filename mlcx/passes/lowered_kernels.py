@@ -7,7 +7,7 @@ kernel takes 1.5-3.6 s (TVM 0.27, 2 cores), most of a GPU compile. What TVM's de
 pipeline (the one mlcx.passes.tir_pipeline lowers with) makes of a function lowered alone
 depends on the function (its attributes name its target and its lowering marks), its name, the
 module's attributes and the pass context's options, so its result is kept under those and
-handed out for a structurally equal function; lowering runs again for anything else. GPU
+handed out for a structurally equal function; lowering runs again for anything else. The
 kernels are also kept on disk between processes where $MLCX_LOWERED_KERNELS names a directory
 (mlcx.passes.lowered_store).
 """

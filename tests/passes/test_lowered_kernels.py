@@ -1,8 +1,8 @@
 """The TIR pipeline "mlcx" lowers a function it lowered before in this process once: a second
 module holding it gets the very functions of the first lowering, which are what lowering it
 afresh gives; another target, other pass options or the caller's instruments lower it again.
-With $MLCX_LOWERED_KERNELS a GPU kernel lowered by an earlier process is read from disk, as it
-would lower afresh; a CPU kernel or an entry that does not match is lowered again."""
+With $MLCX_LOWERED_KERNELS a kernel lowered by an earlier process (GPU or CPU) is read from disk,
+as it would lower afresh; an entry that does not match is lowered again."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import tvm
+from tvm import te
 from tvm.tirx.compilation_pipeline import get_tir_pipeline
 
 from mlcx.kernels.gpu.config import GpuConfig
@@ -163,8 +164,26 @@ def test_a_damaged_entry_is_lowered_again(monkeypatch, tmp_path, lowerings):
     assert len(lowerings) == 3
 
 
-def test_cpu_kernels_stay_in_memory(monkeypatch, tmp_path):
+def _cpu_module() -> tvm.IRModule:
+    target = tvm.target.Target({"kind": "llvm"})
+    a = te.placeholder((64,), "float32", name="a")
+    b = te.compute((64,), lambda i: a[i] * 2.0, name="b")
+    func = te.create_prim_func([a, b]).with_attr("global_symbol", "double")
+    # as mlcx.targets.llvm_objects binds it: a CPU target is its own host
+    return tvm.IRModule({"double": func.with_attr("target", target.with_host(target))})
+
+
+def test_a_cpu_kernel_lowered_by_an_earlier_process_is_read_as_lowered(
+    monkeypatch, tmp_path, lowerings
+):
+    afresh = _lower(_cpu_module())
     monkeypatch.setenv(lowered_store.ENV, str(tmp_path))
-    assert lowered_store.root(tvm.target.Target({"kind": "llvm"})) is None
-    gpu = tvm.target.Target({"kind": "webgpu"}, host={"kind": "llvm"})
-    assert lowered_store.root(gpu) == tmp_path
+    lowered_kernels.forget()
+    _lower(_cpu_module())
+    lowered_kernels.forget()  # as a new process finds it
+    again = _lower(_cpu_module())
+    assert lowerings == ["double", "double"] and len(list(tmp_path.glob("*.json"))) == 1
+    assert _bodies(again) == _bodies(afresh)
+    # lowering leaves a CPU function's target without a host, and so it comes back: with one,
+    # its kept LLVM object would be keyed apart from the one a fresh lowering made
+    assert _targets(again) == _targets(afresh)
