@@ -14,7 +14,7 @@ from tests.support.default_model import DEFAULT, default_gguf
 from tests.support.tiny_models import TinySpec, make_tiny_model
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# GPU kernels lowered by any worker, any earlier run or an `mlcx` subprocess are read back
+# kernels lowered by any worker, any earlier run or an `mlcx` subprocess are read back
 LOWERED = os.environ.setdefault(lowered_store.ENV, str(cache_dir() / "test-lowered"))
 # CPU kernels' LLVM objects, built by any worker or earlier run, are linked instead of built again
 OBJECTS = os.environ.setdefault(llvm_objects.ENV, str(cache_dir() / "test-objects"))
